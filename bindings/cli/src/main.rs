@@ -1,0 +1,305 @@
+//! `mcpmux`: MCP servers from the shell — list servers and tools, call a
+//! tool, read resources, get prompts. Machine output with `--json`; every
+//! failure prints `{"error": ..., "code": ...}` on stderr and exits 2.
+
+mod human;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use mcpmux_core::{CallOptions, Config, Error, Hub};
+use serde_json::Value;
+
+/// Exit status for any failure (1 is kept for a tool's own `isError`).
+const EXIT_FAILURE: u8 = 2;
+/// Exit status when a tool reported `isError: true`.
+const EXIT_TOOL_ERROR: u8 = 1;
+
+#[derive(Parser)]
+#[command(
+    name = "mcpmux",
+    version,
+    about = "Connect to MCP servers, list their tools and call them."
+)]
+struct Cli {
+    /// Config file (TOML or JSON). Default: $MCPMUX_CONFIG, ./mcpmux.toml, ./.mcp.json.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Per-request timeout in seconds for every server (overrides the config).
+    #[arg(long, global = true, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List configured servers and their state.
+    Servers,
+    /// List every tool of every connected server.
+    Tools {
+        /// Print the list for an LLM API: anthropic, openai, openai-responses, mcp.
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+    },
+    /// Call a tool by its hub name (mcp_SERVER_TOOL); exit 1 when the result is an error.
+    Call {
+        /// The tool's hub name, as `mcpmux tools` shows it.
+        tool: String,
+        /// Arguments as a JSON object; `-` reads them from stdin.
+        args: Option<String>,
+    },
+    /// List resources and resource templates.
+    Resources {
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// Read a resource by URI.
+    Read {
+        /// The resource URI.
+        uri: String,
+        /// The server to ask (default: the one that lists the URI).
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// List prompts.
+    Prompts {
+        /// Only this server.
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// Get a prompt with arguments.
+    Prompt {
+        /// The prompt's name.
+        name: String,
+        /// Arguments as a JSON object of strings; `-` reads them from stdin.
+        args: Option<String>,
+        /// The server to ask (needed when several offer the prompt).
+        #[arg(long)]
+        server: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let message = e.to_string();
+            let first = message
+                .lines()
+                .next()
+                .unwrap_or("invalid arguments")
+                .trim_start_matches("error: ");
+            return fail(&Error::InvalidInput(format!("{first} (see mcpmux --help)")));
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&Error::Internal(format!("cannot start the runtime: {e}"))),
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => fail(&e),
+    }
+}
+
+fn fail(e: &Error) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "{}", e.to_json());
+    ExitCode::from(EXIT_FAILURE)
+}
+
+fn init_logging(verbose: u8) {
+    let filter = match std::env::var("MCPMUX_LOG") {
+        Ok(f) if !f.is_empty() => f,
+        _ => match verbose {
+            0 => "off".into(),
+            1 => "info".into(),
+            _ => "debug".into(),
+        },
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<u8, Error> {
+    let mut config = load_config(cli.config.as_deref())?;
+    if let Some(secs) = cli.timeout {
+        if !(secs > 0.0 && secs.is_finite()) {
+            return Err(Error::InvalidInput(
+                "--timeout must be a positive number of seconds".into(),
+            ));
+        }
+        for server in &mut config.servers {
+            server.timeout = Duration::from_secs_f64(secs);
+            server.max_total_timeout = server.max_total_timeout.max(server.timeout);
+        }
+    }
+    // Parse arguments before starting any server.
+    let args = match &cli.command {
+        Command::Call { args, .. } | Command::Prompt { args, .. } => parse_args(args.as_deref())?,
+        _ => None,
+    };
+    if let Command::Tools { format: Some(f) } = &cli.command {
+        if !mcpmux_core::llm::tool_format::FORMATS.contains(&f.as_str()) {
+            return Err(Error::InvalidInput(format!(
+                "unknown tool format '{f}' (expected one of: {})",
+                mcpmux_core::llm::tool_format::FORMATS.join(", ")
+            )));
+        }
+    }
+    let hub = Hub::connect(config).await?;
+    let outcome = tokio::select! {
+        r = execute(&hub, &cli, args.as_ref()) => r,
+        _ = tokio::signal::ctrl_c() => Err(Error::Cancelled("interrupted".into())),
+    };
+    hub.close().await;
+    outcome
+}
+
+async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error> {
+    let json = cli.json;
+    match &cli.command {
+        Command::Servers => {
+            let servers = hub.servers();
+            if json {
+                print_json(&servers)
+            } else {
+                print(&human::servers(&servers))
+            }
+        }
+        Command::Tools { format } => {
+            if let Some(format) = format {
+                print_json(&hub.tools_for(format)?)
+            } else if json {
+                print_json(&hub.list_tools().await)
+            } else {
+                print(&human::tools(&hub.list_tools().await))
+            }
+        }
+        Command::Call { tool, .. } => {
+            let result = hub.call_tool(tool, args, &CallOptions::default()).await?;
+            if json {
+                print(result.json())?;
+            } else {
+                print(&human::tool_result(&result.value()))?;
+            }
+            return Ok(if result.is_error() {
+                EXIT_TOOL_ERROR
+            } else {
+                0
+            });
+        }
+        Command::Resources { server } => {
+            let resources = hub.list_resources(server.as_deref()).await?;
+            let templates = hub.list_resource_templates(server.as_deref()).await?;
+            if json {
+                print_json(
+                    &serde_json::json!({ "resources": resources, "resourceTemplates": templates }),
+                )
+            } else {
+                print(&human::resources(&resources, &templates))
+            }
+        }
+        Command::Read { uri, server } => {
+            let result = hub.read_resource(uri, server.as_deref()).await?;
+            if json {
+                print_json(&result)
+            } else {
+                print(&human::resource_contents(&result))
+            }
+        }
+        Command::Prompts { server } => {
+            let prompts = hub.list_prompts(server.as_deref()).await?;
+            if json {
+                print_json(&prompts)
+            } else {
+                print(&human::prompts(&prompts))
+            }
+        }
+        Command::Prompt { name, server, .. } => {
+            let result = hub.get_prompt(name, args, server.as_deref()).await?;
+            if json {
+                print_json(&result)
+            } else {
+                print(&human::prompt_messages(&result))
+            }
+        }
+    }?;
+    Ok(0)
+}
+
+/// Finds the config: `--config`, then `MCPMUX_CONFIG`, then `./mcpmux.toml`, then `./.mcp.json`.
+fn load_config(flag: Option<&std::path::Path>) -> Result<Config, Error> {
+    if let Some(path) = flag {
+        return Config::load(path);
+    }
+    if let Some(path) = std::env::var_os("MCPMUX_CONFIG").filter(|p| !p.is_empty()) {
+        return Config::load(PathBuf::from(path));
+    }
+    for candidate in ["mcpmux.toml", ".mcp.json"] {
+        let path = PathBuf::from(candidate);
+        if path.is_file() {
+            return Config::load(path);
+        }
+    }
+    Err(Error::ConfigInvalid(
+        "no config found: pass --config FILE, set MCPMUX_CONFIG, or create ./mcpmux.toml or ./.mcp.json".into(),
+    ))
+}
+
+fn parse_args(text: Option<&str>) -> Result<Option<Value>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let owned;
+    let text = if text == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .map_err(|e| Error::InvalidInput(format!("cannot read arguments from stdin: {e}")))?;
+        owned = buf;
+        owned.as_str()
+    } else {
+        text
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Error::InvalidInput(format!("ARGS_JSON is not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(Error::InvalidInput(
+            "ARGS_JSON must be a JSON object".into(),
+        ));
+    }
+    Ok(Some(value))
+}
+
+fn print_json<T: serde::Serialize + ?Sized>(value: &T) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Internal(e.to_string()))?;
+    print(&text)
+}
+
+fn print(text: &str) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not our failure.
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
+    Ok(())
+}

@@ -1,0 +1,499 @@
+//! [`Client`]: one connected MCP server — the `initialize` handshake, typed
+//! requests, pagination, and the server's own requests and notifications.
+
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::config::{ServerConfig, TransportConfig};
+use crate::error::Error;
+use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
+use crate::protocol::{self, InitializeResult, Page, Tool};
+use crate::transport::stdio::StdioTransport;
+use crate::transport::Transport;
+
+/// A request the server sent to the host (`roots/list`,
+/// `sampling/createMessage`, `elicitation/create`).
+#[derive(Debug, Clone)]
+pub struct ServerRequest {
+    /// The configured name of the server that asked.
+    pub server: String,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// The request's params (`null` when absent).
+    pub params: Value,
+}
+
+/// Answers one kind of server request. Runs on an engine task; the future
+/// is dropped when the server cancels the request. An `Err` reaches the
+/// server as a JSON-RPC error (a [`Error::ServerError`] keeps its code).
+pub type RequestHandler =
+    Arc<dyn Fn(ServerRequest) -> BoxFuture<'static, Result<Value, Error>> + Send + Sync>;
+
+/// Handlers the host sets for server-to-client requests. A capability is
+/// declared to servers only when its handler is set; without one the engine
+/// answers "method not found", as the specification says for a client
+/// without that capability. `ping` is always answered.
+#[derive(Clone, Default)]
+pub struct ClientHandlers {
+    /// Answers `roots/list`.
+    pub roots: Option<RequestHandler>,
+    /// Answers `sampling/createMessage`.
+    pub sampling: Option<RequestHandler>,
+    /// Answers `elicitation/create`.
+    pub elicitation: Option<RequestHandler>,
+}
+
+/// Options shared by every client of a hub.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// `clientInfo` sent in `initialize`.
+    pub client_info: Value,
+    /// Handlers for server requests.
+    pub handlers: ClientHandlers,
+    /// Called after the tool list changed (on an engine task).
+    pub on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            client_info: protocol::default_client_info(),
+            handlers: ClientHandlers::default(),
+            on_tools_changed: None,
+        }
+    }
+}
+
+/// Per-call options for [`Client::call_tool`] and the hub's calls.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Time allowed without a response or progress; the server's
+    /// `timeout_seconds` when `None`.
+    pub timeout: Option<Duration>,
+    /// Upper bound however much progress arrives; the server's
+    /// `max_total_timeout_seconds` when `None`.
+    pub max_total_timeout: Option<Duration>,
+    /// Receives progress notifications, on the connection's reader task.
+    pub on_progress: Option<ProgressCallback>,
+}
+
+/// A `tools/call` result exactly as the server sent it (`content`,
+/// `structuredContent`, `isError` and anything else, unchanged).
+#[derive(Debug, Clone)]
+pub struct ToolResult {
+    raw: Box<RawValue>,
+    is_error: bool,
+}
+
+impl ToolResult {
+    fn new(raw: Box<RawValue>) -> Result<ToolResult, Error> {
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            #[serde(rename = "isError", default)]
+            is_error: Option<bool>,
+        }
+        let probe: Probe = serde_json::from_str(raw.get())
+            .map_err(|_| Error::ProtocolError("tools/call result is not an object".into()))?;
+        Ok(ToolResult {
+            raw,
+            is_error: probe.is_error.unwrap_or(false),
+        })
+    }
+
+    /// Whether the tool reported its own failure (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The result as JSON text, byte for byte as received.
+    pub fn json(&self) -> &str {
+        self.raw.get()
+    }
+
+    /// The result parsed into a [`Value`].
+    pub fn value(&self) -> Value {
+        serde_json::from_str(self.raw.get()).unwrap_or(Value::Null)
+    }
+}
+
+/// One connected server. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+struct ClientInner {
+    config: ServerConfig,
+    peer: Peer,
+    init: InitializeResult,
+    tools: RwLock<Arc<Vec<Tool>>>,
+    on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl Client {
+    /// Starts the server, runs the `initialize` handshake and lists its tools.
+    ///
+    /// Any failure is [`Error::ConnectFailed`] with the cause (for a process
+    /// that died, its exit status and the end of its stderr).
+    pub async fn connect(config: &ServerConfig, options: &ClientOptions) -> Result<Client, Error> {
+        let label = format!("server '{}'", config.name);
+        let inbound = Arc::new(ClientInbound {
+            server: config.name.clone(),
+            handlers: options.handlers.clone(),
+            client: OnceLock::new(),
+        });
+        let peer = Peer::new(label.clone(), inbound.clone());
+        let transport: Arc<dyn Transport> = match &config.transport {
+            TransportConfig::Stdio(stdio) => {
+                StdioTransport::spawn(&label, stdio, config.max_message_bytes, peer.sink())?
+            }
+            other => {
+                return Err(Error::ConnectFailed(format!(
+                    "{label}: transport type '{}' is not available in this build of mcpmux",
+                    other.type_name()
+                )))
+            }
+        };
+        peer.attach(transport);
+        match Self::handshake(config, options, &peer).await {
+            Ok(init) => {
+                let client = Client {
+                    inner: Arc::new(ClientInner {
+                        config: config.clone(),
+                        peer,
+                        init,
+                        tools: RwLock::new(Arc::new(Vec::new())),
+                        on_tools_changed: options.on_tools_changed.clone(),
+                    }),
+                };
+                let _ = inbound.client.set(Arc::downgrade(&client.inner));
+                if client.inner.init.has_capability("tools") {
+                    if let Err(e) = client.refresh_tools().await {
+                        client.close().await;
+                        return Err(connect_failed(e));
+                    }
+                }
+                Ok(client)
+            }
+            Err(e) => {
+                peer.close().await;
+                Err(connect_failed(e))
+            }
+        }
+    }
+
+    async fn handshake(
+        config: &ServerConfig,
+        options: &ClientOptions,
+        peer: &Peer,
+    ) -> Result<InitializeResult, Error> {
+        let offered = config
+            .protocol_version
+            .as_deref()
+            .unwrap_or(protocol::LATEST_STATEFUL_VERSION);
+        if protocol::is_stateless(offered) {
+            return Err(Error::ConnectFailed(format!(
+                "server '{}': protocol version {offered} is stateless and needs a network transport",
+                config.name
+            )));
+        }
+        let mut capabilities = serde_json::Map::new();
+        let handlers = &options.handlers;
+        if handlers.roots.is_some() {
+            capabilities.insert("roots".into(), serde_json::json!({ "listChanged": false }));
+        }
+        if handlers.sampling.is_some() {
+            capabilities.insert("sampling".into(), serde_json::json!({}));
+        }
+        if handlers.elicitation.is_some() {
+            capabilities.insert("elicitation".into(), serde_json::json!({}));
+        }
+        let params = serde_json::json!({
+            "protocolVersion": offered,
+            "capabilities": capabilities,
+            "clientInfo": options.client_info,
+        });
+        let opts = RequestOptions {
+            timeout: config.timeout,
+            max_total: config.timeout,
+            cancellable: false,
+            ..RequestOptions::default()
+        };
+        let raw = peer
+            .request(peer.next_id(), "initialize", Some(&params), &opts)
+            .await?;
+        let init: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
+            Error::ProtocolError(format!(
+                "server '{}': invalid initialize result: {e}",
+                config.name
+            ))
+        })?;
+        protocol::accept_version(offered, &init.protocol_version)
+            .map_err(|m| Error::ProtocolError(format!("server '{}': {m}", config.name)))?;
+        peer.notify::<()>("notifications/initialized", None)?;
+        Ok(init)
+    }
+
+    /// The configured name of the server.
+    pub fn name(&self) -> &str {
+        &self.inner.config.name
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// What the server said in `initialize`.
+    pub fn init(&self) -> &InitializeResult {
+        &self.inner.init
+    }
+
+    /// The tools as last listed.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.inner.tools.read().unwrap().clone()
+    }
+
+    /// Why the connection is gone, when it is.
+    pub fn closed_error(&self) -> Option<Error> {
+        self.inner.peer.closed_error()
+    }
+
+    /// Lists every tool (following pagination), stores the list, and tells
+    /// the hub it changed.
+    pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
+        let items = self.list_all("tools/list", "tools").await?;
+        let mut tools = Vec::with_capacity(items.len());
+        for item in items {
+            let tool: Tool = serde_json::from_value(item).map_err(|e| {
+                Error::ProtocolError(format!(
+                    "server '{}': invalid tool in tools/list: {e}",
+                    self.name()
+                ))
+            })?;
+            tools.push(tool);
+        }
+        let tools = Arc::new(tools);
+        *self.inner.tools.write().unwrap() = tools.clone();
+        if let Some(cb) = &self.inner.on_tools_changed {
+            cb();
+        }
+        Ok(tools)
+    }
+
+    /// Calls tool `name` (the server's own name) with `arguments` (an object;
+    /// `{}` when `None`). A tool's own failure is an `Ok` result with
+    /// `is_error()`; transport and protocol failures are errors.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        #[derive(Serialize)]
+        struct Meta {
+            #[serde(rename = "progressToken")]
+            progress_token: u64,
+        }
+        #[derive(Serialize)]
+        struct Params<'a> {
+            name: &'a str,
+            arguments: &'a Value,
+            #[serde(rename = "_meta")]
+            meta: Meta,
+        }
+        static EMPTY: OnceLock<Value> = OnceLock::new();
+        let arguments =
+            arguments.unwrap_or_else(|| EMPTY.get_or_init(|| Value::Object(Default::default())));
+        if !arguments.is_object() {
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        let peer = &self.inner.peer;
+        let id = peer.next_id();
+        let params = Params {
+            name,
+            arguments,
+            meta: Meta { progress_token: id },
+        };
+        let mut ropts = self.request_options(opts);
+        ropts.track_progress = true;
+        let raw = peer
+            .request(id, "tools/call", Some(&params), &ropts)
+            .await?;
+        ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
+    }
+
+    /// Sends any request and returns its result as JSON.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<Value, Error> {
+        let peer = &self.inner.peer;
+        let raw = peer
+            .request(peer.next_id(), method, params, &self.request_options(opts))
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            Error::ProtocolError(format!(
+                "server '{}': invalid {method} result: {e}",
+                self.name()
+            ))
+        })
+    }
+
+    /// Follows a paginated list (`tools/list`, `resources/list`, ...) to its
+    /// end and returns the items found under `key`.
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
+        const MAX_PAGES: usize = 10_000;
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
+            let result = self
+                .request(method, params.as_ref(), &CallOptions::default())
+                .await?;
+            let mut page: Page = serde_json::from_value(result).map_err(|e| {
+                Error::ProtocolError(format!(
+                    "server '{}': invalid {method} result: {e}",
+                    self.name()
+                ))
+            })?;
+            match page.rest.remove(key) {
+                Some(Value::Array(list)) => items.extend(list),
+                None | Some(Value::Null) => {}
+                Some(_) => {
+                    return Err(Error::ProtocolError(format!(
+                        "server '{}': '{key}' in {method} result is not an array",
+                        self.name()
+                    )))
+                }
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() => {
+                    if cursor.as_deref() == Some(next.as_str()) {
+                        return Err(Error::ProtocolError(format!(
+                            "server '{}': {method} returned the same cursor twice",
+                            self.name()
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+                _ => return Ok(items),
+            }
+        }
+        Err(Error::ProtocolError(format!(
+            "server '{}': {method} has more than {MAX_PAGES} pages",
+            self.name()
+        )))
+    }
+
+    /// Closes the connection (for stdio: stdin, then SIGTERM, then SIGKILL)
+    /// and waits until the server is gone.
+    pub async fn close(&self) {
+        self.inner.peer.close().await;
+    }
+
+    fn request_options(&self, opts: &CallOptions) -> RequestOptions {
+        let config = &self.inner.config;
+        let timeout = opts.timeout.unwrap_or(config.timeout);
+        RequestOptions {
+            timeout,
+            max_total: opts
+                .max_total_timeout
+                .unwrap_or(config.max_total_timeout)
+                .max(timeout),
+            track_progress: opts.on_progress.is_some(),
+            on_progress: opts.on_progress.clone(),
+            cancellable: true,
+        }
+    }
+}
+
+fn connect_failed(e: Error) -> Error {
+    match e {
+        Error::ConnectFailed(_) => e,
+        other => Error::ConnectFailed(other.to_string()),
+    }
+}
+
+/// Answers the server's requests and notifications for one client.
+struct ClientInbound {
+    server: String,
+    handlers: ClientHandlers,
+    client: OnceLock<Weak<ClientInner>>,
+}
+
+impl Inbound for ClientInbound {
+    fn on_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        let handler = match method {
+            "ping" => return Box::pin(async { Ok(serde_json::json!({})) }),
+            "roots/list" => self.handlers.roots.clone(),
+            "sampling/createMessage" => self.handlers.sampling.clone(),
+            "elicitation/create" => self.handlers.elicitation.clone(),
+            _ => None,
+        };
+        let Some(handler) = handler else {
+            let message = format!("Method not found: {method}");
+            return Box::pin(async move { Err(RpcError::new(codes::METHOD_NOT_FOUND, message)) });
+        };
+        let request = ServerRequest {
+            server: self.server.clone(),
+            method: method.to_owned(),
+            params: params
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .unwrap_or(Value::Null),
+        };
+        let fut = handler(request);
+        Box::pin(async move { fut.await.map_err(RpcError::from) })
+    }
+
+    fn on_notification(&self, method: &str, params: Option<&RawValue>) {
+        match method {
+            "notifications/message" => log_server_message(&self.server, params),
+            "notifications/tools/list_changed" => {
+                let Some(inner) = self.client.get().and_then(Weak::upgrade) else {
+                    return;
+                };
+                let client = Client { inner };
+                tokio::spawn(async move {
+                    if let Err(e) = client.refresh_tools().await {
+                        tracing::warn!(server = %client.name(), error = %e, "cannot refresh tools after list_changed");
+                    }
+                });
+            }
+            _ => tracing::debug!(server = %self.server, method, "notification from server"),
+        }
+    }
+}
+
+/// Sends a server's `notifications/message` to `tracing` at its level.
+fn log_server_message(server: &str, params: Option<&RawValue>) {
+    let Some(v) = params.and_then(|p| serde_json::from_str::<Value>(p.get()).ok()) else {
+        return;
+    };
+    let level = v.get("level").and_then(Value::as_str).unwrap_or("info");
+    let logger = v.get("logger").and_then(Value::as_str).unwrap_or("");
+    let data = match v.get("data") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    match level {
+        "debug" => tracing::debug!(target: "mcpmux::server_log", server, logger, "{data}"),
+        "info" | "notice" => tracing::info!(target: "mcpmux::server_log", server, logger, "{data}"),
+        "warning" => tracing::warn!(target: "mcpmux::server_log", server, logger, "{data}"),
+        _ => tracing::error!(target: "mcpmux::server_log", server, logger, level, "{data}"),
+    }
+}

@@ -1,0 +1,704 @@
+//! Configuration: the TOML `[[mcp.servers]]` and JSON `mcpServers` shapes,
+//! loaded into one [`Config`], with `${VAR}` / `${VAR:-default}` expansion
+//! and validation that names the file, the server and the field at fault.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// Default time allowed for one request.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default cap on one message from a server.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Progress may extend a request to at most this many times its timeout,
+/// unless `max_total_timeout_seconds` says otherwise.
+pub const DEFAULT_MAX_TOTAL_FACTOR: u32 = 10;
+
+/// A whole configuration: the servers to connect, in file order.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The servers, in the order they appear.
+    pub servers: Vec<ServerConfig>,
+    /// The file the configuration came from, when it came from a file.
+    pub source: Option<PathBuf>,
+}
+
+/// One server entry.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Unique name; used in tool-name prefixes.
+    pub name: String,
+    /// How to reach the server.
+    pub transport: TransportConfig,
+    /// `false` keeps the server in the list without connecting it.
+    pub enabled: bool,
+    /// Time allowed for one request without a response or progress.
+    pub timeout: Duration,
+    /// Upper bound on one request however much progress it reports.
+    pub max_total_timeout: Duration,
+    /// Largest message accepted from the server.
+    pub max_message_bytes: usize,
+    /// A pinned protocol version instead of negotiation from the latest.
+    pub protocol_version: Option<String>,
+    /// Keys of the entry that mcpmux does not know (kept for later layers).
+    pub extra: Map<String, Value>,
+}
+
+impl ServerConfig {
+    /// The transport name as shown to users: `stdio`, `http`, `sse`, `websocket`.
+    pub fn type_name(&self) -> &'static str {
+        self.transport.type_name()
+    }
+}
+
+/// How to reach one server.
+#[derive(Clone)]
+pub enum TransportConfig {
+    /// A child process over stdin/stdout.
+    Stdio(StdioConfig),
+    /// Streamable HTTP.
+    Http(NetworkConfig),
+    /// Legacy HTTP+SSE (2024-11-05).
+    Sse(NetworkConfig),
+    /// WebSocket with subprotocol `mcp`.
+    WebSocket(NetworkConfig),
+}
+
+impl TransportConfig {
+    /// The transport name as shown to users.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            TransportConfig::Stdio(_) => "stdio",
+            TransportConfig::Http(_) => "http",
+            TransportConfig::Sse(_) => "sse",
+            TransportConfig::WebSocket(_) => "websocket",
+        }
+    }
+}
+
+/// A stdio server: the process to start.
+#[derive(Clone)]
+pub struct StdioConfig {
+    /// Program to run (looked up in `PATH` when it has no slash).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set over the inherited environment. Values are secrets.
+    pub env: BTreeMap<String, String>,
+    /// Working directory; the host's when absent.
+    pub cwd: Option<PathBuf>,
+}
+
+/// A network server: where it is and what headers to send.
+#[derive(Clone)]
+pub struct NetworkConfig {
+    /// The endpoint URL. May carry secrets in its query; never logged.
+    pub url: url::Url,
+    /// Headers sent with every request. Values are secrets.
+    pub headers: BTreeMap<String, String>,
+}
+
+// Debug output never shows env values, header values or URL queries.
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("ServerConfig");
+        d.field("name", &self.name).field("type", &self.type_name());
+        match &self.transport {
+            TransportConfig::Stdio(s) => {
+                d.field("command", &s.command)
+                    .field("args", &s.args)
+                    .field("env", &s.env.keys().collect::<Vec<_>>())
+                    .field("cwd", &s.cwd);
+            }
+            TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
+                d.field(
+                    "url",
+                    &format_args!(
+                        "{}://{}{}",
+                        n.url.scheme(),
+                        n.url.host_str().unwrap_or(""),
+                        n.url.path()
+                    ),
+                )
+                .field("headers", &n.headers.keys().collect::<Vec<_>>());
+            }
+        }
+        d.field("enabled", &self.enabled)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Config {
+    /// Parses TOML or JSON text (JSON when it starts with `{`), expanding
+    /// `${VAR}` from the process environment.
+    pub fn parse(text: &str) -> Result<Config, Error> {
+        parse_with(text, None, &|name| std::env::var(name).ok())
+    }
+
+    /// Reads and parses a file (JSON for `.json`, TOML for `.toml`, else by content).
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, Error> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::ConfigInvalid(format!("{}: cannot read config file: {e}", path.display()))
+        })?;
+        let mut config = parse_with(&text, Some(path), &|name| std::env::var(name).ok())?;
+        config.source = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// Like [`Config::parse`], with variables looked up by `lookup` instead
+    /// of the process environment.
+    pub fn parse_with_vars(
+        text: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, Error> {
+        parse_with(text, None, lookup)
+    }
+
+    /// The server named `name`.
+    pub fn server(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+#[derive(PartialEq)]
+enum Format {
+    Toml,
+    Json,
+}
+
+fn parse_with(
+    text: &str,
+    path: Option<&Path>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, Error> {
+    let origin = path.map_or_else(|| "config".to_string(), |p| p.display().to_string());
+    let format = match path.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+        Some("json") => Format::Json,
+        Some("toml") => Format::Toml,
+        _ if text.trim_start().starts_with('{') => Format::Json,
+        _ => Format::Toml,
+    };
+    let doc: Value = match format {
+        Format::Json => serde_json::from_str(text)
+            .map_err(|e| Error::ConfigInvalid(format!("{origin}: invalid JSON: {e}")))?,
+        Format::Toml => {
+            let table: toml::Table = toml::from_str(text).map_err(|e| {
+                Error::ConfigInvalid(format!("{origin}: invalid TOML: {}", e.message()))
+            })?;
+            serde_json::to_value(table)
+                .map_err(|e| Error::ConfigInvalid(format!("{origin}: {e}")))?
+        }
+    };
+    let ctx = Ctx {
+        origin: &origin,
+        lookup,
+    };
+    let Value::Object(doc) = doc else {
+        return Err(ctx.err("the top level must be a table/object"));
+    };
+
+    // Defaults for every server, from `[mcp]`.
+    let mcp = match doc.get("mcp") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(ctx.err("'mcp' must be a table")),
+    };
+    let defaults = Defaults {
+        timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
+        max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+    };
+
+    let mut entries: Vec<(String, String, Map<String, Value>)> = Vec::new();
+    let mut found_any = false;
+    if let Some(list) = mcp.get("servers") {
+        found_any = true;
+        let Value::Array(list) = list else {
+            return Err(ctx.err("'mcp.servers' must be an array of tables ([[mcp.servers]])"));
+        };
+        for (i, entry) in list.iter().enumerate() {
+            let at = format!("mcp.servers[{i}]");
+            let Value::Object(entry) = entry else {
+                return Err(ctx.err(format!("{at} must be a table")));
+            };
+            let name = match entry.get("name") {
+                Some(Value::String(n)) => ctx.expand(n, &at, "name")?,
+                Some(_) => return Err(ctx.err(format!("{at}: field 'name' must be a string"))),
+                None => return Err(ctx.err(format!("{at}: missing field 'name'"))),
+            };
+            entries.push((name, at, entry.clone()));
+        }
+    }
+    if let Some(servers) = doc.get("mcpServers") {
+        found_any = true;
+        let Value::Object(servers) = servers else {
+            return Err(ctx.err("'mcpServers' must be an object of servers by name"));
+        };
+        for (name, entry) in servers {
+            let at = format!("mcpServers.{name}");
+            let Value::Object(entry) = entry else {
+                return Err(ctx.err(format!("{at} must be an object")));
+            };
+            entries.push((name.clone(), at, entry.clone()));
+        }
+    }
+    if !found_any {
+        return Err(ctx.err("no servers: expected [[mcp.servers]] entries (TOML) or an \"mcpServers\" object (JSON)"));
+    }
+
+    let mut servers: Vec<ServerConfig> = Vec::with_capacity(entries.len());
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for (name, at, entry) in entries {
+        if name.trim().is_empty() {
+            return Err(ctx.err(format!("{at}: field 'name' is empty")));
+        }
+        if let Some(first) = seen.get(&name) {
+            return Err(ctx.err(format!("duplicate server name '{name}' ({first} and {at})")));
+        }
+        seen.insert(name.clone(), at.clone());
+        servers.push(server_entry(&ctx, &defaults, name, &entry)?);
+    }
+    Ok(Config {
+        servers,
+        source: None,
+    })
+}
+
+struct Defaults {
+    timeout: Duration,
+    max_message_bytes: usize,
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Ctx<'_> {
+    fn err(&self, message: impl fmt::Display) -> Error {
+        Error::ConfigInvalid(format!("{}: {message}", self.origin))
+    }
+
+    fn field_err(&self, server: &str, field: &str, message: impl fmt::Display) -> Error {
+        self.err(format!("server '{server}': field '{field}' {message}"))
+    }
+
+    /// Expands `${VAR}` and `${VAR:-default}`; an unset variable without a
+    /// default is an error naming the variable (never its value).
+    fn expand(&self, text: &str, server: &str, field: &str) -> Result<String, Error> {
+        if !text.contains("${") {
+            return Ok(text.to_owned());
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                return Err(self.field_err(server, field, "has an unterminated '${'"));
+            };
+            let inner = &after[..end];
+            let (var, default) = match inner.split_once(":-") {
+                Some((v, d)) => (v, Some(d)),
+                None => (inner, None),
+            };
+            if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(self.field_err(
+                    server,
+                    field,
+                    format!("has an invalid variable reference '${{{var}}}'"),
+                ));
+            }
+            match ((self.lookup)(var), default) {
+                (Some(value), _) if !(value.is_empty() && default.is_some()) => {
+                    out.push_str(&value)
+                }
+                (_, Some(default)) => out.push_str(default),
+                (_, None) => {
+                    return Err(self.field_err(
+                        server,
+                        field,
+                        format!("uses environment variable {var}, which is not set"),
+                    ))
+                }
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "type",
+    "transport",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "disabled",
+    "timeout_seconds",
+    "max_total_timeout_seconds",
+    "max_message_bytes",
+    "protocol_version",
+];
+
+fn server_entry(
+    ctx: &Ctx<'_>,
+    defaults: &Defaults,
+    name: String,
+    entry: &Map<String, Value>,
+) -> Result<ServerConfig, Error> {
+    let n = name.as_str();
+    let string = |field: &str| -> Result<Option<String>, Error> {
+        match entry.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => ctx.expand(s, n, field).map(Some),
+            Some(_) => Err(ctx.field_err(n, field, "must be a string")),
+        }
+    };
+    let string_map = |field: &str| -> Result<BTreeMap<String, String>, Error> {
+        match entry.get(field) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), ctx.expand(s, n, &format!("{field}.{k}"))?)),
+                    Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
+                    _ => Err(ctx.field_err(n, &format!("{field}.{k}"), "must be a string")),
+                })
+                .collect(),
+            Some(_) => Err(ctx.field_err(n, field, "must be a table of strings")),
+        }
+    };
+
+    let command = string("command")?;
+    let url = string("url")?;
+    let declared = string("type")?.or(string("transport")?);
+    let kind = match declared.as_deref() {
+        Some("stdio") => "stdio",
+        Some("http" | "streamable-http" | "streamable_http" | "streamableHttp") => "http",
+        Some("sse") => "sse",
+        Some("websocket" | "ws") => "websocket",
+        Some(other) => {
+            return Err(ctx.field_err(
+                n,
+                "type",
+                format!("has unknown value '{other}' (expected stdio, http, streamable-http, sse, websocket or ws)"),
+            ))
+        }
+        None => match (&command, &url) {
+            (Some(_), None) => "stdio",
+            (None, Some(u)) if url_path_ends_with_sse(u) => "sse",
+            (None, Some(_)) => "http",
+            (Some(_), Some(_)) => {
+                return Err(ctx.err(format!("server '{n}': has both 'command' and 'url'; set 'type'")))
+            }
+            (None, None) => {
+                return Err(ctx.err(format!("server '{n}': missing field 'command' (stdio) or 'url' (network)")))
+            }
+        },
+    };
+
+    let transport = if kind == "stdio" {
+        let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
+            return Err(ctx.err(format!(
+                "server '{n}': missing field 'command' (required for type stdio)"
+            )));
+        };
+        let args = match entry.get("args") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Value::String(s) => ctx.expand(s, n, &format!("args[{i}]")),
+                    Value::Number(_) => Ok(v.to_string()),
+                    _ => Err(ctx.field_err(n, &format!("args[{i}]"), "must be a string")),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(ctx.field_err(n, "args", "must be an array of strings")),
+        };
+        TransportConfig::Stdio(StdioConfig {
+            command,
+            args,
+            env: string_map("env")?,
+            cwd: string("cwd")?.map(PathBuf::from),
+        })
+    } else {
+        let Some(raw) = url else {
+            return Err(ctx.err(format!(
+                "server '{n}': missing field 'url' (required for type {kind})"
+            )));
+        };
+        let parsed = url::Url::parse(&raw)
+            .map_err(|e| ctx.field_err(n, "url", format!("is not a valid URL ({e})")))?;
+        let schemes: &[&str] = if kind == "websocket" {
+            &["ws", "wss"]
+        } else {
+            &["http", "https"]
+        };
+        if !schemes.contains(&parsed.scheme()) {
+            return Err(ctx.field_err(
+                n,
+                "url",
+                format!(
+                    "has scheme '{}' but type {kind} needs {}",
+                    parsed.scheme(),
+                    schemes.join(" or ")
+                ),
+            ));
+        }
+        let net = NetworkConfig {
+            url: parsed,
+            headers: string_map("headers")?,
+        };
+        match kind {
+            "http" => TransportConfig::Http(net),
+            "sse" => TransportConfig::Sse(net),
+            _ => TransportConfig::WebSocket(net),
+        }
+    };
+
+    let enabled = match (entry.get("enabled"), entry.get("disabled")) {
+        (Some(Value::Bool(e)), _) => *e,
+        (Some(_), _) => return Err(ctx.field_err(n, "enabled", "must be true or false")),
+        (None, Some(Value::Bool(d))) => !*d,
+        (None, Some(_)) => return Err(ctx.field_err(n, "disabled", "must be true or false")),
+        (None, None) => true,
+    };
+    let at = format!("server '{n}'");
+    let timeout = opt_seconds(ctx, entry, &at, "timeout_seconds")?.unwrap_or(defaults.timeout);
+    let max_total_timeout = opt_seconds(ctx, entry, &at, "max_total_timeout_seconds")?
+        .unwrap_or(timeout * DEFAULT_MAX_TOTAL_FACTOR)
+        .max(timeout);
+    let max_message_bytes =
+        opt_usize(ctx, entry, &at, "max_message_bytes")?.unwrap_or(defaults.max_message_bytes);
+    let protocol_version = string("protocol_version")?;
+    if let Some(v) = &protocol_version {
+        if !crate::protocol::is_known_version(v) {
+            return Err(ctx.field_err(
+                n,
+                "protocol_version",
+                format!(
+                    "has unknown version '{v}' (known: {})",
+                    crate::protocol::KNOWN_VERSIONS.join(", ")
+                ),
+            ));
+        }
+    }
+    let extra: Map<String, Value> = entry
+        .iter()
+        .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for key in extra.keys() {
+        tracing::debug!(server = n, key = %key, "config key not used by the engine");
+    }
+    Ok(ServerConfig {
+        name,
+        transport,
+        enabled,
+        timeout,
+        max_total_timeout,
+        max_message_bytes,
+        protocol_version,
+        extra,
+    })
+}
+
+fn url_path_ends_with_sse(raw: &str) -> bool {
+    url::Url::parse(raw).is_ok_and(|u| u.path().trim_end_matches('/').ends_with("/sse"))
+}
+
+fn opt_seconds(
+    ctx: &Ctx<'_>,
+    m: &Map<String, Value>,
+    at: &str,
+    field: &str,
+) -> Result<Option<Duration>, Error> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(x)) => match x.as_f64() {
+            Some(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+            _ => Err(ctx.err(format!(
+                "{at}: field '{field}' must be a positive number of seconds"
+            ))),
+        },
+        Some(_) => Err(ctx.err(format!(
+            "{at}: field '{field}' must be a positive number of seconds"
+        ))),
+    }
+}
+
+fn opt_usize(
+    ctx: &Ctx<'_>,
+    m: &Map<String, Value>,
+    at: &str,
+    field: &str,
+) -> Result<Option<usize>, Error> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(x)) => match x.as_u64() {
+            Some(v) if v > 0 => Ok(Some(v as usize)),
+            _ => Err(ctx.err(format!("{at}: field '{field}' must be a positive integer"))),
+        },
+        Some(_) => Err(ctx.err(format!("{at}: field '{field}' must be a positive integer"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret-value".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Config, Error> {
+        Config::parse_with_vars(text, &vars)
+    }
+
+    fn err(text: &str) -> String {
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        e.to_string()
+    }
+
+    #[test]
+    fn toml_shape() {
+        let c = parse(
+            r#"
+            [[mcp.servers]]
+            name = "fs"
+            type = "stdio"
+            command = "npx"
+            args = ["-y", "server", "${HOME_DIR:-/tmp}"]
+            timeout_seconds = 5
+            [mcp.servers.env]
+            TOKEN = "${TOKEN}"
+
+            [[mcp.servers]]
+            name = "search"
+            type = "http"
+            url = "https://search.internal/mcp"
+            enabled = false
+            [mcp.servers.headers]
+            Authorization = "Bearer ${TOKEN}"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(c.servers.len(), 2);
+        let fs = &c.servers[0];
+        assert_eq!(fs.timeout, Duration::from_secs(5));
+        assert_eq!(fs.max_total_timeout, Duration::from_secs(50));
+        let TransportConfig::Stdio(s) = &fs.transport else {
+            panic!()
+        };
+        assert_eq!(s.args, ["-y", "server", "/tmp"]);
+        assert_eq!(s.env["TOKEN"], "s3cret-value");
+        assert!(
+            !format!("{fs:?}").contains("s3cret"),
+            "Debug must hide env values"
+        );
+        let search = &c.servers[1];
+        assert!(!search.enabled);
+        assert_eq!(search.type_name(), "http");
+        assert!(!format!("{search:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn json_shape_and_type_inference() {
+        let c = parse(
+            r#"{"mcpServers": {
+                "github": {"command": "npx", "args": ["-y", "x"], "env": {"T": "${TOKEN}"}},
+                "team": {"url": "https://mcp.example.com/sse", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                "api": {"url": "https://mcp.example.com/mcp"},
+                "sock": {"type": "ws", "url": "wss://mcp.example.com/ws"}
+            }}"#,
+        )
+        .unwrap();
+        let ty = |n: &str| c.server(n).unwrap().type_name();
+        assert_eq!(ty("github"), "stdio");
+        assert_eq!(ty("team"), "sse");
+        assert_eq!(ty("api"), "http");
+        assert_eq!(ty("sock"), "websocket");
+    }
+
+    #[test]
+    fn errors_name_what_is_wrong() {
+        let dup =
+            err(r#"{"mcp":{"servers":[{"name":"a","command":"x"},{"name":"a","command":"y"}]}}"#);
+        assert!(dup.contains("duplicate server name 'a'"), "{dup}");
+        let ty = err("[[mcp.servers]]\nname = \"a\"\ntype = \"carrier-pigeon\"\ncommand = \"x\"");
+        assert!(
+            ty.contains("server 'a'") && ty.contains("'type'") && ty.contains("carrier-pigeon"),
+            "{ty}"
+        );
+        let cmd = err("[[mcp.servers]]\nname = \"a\"\ntype = \"stdio\"");
+        assert!(
+            cmd.contains("server 'a'") && cmd.contains("'command'"),
+            "{cmd}"
+        );
+        let url = err("[[mcp.servers]]\nname = \"a\"\ntype = \"http\"");
+        assert!(url.contains("server 'a'") && url.contains("'url'"), "{url}");
+        let bad = err(r#"{"mcpServers":{"b":{"type":"http","url":"not a url"}}}"#);
+        assert!(
+            bad.contains("server 'b'") && bad.contains("'url'") && bad.contains("not a valid URL"),
+            "{bad}"
+        );
+        let scheme = err(r#"{"mcpServers":{"b":{"type":"websocket","url":"https://x/ws"}}}"#);
+        assert!(scheme.contains("scheme 'https'"), "{scheme}");
+        let var = err(r#"{"mcpServers":{"c":{"command":"x","env":{"K":"${NOT_SET_ANYWHERE}"}}}}"#);
+        assert!(
+            var.contains("server 'c'") && var.contains("env.K") && var.contains("NOT_SET_ANYWHERE"),
+            "{var}"
+        );
+        let none = err("[other]\nx = 1");
+        assert!(none.contains("no servers"), "{none}");
+        let syntax = err("[[mcp.servers]\nname=");
+        assert!(syntax.contains("invalid TOML"), "{syntax}");
+    }
+
+    #[test]
+    fn expansion_defaults_and_secrets() {
+        let c = parse(r#"{"mcpServers":{"a":{"command":"${EMPTY:-fallback}","args":["${TOKEN}x${MISSING:-}"]}}}"#).unwrap();
+        let TransportConfig::Stdio(s) = &c.servers[0].transport else {
+            panic!()
+        };
+        assert_eq!(s.command, "fallback");
+        assert_eq!(s.args, ["s3cret-valuex"]);
+        let e = err(r#"{"mcpServers":{"a":{"command":"x","headers":{"A":"${TOKEN"}}}}"#);
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers":{"a":{"type":"nope","command":"x"}}}"#,
+        )
+        .unwrap();
+        let e = Config::load(&path).unwrap_err().to_string();
+        assert!(e.contains("servers.json"), "{e}");
+        let missing = Config::load(dir.path().join("absent.toml")).unwrap_err();
+        assert_eq!(missing.code(), "CONFIG_INVALID");
+    }
+}

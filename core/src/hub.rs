@@ -1,0 +1,542 @@
+//! [`Hub`]: many servers behind one tool list — concurrent connect, name
+//! prefixing, routing, health, refresh and close.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock, Weak};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult};
+use crate::config::{Config, ServerConfig};
+use crate::error::Error;
+use crate::protocol;
+use crate::{llm, tool_names};
+
+/// Options for [`Hub::connect_with`].
+#[derive(Clone)]
+pub struct HubOptions {
+    /// `clientInfo` sent to every server in `initialize`.
+    pub client_info: Value,
+    /// Handlers for server-to-client requests (roots, sampling, elicitation).
+    pub handlers: ClientHandlers,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        HubOptions {
+            client_info: protocol::default_client_info(),
+            handlers: ClientHandlers::default(),
+        }
+    }
+}
+
+/// One tool as the hub offers it (`tools --json` prints exactly this).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HubTool {
+    /// Hub-wide name, `mcp_{server}_{tool}` (see DESIGN §4).
+    pub name: String,
+    /// The configured name of the server that has it.
+    pub server: String,
+    /// The server's own name for it.
+    pub tool: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// What it does.
+    pub description: Option<String>,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// JSON Schema of its `structuredContent`.
+    pub output_schema: Option<Value>,
+    /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
+    pub annotations: Option<Value>,
+}
+
+/// The health of one configured server (`servers --json` prints exactly this).
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerStatus {
+    /// Configured name.
+    pub name: String,
+    /// Transport: `stdio`, `http`, `sse`, `websocket`.
+    #[serde(rename = "type")]
+    pub transport: String,
+    /// `connected`, `failed` or `disabled`.
+    pub state: &'static str,
+    /// The negotiated protocol revision.
+    pub protocol_version: Option<String>,
+    /// The server's `serverInfo`.
+    pub server_info: Option<Value>,
+    /// Number of tools it offers.
+    pub tool_count: usize,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// The error code of `error`.
+    pub error_code: Option<&'static str>,
+}
+
+enum SlotState {
+    Connected(Client),
+    Failed(Error),
+    Disabled,
+    Closed,
+}
+
+struct Slot {
+    config: ServerConfig,
+    state: RwLock<SlotState>,
+}
+
+impl Slot {
+    fn client(&self) -> Option<Client> {
+        match &*self.state.read().unwrap() {
+            SlotState::Connected(c) => Some(c.clone()),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Default)]
+struct ToolIndex {
+    tools: Vec<HubTool>,
+    by_name: HashMap<String, usize>,
+    slot_of: Vec<usize>,
+}
+
+struct HubInner {
+    slots: Vec<Slot>,
+    index: RwLock<Arc<ToolIndex>>,
+    options: ClientOptions,
+}
+
+/// Many MCP servers behind one tool list. Cheap to clone; clones share the
+/// connections. Dropping the last clone without [`close`](Hub::close) kills
+/// every server process at once.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<HubInner>,
+}
+
+impl Hub {
+    /// Connects every enabled server of `config` at once.
+    ///
+    /// A server that fails to start or initialize is marked failed with its
+    /// error and the hub goes on with the rest; only an invalid config fails
+    /// here.
+    pub async fn connect(config: Config) -> Result<Hub, Error> {
+        Self::connect_with(config, HubOptions::default()).await
+    }
+
+    /// [`Hub::connect`] with options (client info, server-request handlers).
+    pub async fn connect_with(config: Config, options: HubOptions) -> Result<Hub, Error> {
+        let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
+            let me = me.clone();
+            HubInner {
+                slots: config
+                    .servers
+                    .into_iter()
+                    .map(|config| Slot {
+                        config,
+                        state: RwLock::new(SlotState::Disabled),
+                    })
+                    .collect(),
+                index: RwLock::new(Arc::default()),
+                options: ClientOptions {
+                    client_info: options.client_info,
+                    handlers: options.handlers,
+                    on_tools_changed: Some(Arc::new(move || {
+                        if let Some(hub) = me.upgrade() {
+                            hub.rebuild_index();
+                        }
+                    })),
+                },
+            }
+        });
+        let starts = inner.slots.iter().filter(|s| s.config.enabled).map(|slot| {
+            let options = &inner.options;
+            async move {
+                let state = match Client::connect(&slot.config, options).await {
+                    Ok(client) => SlotState::Connected(client),
+                    Err(e) => {
+                        tracing::warn!(server = %slot.config.name, error = %e, "server failed to connect");
+                        SlotState::Failed(e)
+                    }
+                };
+                *slot.state.write().unwrap() = state;
+            }
+        });
+        futures::future::join_all(starts).await;
+        inner.rebuild_index();
+        Ok(Hub { inner })
+    }
+
+    /// The status of every configured server, in config order.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.inner
+            .slots
+            .iter()
+            .map(|slot| {
+                let mut status = ServerStatus {
+                    name: slot.config.name.clone(),
+                    transport: slot.config.type_name().to_owned(),
+                    state: "disabled",
+                    protocol_version: None,
+                    server_info: None,
+                    tool_count: 0,
+                    error: None,
+                    error_code: None,
+                };
+                let fail = |status: &mut ServerStatus, e: &Error| {
+                    status.state = "failed";
+                    status.error = Some(e.to_string());
+                    status.error_code = Some(e.code());
+                };
+                match &*slot.state.read().unwrap() {
+                    SlotState::Connected(c) => {
+                        status.state = "connected";
+                        status.protocol_version = Some(c.init().protocol_version.clone());
+                        status.server_info = Some(c.init().server_info.clone());
+                        status.tool_count = c.tools().len();
+                        if let Some(e) = c.closed_error() {
+                            fail(&mut status, &e);
+                        }
+                    }
+                    SlotState::Failed(e) => fail(&mut status, e),
+                    SlotState::Disabled => {}
+                    SlotState::Closed => fail(&mut status, &closed()),
+                }
+                status
+            })
+            .collect()
+    }
+
+    /// Every tool of every connected server, in config order.
+    pub async fn list_tools(&self) -> Vec<HubTool> {
+        self.inner.index.read().unwrap().tools.clone()
+    }
+
+    /// The tool with hub name `name`.
+    pub fn tool(&self, name: &str) -> Option<HubTool> {
+        let index = self.inner.index.read().unwrap();
+        index.by_name.get(name).map(|&i| index.tools[i].clone())
+    }
+
+    /// The tool list rendered for an LLM API: `anthropic`, `openai`,
+    /// `openai-responses` or `mcp`.
+    pub fn tools_for(&self, format: &str) -> Result<Value, Error> {
+        let index = self.inner.index.read().unwrap().clone();
+        llm::tool_format::render(&index.tools, format)
+    }
+
+    /// Calls a tool by its hub name. A tool's own failure is an `Ok` result
+    /// with `is_error()`; routing, transport and protocol failures are errors.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let (client, tool) = self.route(name)?;
+        client.call_tool(&tool, arguments, opts).await
+    }
+
+    fn route(&self, name: &str) -> Result<(Client, String), Error> {
+        let found = {
+            let index = self.inner.index.read().unwrap();
+            index
+                .by_name
+                .get(name)
+                .map(|&i| (index.slot_of[i], index.tools[i].tool.clone()))
+        };
+        let Some((slot, tool)) = found else {
+            return Err(self.unknown_tool(name));
+        };
+        let slot = &self.inner.slots[slot];
+        match &*slot.state.read().unwrap() {
+            SlotState::Connected(c) => Ok((c.clone(), tool)),
+            SlotState::Failed(e) => Err(e.clone()),
+            _ => Err(closed()),
+        }
+    }
+
+    fn unknown_tool(&self, name: &str) -> Error {
+        // Say so when the name belongs to a server that is not connected.
+        for slot in &self.inner.slots {
+            let prefix = tool_names::sanitize(&format!("mcp_{}_", slot.config.name));
+            if name.starts_with(&prefix) {
+                match &*slot.state.read().unwrap() {
+                    SlotState::Failed(e) => {
+                        return Error::UnknownTool(format!(
+                            "unknown tool '{name}': server '{}' failed: {e}",
+                            slot.config.name
+                        ))
+                    }
+                    SlotState::Disabled => {
+                        return Error::UnknownTool(format!(
+                            "unknown tool '{name}': server '{}' is disabled",
+                            slot.config.name
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if self.is_closed() {
+            return closed();
+        }
+        Error::UnknownTool(format!("unknown tool '{name}'"))
+    }
+
+    /// The client of server `name`, when it is connected.
+    pub fn client(&self, server: &str) -> Result<Client, Error> {
+        let slot = self.slot(server)?;
+        match &*slot.state.read().unwrap() {
+            SlotState::Connected(c) => Ok(c.clone()),
+            SlotState::Failed(e) => Err(e.clone()),
+            SlotState::Disabled => Err(Error::UnknownServer(format!(
+                "server '{server}' is disabled"
+            ))),
+            SlotState::Closed => Err(closed()),
+        }
+    }
+
+    fn slot(&self, server: &str) -> Result<&Slot, Error> {
+        self.inner
+            .slots
+            .iter()
+            .find(|s| s.config.name == server)
+            .ok_or_else(|| Error::UnknownServer(format!("unknown server '{server}'")))
+    }
+
+    fn clients_with(&self, capability: &str, server: Option<&str>) -> Result<Vec<Client>, Error> {
+        if let Some(name) = server {
+            return Ok(vec![self.client(name)?]);
+        }
+        if self.is_closed() {
+            return Err(closed());
+        }
+        Ok(self
+            .inner
+            .slots
+            .iter()
+            .filter_map(Slot::client)
+            .filter(|c| c.init().has_capability(capability))
+            .collect())
+    }
+
+    async fn gather(
+        &self,
+        capability: &str,
+        method: &str,
+        key: &str,
+        server: Option<&str>,
+    ) -> Result<Vec<Value>, Error> {
+        let clients = self.clients_with(capability, server)?;
+        let lists =
+            futures::future::join_all(clients.iter().map(|c| c.list_all(method, key))).await;
+        let mut out = Vec::new();
+        for (client, list) in clients.iter().zip(lists) {
+            match list {
+                Ok(items) => out.extend(items.into_iter().map(|mut item| {
+                    if let Value::Object(m) = &mut item {
+                        m.insert("server".into(), client.name().into());
+                    }
+                    item
+                })),
+                Err(e) if server.is_some() => return Err(e),
+                Err(e) => tracing::warn!(server = %client.name(), error = %e, "{method} failed"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every resource of every server (or of `server`), each with a `server` member.
+    pub async fn list_resources(&self, server: Option<&str>) -> Result<Vec<Value>, Error> {
+        self.gather("resources", "resources/list", "resources", server)
+            .await
+    }
+
+    /// Every resource template, each with a `server` member.
+    pub async fn list_resource_templates(&self, server: Option<&str>) -> Result<Vec<Value>, Error> {
+        self.gather(
+            "resources",
+            "resources/templates/list",
+            "resourceTemplates",
+            server,
+        )
+        .await
+    }
+
+    /// Reads `uri` from `server`, or from the server that lists it, or from
+    /// the first server with resources that can read it.
+    pub async fn read_resource(&self, uri: &str, server: Option<&str>) -> Result<Value, Error> {
+        let params = serde_json::json!({ "uri": uri });
+        let mut clients = self.clients_with("resources", server)?;
+        if server.is_none() {
+            // Try the server that lists this URI first.
+            let listed = self.list_resources(None).await.unwrap_or_default();
+            if let Some(owner) = listed
+                .iter()
+                .find(|r| r["uri"] == uri)
+                .and_then(|r| r["server"].as_str())
+            {
+                clients.sort_by_key(|c| c.name() != owner);
+            }
+        }
+        let mut last = Error::InvalidInput(format!(
+            "no connected server offers resources to read '{uri}'"
+        ));
+        for client in clients {
+            match client
+                .request("resources/read", Some(&params), &CallOptions::default())
+                .await
+            {
+                Ok(v) => return Ok(v),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Every prompt of every server (or of `server`), each with a `server` member.
+    pub async fn list_prompts(&self, server: Option<&str>) -> Result<Vec<Value>, Error> {
+        self.gather("prompts", "prompts/list", "prompts", server)
+            .await
+    }
+
+    /// Gets prompt `name` with `arguments` from `server`, or from the one
+    /// server that lists a prompt of that name.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        server: Option<&str>,
+    ) -> Result<Value, Error> {
+        let client = match server {
+            Some(s) => self.client(s)?,
+            None => {
+                let prompts = self.list_prompts(None).await?;
+                let owners: Vec<&str> = prompts
+                    .iter()
+                    .filter(|p| p["name"] == name)
+                    .filter_map(|p| p["server"].as_str())
+                    .collect();
+                match owners.as_slice() {
+                    [one] => self.client(one)?,
+                    [] => {
+                        return Err(Error::InvalidInput(format!(
+                            "no connected server has a prompt named '{name}'"
+                        )))
+                    }
+                    many => {
+                        return Err(Error::InvalidInput(format!(
+                            "prompt '{name}' is offered by several servers ({}); name the server",
+                            many.join(", ")
+                        )))
+                    }
+                }
+            }
+        };
+        let mut params = serde_json::json!({ "name": name });
+        if let Some(args) = arguments {
+            params["arguments"] = args.clone();
+        }
+        client
+            .request("prompts/get", Some(&params), &CallOptions::default())
+            .await
+    }
+
+    /// Reconnects server `name` and lists its tools again.
+    pub async fn refresh(&self, server: &str) -> Result<(), Error> {
+        let slot = self.slot(server)?;
+        if matches!(*slot.state.read().unwrap(), SlotState::Closed) {
+            return Err(closed());
+        }
+        if !slot.config.enabled {
+            return Err(Error::UnknownServer(format!(
+                "server '{server}' is disabled"
+            )));
+        }
+        if let Some(old) = slot.client() {
+            old.close().await;
+        }
+        let result = Client::connect(&slot.config, &self.inner.options).await;
+        let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
+        *slot.state.write().unwrap() = match result {
+            Ok(c) => SlotState::Connected(c),
+            Err(e) => SlotState::Failed(e),
+        };
+        self.inner.rebuild_index();
+        outcome
+    }
+
+    /// Closes every server (stdin, then SIGTERM, then SIGKILL for stdio) at
+    /// once and waits until all are gone. Later calls fail with TRANSPORT_CLOSED.
+    pub async fn close(&self) {
+        let clients: Vec<Client> = self
+            .inner
+            .slots
+            .iter()
+            .filter_map(|slot| {
+                let old = std::mem::replace(&mut *slot.state.write().unwrap(), SlotState::Closed);
+                match old {
+                    SlotState::Connected(c) => Some(c),
+                    _ => None,
+                }
+            })
+            .collect();
+        futures::future::join_all(clients.iter().map(Client::close)).await;
+        self.inner.rebuild_index();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.inner
+            .slots
+            .iter()
+            .any(|s| matches!(*s.state.read().unwrap(), SlotState::Closed))
+    }
+}
+
+fn closed() -> Error {
+    Error::TransportClosed("the hub is closed".into())
+}
+
+impl HubInner {
+    /// Recomputes hub names after any server's tool list changed.
+    fn rebuild_index(&self) {
+        let mut rows: Vec<(usize, Client)> = Vec::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Some(c) = slot.client() {
+                rows.push((i, c));
+            }
+        }
+        let lists: Vec<(usize, &str, Arc<Vec<protocol::Tool>>)> = rows
+            .iter()
+            .map(|(i, c)| (*i, c.name(), c.tools()))
+            .collect();
+        let pairs: Vec<(&str, &str)> = lists
+            .iter()
+            .flat_map(|(_, server, tools)| tools.iter().map(move |t| (*server, t.name.as_str())))
+            .collect();
+        let names = tool_names::assign(&pairs);
+        let mut index = ToolIndex::default();
+        let mut names = names.into_iter();
+        for (slot, server, tools) in &lists {
+            for t in tools.iter() {
+                let name = names.next().expect("one name per tool");
+                index.by_name.insert(name.clone(), index.tools.len());
+                index.slot_of.push(*slot);
+                index.tools.push(HubTool {
+                    name,
+                    server: (*server).to_owned(),
+                    tool: t.name.clone(),
+                    title: t.title.clone(),
+                    description: t.description.clone(),
+                    input_schema: t.input_schema.clone(),
+                    output_schema: t.output_schema.clone(),
+                    annotations: t.annotations.clone(),
+                });
+            }
+        }
+        *self.index.write().unwrap() = Arc::new(index);
+    }
+}

@@ -1,0 +1,512 @@
+//! [`Peer`]: one JSON-RPC connection with many requests in flight.
+//!
+//! Ownership: a `Peer` owns its transport. The transport's reader task holds
+//! the peer's state only weakly, so when the last `Peer` clone is dropped the
+//! transport is dropped too and the connection ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use super::{encode_notification, encode_request, encode_response, Incoming, Kind, RpcError};
+use crate::error::Error;
+use crate::transport::{FrameSink, Transport};
+
+/// A progress notification for one of our requests.
+#[derive(Debug, Clone)]
+pub struct ProgressUpdate {
+    /// Progress so far (increases with each notification).
+    pub progress: f64,
+    /// Total, when the server knows it.
+    pub total: Option<f64>,
+    /// A human-readable message, when the server sent one.
+    pub message: Option<String>,
+}
+
+/// Called for each progress notification of a request, on the connection's
+/// reader task: it must return quickly and must not block.
+pub type ProgressCallback = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
+
+/// How one request is run.
+#[derive(Clone)]
+pub struct RequestOptions {
+    /// Time allowed without a response (reset by each progress notification).
+    pub timeout: Duration,
+    /// Upper bound on the whole request, however much progress arrives.
+    pub max_total: Duration,
+    /// Attach `_meta.progressToken` handling (the caller puts the token, equal
+    /// to the request id, into the params).
+    pub track_progress: bool,
+    /// Receives progress notifications.
+    pub on_progress: Option<ProgressCallback>,
+    /// Send `notifications/cancelled` when the request times out or is dropped.
+    /// Off for `initialize`, which must never be cancelled.
+    pub cancellable: bool,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            timeout: Duration::from_secs(60),
+            max_total: Duration::from_secs(600),
+            track_progress: false,
+            on_progress: None,
+            cancellable: true,
+        }
+    }
+}
+
+/// Handles what the server sends on its own initiative.
+pub trait Inbound: Send + Sync + 'static {
+    /// A request from the server. The future runs on its own task; it is
+    /// aborted when the server cancels the request.
+    fn on_request(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, RpcError>>;
+
+    /// A notification from the server (other than progress and cancellation,
+    /// which the peer handles). Runs on the reader task; must not block.
+    fn on_notification(&self, method: &str, params: Option<&RawValue>);
+}
+
+type Reply = Result<Box<RawValue>, Error>;
+
+struct Pending {
+    tx: oneshot::Sender<Reply>,
+    progress: Option<Arc<ProgressState>>,
+}
+
+struct ProgressState {
+    /// Milliseconds since `Shared::epoch` of the last progress notification.
+    last_ms: AtomicU64,
+    callback: Option<ProgressCallback>,
+}
+
+#[derive(Default)]
+struct Table {
+    pending: HashMap<u64, Pending>,
+    /// Server requests being handled, by their id as raw JSON text.
+    serving: HashMap<String, AbortHandle>,
+    /// Set once the connection is gone; every later request fails with it.
+    closed: Option<Error>,
+}
+
+struct Shared {
+    label: String,
+    next_id: AtomicU64,
+    table: Mutex<Table>,
+    transport: OnceLock<Arc<dyn Transport>>,
+    inbound: Arc<dyn Inbound>,
+    epoch: Instant,
+    /// Ourselves, weakly: server requests need an owned handle to reply later.
+    me: Weak<Shared>,
+}
+
+/// One JSON-RPC connection. Cheap to clone; clones share the connection.
+#[derive(Clone)]
+pub struct Peer {
+    shared: Arc<Shared>,
+}
+
+impl Peer {
+    /// A peer named `label` (used in error messages) whose server-initiated
+    /// messages go to `inbound`. Attach a transport before sending.
+    pub fn new(label: impl Into<String>, inbound: Arc<dyn Inbound>) -> Peer {
+        Peer {
+            shared: Arc::new_cyclic(|me| Shared {
+                label: label.into(),
+                next_id: AtomicU64::new(1),
+                table: Mutex::new(Table::default()),
+                transport: OnceLock::new(),
+                inbound,
+                epoch: Instant::now(),
+                me: me.clone(),
+            }),
+        }
+    }
+
+    /// The sink to give the transport; it holds this peer weakly.
+    pub fn sink(&self) -> Weak<dyn FrameSink> {
+        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
+        weak
+    }
+
+    /// Connects the peer to its transport (once).
+    pub fn attach(&self, transport: Arc<dyn Transport>) {
+        let _ = self.shared.transport.set(transport);
+    }
+
+    /// Allocates the id of the next request (also used as its progress token).
+    pub fn next_id(&self) -> u64 {
+        self.shared.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Whether the connection is gone, and why.
+    pub fn closed_error(&self) -> Option<Error> {
+        self.shared.table.lock().unwrap().closed.clone()
+    }
+
+    /// Sends a notification.
+    pub fn notify<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+    ) -> Result<(), Error> {
+        let line = encode_notification(method, params)?;
+        self.shared.send(line)
+    }
+
+    /// Sends request `id` (from [`next_id`](Peer::next_id)) and waits for its
+    /// result under `opts`. Dropping the returned future cancels the request.
+    pub async fn request<P: Serialize + ?Sized>(
+        &self,
+        id: u64,
+        method: &str,
+        params: Option<&P>,
+        opts: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let line = encode_request(id, method, params)?;
+        let (tx, mut rx) = oneshot::channel();
+        let progress = opts.track_progress.then(|| {
+            Arc::new(ProgressState {
+                last_ms: AtomicU64::new(0),
+                callback: opts.on_progress.clone(),
+            })
+        });
+        {
+            let mut table = self.shared.table.lock().unwrap();
+            if let Some(err) = &table.closed {
+                return Err(err.clone());
+            }
+            table.pending.insert(
+                id,
+                Pending {
+                    tx,
+                    progress: progress.clone(),
+                },
+            );
+        }
+        let mut guard = InFlight {
+            shared: &self.shared,
+            id,
+            cancellable: opts.cancellable,
+            armed: true,
+        };
+        self.shared.send(line)?;
+
+        let start = Instant::now();
+        let hard_stop = start + opts.max_total.max(opts.timeout);
+        let sleep = tokio::time::sleep(opts.timeout);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                biased;
+                reply = &mut rx => {
+                    guard.armed = false;
+                    return reply.unwrap_or_else(|_| Err(self.shared.gone()));
+                }
+                () = &mut sleep => {
+                    let now = Instant::now();
+                    if let Some(p) = &progress {
+                        let last = p.last_ms.load(Ordering::Relaxed);
+                        if last > 0 {
+                            let next = (self.shared.epoch + Duration::from_millis(last) + opts.timeout).min(hard_stop);
+                            if next > now {
+                                sleep.as_mut().reset(next.into());
+                                continue;
+                            }
+                        }
+                    }
+                    guard.cancel("timeout");
+                    let waited = now - start;
+                    return Err(Error::Timeout(format!(
+                        "{}: no response to '{method}' within {:.1} s",
+                        self.shared.label,
+                        waited.as_secs_f64()
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// Removes a request from the table when its caller stops waiting, and tells
+/// the server (`notifications/cancelled`) unless the response already came.
+struct InFlight<'a> {
+    shared: &'a Arc<Shared>,
+    id: u64,
+    cancellable: bool,
+    armed: bool,
+}
+
+impl InFlight<'_> {
+    fn cancel(&mut self, reason: &str) {
+        if !self.armed {
+            return;
+        }
+        self.armed = false;
+        let was_pending = self
+            .shared
+            .table
+            .lock()
+            .unwrap()
+            .pending
+            .remove(&self.id)
+            .is_some();
+        if was_pending && self.cancellable {
+            let params = serde_json::json!({ "requestId": self.id, "reason": reason });
+            // The connection may already be gone; then there is no one to tell.
+            let _ = encode_notification("notifications/cancelled", Some(&params))
+                .and_then(|line| self.shared.send(line));
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.cancel("request abandoned by the client");
+    }
+}
+
+impl Shared {
+    fn send(&self, line: Vec<u8>) -> Result<(), Error> {
+        match self.transport.get() {
+            Some(t) => t.send(line),
+            None => Err(Error::Internal(format!(
+                "{}: no transport attached",
+                self.label
+            ))),
+        }
+    }
+
+    fn gone(&self) -> Error {
+        self.table
+            .lock()
+            .unwrap()
+            .closed
+            .clone()
+            .unwrap_or_else(|| Error::TransportClosed(format!("{}: connection closed", self.label)))
+    }
+
+    fn complete(&self, id: u64, reply: Reply) {
+        let pending = self.table.lock().unwrap().pending.remove(&id);
+        match pending {
+            Some(p) => {
+                let _ = p.tx.send(reply);
+            }
+            None => {
+                tracing::debug!(server = %self.label, id, "response to a request no longer waited for")
+            }
+        }
+    }
+
+    /// Fails every request in flight with `error` (the connection stays up).
+    fn fail_all(&self, error: &Error) {
+        let drained: Vec<Pending> = self
+            .table
+            .lock()
+            .unwrap()
+            .pending
+            .drain()
+            .map(|(_, p)| p)
+            .collect();
+        for p in drained {
+            let _ = p.tx.send(Err(error.clone()));
+        }
+    }
+
+    fn on_progress(&self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        struct Params<'a> {
+            #[serde(rename = "progressToken", borrow)]
+            token: &'a RawValue,
+            #[serde(default)]
+            progress: f64,
+            total: Option<f64>,
+            message: Option<String>,
+        }
+        let Some(p) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
+            return;
+        };
+        let Some(id) = super::id_as_u64(p.token) else {
+            return;
+        };
+        let state = {
+            let table = self.table.lock().unwrap();
+            table.pending.get(&id).and_then(|e| e.progress.clone())
+        };
+        if let Some(state) = state {
+            let ms = (self.epoch.elapsed().as_millis() as u64).max(1);
+            state.last_ms.store(ms, Ordering::Relaxed);
+            if let Some(cb) = &state.callback {
+                cb(ProgressUpdate {
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                });
+            }
+        }
+    }
+
+    fn on_cancelled(&self, params: Option<&RawValue>) {
+        let Some(v) = params.and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+        else {
+            return;
+        };
+        let key = v
+            .get("requestId")
+            .map(|id| id.to_string())
+            .unwrap_or_default();
+        if let Some(handle) = self.table.lock().unwrap().serving.remove(&key) {
+            handle.abort();
+        }
+    }
+
+    fn on_request(self: &Arc<Self>, msg: &Incoming<'_>) {
+        let (Some(method), Some(id)) = (&msg.method, msg.id) else {
+            return;
+        };
+        let id: Box<RawValue> = id.to_owned();
+        let key = id.get().to_owned();
+        let fut = self.inbound.on_request(method, msg.params);
+        let weak = Arc::downgrade(self);
+        let key_for_task = key.clone();
+        let task = tokio::spawn(async move {
+            let outcome = fut.await;
+            if let Some(shared) = weak.upgrade() {
+                shared.table.lock().unwrap().serving.remove(&key_for_task);
+                match encode_response(&id, &outcome) {
+                    Ok(line) => {
+                        let _ = shared.send(line);
+                    }
+                    Err(e) => {
+                        tracing::warn!(server = %shared.label, error = %e, "cannot encode a response")
+                    }
+                }
+            }
+        });
+        self.table
+            .lock()
+            .unwrap()
+            .serving
+            .insert(key, task.abort_handle());
+    }
+
+    fn protocol_violation(&self, what: &str) {
+        let err = Error::ProtocolError(format!("{}: {what}", self.label));
+        tracing::warn!(server = %self.label, "{err}");
+        self.fail_all(&err);
+    }
+}
+
+impl FrameSink for Shared {
+    fn on_frame(&self, frame: &[u8]) {
+        let trimmed = frame.trim_ascii();
+        if trimmed.is_empty() {
+            return;
+        }
+        if trimmed[0] == b'[' {
+            // A JSON-RPC batch (2025-03-26): handle each member.
+            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
+                Ok(items) => items.iter().for_each(|m| self.on_frame(m.get().as_bytes())),
+                Err(_) => self.protocol_violation("sent a line that is not JSON-RPC"),
+            }
+            return;
+        }
+        let msg: Incoming = match serde_json::from_slice(trimmed) {
+            Ok(m) => m,
+            Err(_) => {
+                let preview: String =
+                    String::from_utf8_lossy(&trimmed[..trimmed.len().min(80)]).into_owned();
+                return self
+                    .protocol_violation(&format!("sent a line that is not JSON-RPC: {preview:?}"));
+            }
+        };
+        match msg.kind() {
+            Kind::Response => {
+                let Some(id) = msg.numeric_id() else {
+                    return tracing::debug!(server = %self.label, "response with an id we never sent");
+                };
+                let reply = match (msg.result, msg.error) {
+                    (_, Some(err)) => Err(Error::from(err)),
+                    (Some(result), None) => Ok(result.to_owned()),
+                    (None, None) => unreachable!("kind() checked result or error"),
+                };
+                self.complete(id, reply);
+            }
+            Kind::Notification => match msg.method.as_deref() {
+                Some("notifications/progress") => self.on_progress(msg.params),
+                Some("notifications/cancelled") => self.on_cancelled(msg.params),
+                Some(method) => self.inbound.on_notification(method, msg.params),
+                None => {}
+            },
+            Kind::Request => {
+                if let Some(this) = self.me.upgrade() {
+                    this.on_request(&msg);
+                }
+            }
+            Kind::Invalid => {
+                // A malformed reply to one of our requests fails just that request.
+                if let Some(id) = msg.numeric_id() {
+                    let err = Error::ProtocolError(format!(
+                        "{}: malformed response to request {id}",
+                        self.label
+                    ));
+                    return self.complete(id, Err(err));
+                }
+                self.protocol_violation("sent a message that is not JSON-RPC 2.0")
+            }
+        }
+    }
+
+    fn on_oversized(&self, id: Option<u64>, size: usize, limit: usize) {
+        let err = Error::ProtocolError(format!(
+            "{}: message of {size} bytes exceeds the limit of {limit} bytes (max_message_bytes)",
+            self.label
+        ));
+        tracing::warn!(server = %self.label, "{err}");
+        let known = id.filter(|id| self.table.lock().unwrap().pending.contains_key(id));
+        match known {
+            Some(id) => self.complete(id, Err(err)),
+            None => self.fail_all(&err),
+        }
+    }
+
+    fn on_closed(&self, error: Error) {
+        let (pending, serving) = {
+            let mut table = self.table.lock().unwrap();
+            table.closed.get_or_insert(error.clone());
+            (
+                std::mem::take(&mut table.pending),
+                std::mem::take(&mut table.serving),
+            )
+        };
+        for (_, p) in pending {
+            let _ = p.tx.send(Err(error.clone()));
+        }
+        for (_, handle) in serving {
+            handle.abort();
+        }
+    }
+}
+
+impl Peer {
+    /// Fails every request in flight and every later one, then closes the
+    /// transport and waits until it is gone.
+    pub async fn close(&self) {
+        let err = Error::TransportClosed(format!("{}: connection closed", self.shared.label));
+        self.shared.on_closed(err);
+        if let Some(t) = self.shared.transport.get() {
+            t.close().await;
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! # mcpmux-core
+//!
+//! The mcpmux engine: connect a host application to many Model Context
+//! Protocol servers, list their tools under one namespace, and call them.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), mcpmux_core::Error> {
+//! use mcpmux_core::{CallOptions, Config, Hub};
+//!
+//! let config = Config::load("mcpmux.toml")?;
+//! let hub = Hub::connect(config).await?;
+//! for tool in hub.list_tools().await {
+//!     println!("{} ({})", tool.name, tool.server);
+//! }
+//! let args = serde_json::json!({ "text": "hello" });
+//! let result = hub.call_tool("mcp_demo_echo", Some(&args), &CallOptions::default()).await?;
+//! println!("{}", result.json());
+//! hub.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Module map (DESIGN §1): [`jsonrpc`] (messages, in-flight table,
+//! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
+//! (stdio), [`client`] (one server), [`hub`] (many servers), [`config`],
+//! [`llm`] (tool formats), [`error`].
+
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod hub;
+pub mod jsonrpc;
+pub mod llm;
+pub mod protocol;
+pub mod tool_names;
+pub mod transport;
+
+pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
+pub use config::{Config, ServerConfig, TransportConfig};
+pub use error::{Error, Result};
+pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
+pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+
+/// The version of this crate.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

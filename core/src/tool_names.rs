@@ -1,0 +1,111 @@
+//! Hub-wide tool names: `mcp_{server}_{tool}`, cut to the characters and
+//! length every LLM API accepts, and made unique with a short suffix that
+//! depends only on the server and tool, so a name never changes because
+//! another server came or went.
+
+use std::collections::HashMap;
+
+/// Longest tool name the LLM APIs accept.
+pub const MAX_LEN: usize = 64;
+
+/// The hub name of each `(server, tool)` pair, in the same order.
+pub fn assign(pairs: &[(&str, &str)]) -> Vec<String> {
+    let bases: Vec<String> = pairs
+        .iter()
+        .map(|(server, tool)| sanitize(&format!("mcp_{server}_{tool}")))
+        .collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for b in &bases {
+        *count.entry(b.as_str()).or_default() += 1;
+    }
+    let mut names: Vec<String> = pairs
+        .iter()
+        .zip(&bases)
+        .map(|((server, tool), base)| {
+            if count[base.as_str()] == 1 {
+                base.clone()
+            } else {
+                with_suffix(
+                    base,
+                    &format!("{:06x}", stable_hash(server, tool) & 0xff_ffff),
+                )
+            }
+        })
+        .collect();
+    // A suffixed name may still meet another name; number what remains.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for name in &mut names {
+        let n = seen.entry(name.clone()).or_default();
+        *n += 1;
+        if *n > 1 {
+            *name = with_suffix(name, &n.to_string());
+        }
+    }
+    names
+}
+
+/// Replaces every character outside `[A-Za-z0-9_-]` with `_` and cuts to [`MAX_LEN`].
+pub fn sanitize(raw: &str) -> String {
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(MAX_LEN)
+        .collect()
+}
+
+fn with_suffix(base: &str, suffix: &str) -> String {
+    let keep = MAX_LEN - suffix.len() - 1;
+    let stem: String = base.chars().take(keep).collect();
+    format!("{stem}_{suffix}")
+}
+
+/// FNV-1a: stable across runs and platforms, unlike `std`'s hasher.
+fn stable_hash(server: &str, tool: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in server.bytes().chain([0]).chain(tool.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_sanitizes() {
+        assert_eq!(assign(&[("fs", "read_file")]), ["mcp_fs_read_file"]);
+        assert_eq!(
+            assign(&[("my server", "get.thing/x")]),
+            ["mcp_my_server_get_thing_x"]
+        );
+        let long = "t".repeat(100);
+        let names = assign(&[("s", &long)]);
+        assert_eq!(names[0].len(), MAX_LEN);
+    }
+
+    #[test]
+    fn collisions_get_stable_suffixes() {
+        let a = assign(&[("a", "x.y"), ("a", "x_y"), ("b", "z")]);
+        assert_ne!(a[0], a[1]);
+        assert!(a[0].starts_with("mcp_a_x_y_") && a[1].starts_with("mcp_a_x_y_"));
+        assert_eq!(a[2], "mcp_b_z");
+        // The same pair gets the same name whatever else is listed.
+        let b = assign(&[("c", "q"), ("a", "x_y"), ("a", "x.y")]);
+        assert_eq!(b[1], a[1]);
+        assert_eq!(b[2], a[0]);
+        for n in a.iter().chain(&b) {
+            assert!(n.len() <= MAX_LEN);
+        }
+        let long = "t".repeat(100);
+        let l = assign(&[("s", &format!("{long}1")), ("s", &format!("{long}2"))]);
+        assert_ne!(l[0], l[1]);
+        assert!(l.iter().all(|n| n.len() <= MAX_LEN));
+    }
+}

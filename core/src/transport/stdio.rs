@@ -1,0 +1,465 @@
+//! The stdio transport: a child process speaking newline-delimited JSON-RPC.
+//!
+//! The child runs in its own process group so that closing it reaches every
+//! process it started. Four tasks serve one child: a writer (batches queued
+//! messages into few writes), a reader (splits stdout into messages, enforces
+//! the size cap), a stderr reader (bounded ring + `tracing`), and a reaper
+//! (waits for the exit status). None of them keeps the connection's owner alive.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStdin, Command};
+use tokio::sync::{mpsc, watch};
+
+use super::{FrameSink, Transport};
+use crate::config::StdioConfig;
+use crate::error::Error;
+
+/// How long `close` waits after closing stdin, and again after SIGTERM.
+const GRACE: Duration = Duration::from_secs(2);
+/// How much of the child's stderr is kept for error messages.
+const STDERR_KEEP_BYTES: usize = 8 * 1024;
+/// Size of one batched write to the child's stdin.
+const WRITE_BATCH_BYTES: usize = 64 * 1024;
+/// How much of an oversized message is kept to find its request id.
+const OVERSIZE_PEEK: usize = 1024;
+
+/// A running stdio server process. Owned by its [`Peer`](crate::jsonrpc::Peer).
+///
+/// Dropping it without [`close`](Transport::close) kills the process group
+/// at once (SIGKILL); the exit status is still reaped in the background.
+pub struct StdioTransport {
+    label: String,
+    outbox: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    pgid: libc::pid_t,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    closing: Arc<AtomicBool>,
+    finished: AtomicBool,
+}
+
+impl StdioTransport {
+    /// Starts `config.command` and its tasks on the current tokio runtime.
+    ///
+    /// `label` names the server in errors and logs; messages larger than
+    /// `max_message_bytes` are discarded and reported to `sink`.
+    pub fn spawn(
+        label: &str,
+        config: &StdioConfig,
+        max_message_bytes: usize,
+        sink: Weak<dyn FrameSink>,
+    ) -> Result<Arc<StdioTransport>, Error> {
+        let mut cmd = Command::new(&config.command);
+        cmd.args(&config.args)
+            .envs(&config.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(false);
+        if let Some(cwd) = &config.cwd {
+            cmd.current_dir(cwd);
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                // If the host dies without closing us, the server dies too.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            let what = match e.kind() {
+                std::io::ErrorKind::NotFound => "command not found".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                _ => e.to_string(),
+            };
+            let cwd = match &config.cwd {
+                Some(dir) if e.kind() == std::io::ErrorKind::NotFound => {
+                    format!(" (or working directory '{}' missing)", dir.display())
+                }
+                _ => String::new(),
+            };
+            Error::ConnectFailed(format!(
+                "{label}: cannot start '{}': {what}{cwd}",
+                config.command
+            ))
+        })?;
+        let pgid = child.id().unwrap_or(0) as libc::pid_t;
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+
+        let (exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            let _ = exit_tx.send(status);
+        });
+
+        let ring = Arc::new(StderrRing::default());
+        let (stderr_done_tx, stderr_done_rx) = watch::channel(false);
+        tokio::spawn(read_stderr(
+            label.to_owned(),
+            stderr,
+            ring.clone(),
+            stderr_done_tx,
+        ));
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_stdin(stdin, rx));
+
+        let closing = Arc::new(AtomicBool::new(false));
+        let ending = Ending {
+            label: label.to_owned(),
+            exit: exit_rx.clone(),
+            stderr_done: stderr_done_rx,
+            ring,
+            closing: closing.clone(),
+        };
+        tokio::spawn(read_stdout(stdout, max_message_bytes, sink, ending));
+
+        Ok(Arc::new(StdioTransport {
+            label: label.to_owned(),
+            outbox: Mutex::new(Some(tx)),
+            pgid,
+            exit: exit_rx,
+            closing,
+            finished: AtomicBool::new(false),
+        }))
+    }
+
+    fn group_alive(&self) -> bool {
+        // SAFETY: kill with signal 0 only checks for existence.
+        self.pgid > 0 && unsafe { libc::kill(-self.pgid, 0) } == 0
+    }
+
+    fn signal_group(&self, signal: libc::c_int) {
+        if self.pgid > 0 {
+            // SAFETY: plain syscall on a process group we created.
+            unsafe { libc::kill(-self.pgid, signal) };
+        }
+    }
+
+    /// Waits until the leader has exited and the group is empty, up to `limit`.
+    async fn wait_gone(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut exit = self.exit.clone();
+        let _ = tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await;
+        while self.group_alive() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let done = exit.borrow().is_some();
+        done
+    }
+}
+
+impl Transport for StdioTransport {
+    fn send(&self, message: Vec<u8>) -> Result<(), Error> {
+        let outbox = self.outbox.lock().unwrap();
+        match outbox.as_ref().map(|tx| tx.send(message)) {
+            Some(Ok(())) => Ok(()),
+            _ => Err(Error::TransportClosed(format!(
+                "{}: connection closed",
+                self.label
+            ))),
+        }
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.closing.store(true, Ordering::SeqCst);
+            // Dropping the sender ends the writer, which closes the child's stdin.
+            self.outbox.lock().unwrap().take();
+            if !self.wait_gone(GRACE).await {
+                tracing::debug!(server = %self.label, "still running after stdin closed; SIGTERM");
+                self.signal_group(libc::SIGTERM);
+                if !self.wait_gone(GRACE).await {
+                    tracing::warn!(server = %self.label, "still running after SIGTERM; SIGKILL");
+                    self.signal_group(libc::SIGKILL);
+                    self.wait_gone(GRACE).await;
+                }
+            }
+            self.finished.store(true, Ordering::SeqCst);
+        })
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        if !self.finished.load(Ordering::SeqCst) {
+            self.closing.store(true, Ordering::SeqCst);
+            self.signal_group(libc::SIGKILL);
+        }
+    }
+}
+
+/// Writes queued messages to the child's stdin, many per write when they pile up.
+async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let result = if let Ok(second) = rx.try_recv() {
+            batch.clear();
+            batch.extend_from_slice(&first);
+            batch.extend_from_slice(&second);
+            while batch.len() < WRITE_BATCH_BYTES {
+                match rx.try_recv() {
+                    Ok(more) => batch.extend_from_slice(&more),
+                    Err(_) => break,
+                }
+            }
+            stdin.write_all(&batch).await
+        } else {
+            stdin.write_all(&first).await
+        };
+        if result.is_err() {
+            // The child closed stdin or died; the stdout reader reports why.
+            break;
+        }
+    }
+}
+
+/// Everything the stdout reader needs to explain why the connection ended.
+struct Ending {
+    label: String,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr_done: watch::Receiver<bool>,
+    ring: Arc<StderrRing>,
+    closing: Arc<AtomicBool>,
+}
+
+impl Ending {
+    async fn error(mut self, cause: &str) -> Error {
+        if self.closing.load(Ordering::SeqCst) {
+            return Error::TransportClosed(format!("{}: connection closed", self.label));
+        }
+        // Give the process a moment to exit and its stderr to drain, so the
+        // error can say why it went away.
+        let limit = Duration::from_millis(500);
+        let _ = tokio::time::timeout(limit, self.exit.wait_for(Option::is_some)).await;
+        let _ = tokio::time::timeout(
+            Duration::from_millis(200),
+            self.stderr_done.wait_for(|d| *d),
+        )
+        .await;
+        let status = match *self.exit.borrow() {
+            Some(status) => format!("server process exited ({status})"),
+            None => format!("server {cause}"),
+        };
+        let stderr = self.ring.tail();
+        let stderr = if stderr.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr: {stderr}")
+        };
+        Error::TransportClosed(format!("{}: {status}{stderr}", self.label))
+    }
+}
+
+/// Splits the child's stdout into messages and hands them to the sink.
+async fn read_stdout(
+    stdout: impl AsyncRead + Unpin,
+    max: usize,
+    sink: Weak<dyn FrameSink>,
+    ending: Ending,
+) {
+    let mut reader = BufReader::with_capacity(32 * 1024, stdout);
+    let mut partial: Vec<u8> = Vec::new();
+    let mut oversized: Option<Oversized> = None;
+    let cause = loop {
+        let buf = match reader.fill_buf().await {
+            Ok([]) => break "closed its stdout",
+            Ok(buf) => buf,
+            Err(_) => break "stdout failed",
+        };
+        let Some(sink) = sink.upgrade() else { return };
+        let (chunk, line_end) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..i], true),
+            None => (buf, false),
+        };
+        let used = chunk.len() + usize::from(line_end);
+        if let Some(big) = oversized.as_mut() {
+            big.push(chunk);
+            if line_end {
+                let big = oversized.take().expect("checked above");
+                sink.on_oversized(big.request_id(), big.size, max);
+            }
+        } else if line_end && partial.is_empty() && chunk.len() <= max {
+            // Fast path: the whole message is in the buffer.
+            sink.on_frame(chunk);
+        } else if partial.len() + chunk.len() > max {
+            let mut big = Oversized::default();
+            big.push(&partial);
+            big.push(chunk);
+            partial = Vec::new();
+            if line_end {
+                sink.on_oversized(big.request_id(), big.size, max);
+            } else {
+                oversized = Some(big);
+            }
+        } else {
+            partial.extend_from_slice(chunk);
+            if line_end {
+                sink.on_frame(&partial);
+                partial.clear();
+                if partial.capacity() > 1 << 20 {
+                    partial = Vec::new();
+                }
+            }
+        }
+        drop(sink);
+        reader.consume(used);
+    };
+    let error = ending.error(cause).await;
+    if let Some(sink) = sink.upgrade() {
+        sink.on_closed(error);
+    }
+}
+
+/// The start and end of a message too large to keep, and its size.
+#[derive(Default)]
+struct Oversized {
+    size: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+}
+
+impl Oversized {
+    fn push(&mut self, bytes: &[u8]) {
+        self.size += bytes.len();
+        let room = OVERSIZE_PEEK.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        let keep = &bytes[bytes.len().saturating_sub(OVERSIZE_PEEK)..];
+        self.tail.extend(keep);
+        while self.tail.len() > OVERSIZE_PEEK {
+            self.tail.pop_front();
+        }
+    }
+
+    /// The top-level `"id"` of the message: serializers put it either first
+    /// or last, so look at the end, then at the start.
+    fn request_id(&self) -> Option<u64> {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        last_id(&tail).or_else(|| first_id(&self.head))
+    }
+}
+
+fn id_after(bytes: &[u8], at: usize) -> Option<u64> {
+    let rest = &bytes[at + 5..];
+    let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+fn first_id(bytes: &[u8]) -> Option<u64> {
+    memchr::memmem::find(bytes, b"\"id\":").and_then(|at| id_after(bytes, at))
+}
+
+fn last_id(bytes: &[u8]) -> Option<u64> {
+    memchr::memmem::rfind(bytes, b"\"id\":").and_then(|at| id_after(bytes, at))
+}
+
+/// The last few KiB of a child's stderr.
+#[derive(Default)]
+struct StderrRing {
+    lines: Mutex<(VecDeque<String>, usize)>,
+}
+
+impl StderrRing {
+    fn push(&self, line: String) {
+        let mut guard = self.lines.lock().unwrap();
+        let (lines, bytes) = &mut *guard;
+        *bytes += line.len();
+        lines.push_back(line);
+        while *bytes > STDERR_KEEP_BYTES && lines.len() > 1 {
+            *bytes -= lines.pop_front().map_or(0, |l| l.len());
+        }
+    }
+
+    fn tail(&self) -> String {
+        let guard = self.lines.lock().unwrap();
+        let joined = guard
+            .0
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if joined.len() > STDERR_KEEP_BYTES {
+            let mut cut = joined.len() - STDERR_KEEP_BYTES;
+            while !joined.is_char_boundary(cut) {
+                cut += 1;
+            }
+            return joined[cut..].to_owned();
+        }
+        joined
+    }
+}
+
+async fn read_stderr(
+    label: String,
+    stderr: impl AsyncRead + Unpin,
+    ring: Arc<StderrRing>,
+    done: watch::Sender<bool>,
+) {
+    let mut reader = BufReader::with_capacity(4096, stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // Lines are capped so a server cannot grow our memory through stderr.
+        match (&mut reader)
+            .take(STDERR_KEEP_BYTES as u64)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                if !text.is_empty() {
+                    tracing::info!(target: "mcpmux::server_stderr", server = %label, "{text}");
+                    ring.push(text);
+                }
+            }
+        }
+    }
+    let _ = done.send(true);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_ids_of_oversized_messages() {
+        let mut big = Oversized::default();
+        big.push(br#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"xxxx"#);
+        big.push(&vec![b'x'; 5000]);
+        big.push(br#""}]}}"#);
+        assert_eq!(big.request_id(), Some(42));
+        assert!(big.size > 5000);
+
+        let mut last = Oversized::default();
+        last.push(br#"{"result":{"content":[{"id":1,"text":""#);
+        last.push(&vec![b'x'; 5000]);
+        last.push(br#""}]},"jsonrpc":"2.0","id": 7}"#);
+        assert_eq!(last.request_id(), Some(7));
+    }
+
+    #[test]
+    fn stderr_ring_keeps_the_tail() {
+        let ring = StderrRing::default();
+        for i in 0..2000 {
+            ring.push(format!("line {i}"));
+        }
+        let tail = ring.tail();
+        assert!(tail.len() <= STDERR_KEEP_BYTES);
+        assert!(tail.ends_with("line 1999"));
+    }
+}

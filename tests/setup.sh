@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Installs the MCP test peers that the mcpmux test suite needs, into folders of
+# this checkout only (never globally):
+#
+#   tests/peers/node_modules/   npm peers, from tests/peers/package-lock.json
+#                               (@modelcontextprotocol/server-everything, pinned)
+#   .deps/venv/                 Python venv with the official MCP SDK, from
+#                               tests/requirements.txt (mcp, pinned)
+#
+# Idempotent; a second run only checks stamps and returns in well under a
+# second. Works from any current directory.
+#
+# server-everything over stdio (verified with 2026.8.31; dist/index.js takes the
+# transport as its first argument, "stdio" is also the default when omitted):
+#
+#   node tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
+#
+# FastMCP peer (official Python SDK):
+#
+#   .deps/venv/bin/python tests/servers/fastmcp_server.py
+#
+# Options:
+#   --verify   after installing, run an initialize + tools/list handshake
+#              against both peers (tests/servers/probe.py) and print the names.
+#
+# Env:
+#   PYTHON     interpreter used to create the venv (default: python3; >= 3.10)
+set -euo pipefail
+
+verify=0
+for arg in "$@"; do
+  case "$arg" in
+    --verify) verify=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup.sh: unknown argument: $arg" >&2; exit 2 ;;
+  esac
+done
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TESTS="$ROOT/tests"
+PEERS="$TESTS/peers"
+EVERYTHING_DIR="$PEERS/node_modules/@modelcontextprotocol/server-everything"
+EVERYTHING_ENTRY="$EVERYTHING_DIR/dist/index.js"
+DEPS="$ROOT/.deps"
+VENV="$DEPS/venv"
+VENV_PY="$VENV/bin/python"
+REQS="$TESTS/requirements.txt"
+PY_STAMP="$VENV/.mcpmux-requirements.sha256"
+NPM_STAMP="$PEERS/node_modules/.mcpmux-lock.sha256"
+
+log() { printf 'setup.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# ---------------------------------------------------------------- npm peers
+command -v node >/dev/null 2>&1 || die "node not found (server-everything needs Node.js >= 20)"
+command -v npm  >/dev/null 2>&1 || die "npm not found"
+node_major="$(node -p 'process.versions.node.split(".")[0]')"
+[ "$node_major" -ge 20 ] || die "Node.js >= 20 needed, found $(node --version)"
+
+lock_sha="$(sha "$PEERS/package-lock.json")"
+npm_needed=0
+if [ ! -f "$EVERYTHING_ENTRY" ]; then
+  npm_needed=1
+elif [ ! -f "$NPM_STAMP" ] || [ "$PEERS/package-lock.json" -nt "$NPM_STAMP" ]; then
+  # The lock is newer than the last install (or there is no record of it);
+  # a fresh checkout also touches the lock, so compare contents before redoing.
+  if [ "$(cat "$NPM_STAMP" 2>/dev/null || true)" != "$lock_sha" ]; then
+    npm_needed=1
+  else
+    touch "$NPM_STAMP"
+  fi
+fi
+if [ "$npm_needed" = 1 ]; then
+  log "installing npm peers (npm ci) into $PEERS/node_modules"
+  npm ci --prefix "$PEERS" --no-audit --no-fund --loglevel=error >&2
+  [ -f "$EVERYTHING_ENTRY" ] || die "npm ci finished but $EVERYTHING_ENTRY is missing"
+  printf '%s\n' "$lock_sha" > "$NPM_STAMP"
+else
+  log "npm peers up to date"
+fi
+
+# ---------------------------------------------------------------- Python venv
+PYTHON="${PYTHON:-python3}"
+reqs_sha="$(sha "$REQS")"
+py_needed=0
+if [ ! -x "$VENV_PY" ] || ! "$VENV_PY" -c 'import sys' >/dev/null 2>&1; then
+  # Missing, or broken (e.g. the interpreter it was made from went away).
+  command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found (need Python >= 3.10)"
+  "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
+    || die "Python >= 3.10 needed for the mcp SDK, found $("$PYTHON" --version 2>&1)"
+  log "creating venv $VENV"
+  rm -rf "$VENV"
+  mkdir -p "$DEPS"
+  "$PYTHON" -m venv "$VENV"
+  py_needed=1
+elif [ "$(cat "$PY_STAMP" 2>/dev/null || true)" != "$reqs_sha" ]; then
+  py_needed=1
+fi
+if [ "$py_needed" = 1 ]; then
+  log "installing $REQS into $VENV"
+  rm -f "$PY_STAMP"
+  PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV_PY" -m pip install --quiet -r "$REQS" >&2
+  "$VENV_PY" -c 'import mcp.server.fastmcp' || die "mcp SDK not importable after install"
+  printf '%s\n' "$reqs_sha" > "$PY_STAMP"
+else
+  log "python venv up to date"
+fi
+
+# Fault servers are run directly by path too; keep them executable.
+for f in exit_during_init hang_in_init crash_mid_call hang garbage_stdout huge_line \
+         ignore_sigterm slow_init probe; do
+  [ -x "$TESTS/servers/$f.py" ] || chmod +x "$TESTS/servers/$f.py"
+done
+
+# ---------------------------------------------------------------- verify
+if [ "$verify" = 1 ]; then
+  log "verifying server-everything over stdio"
+  python3 "$TESTS/servers/probe.py" -- node "$EVERYTHING_ENTRY" stdio
+  log "verifying the FastMCP server over stdio"
+  python3 "$TESTS/servers/probe.py" -- "$VENV_PY" "$TESTS/servers/fastmcp_server.py"
+fi
+
+# ---------------------------------------------------------------- summary
+mcp_version="$("$VENV_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+everything_version="$(node -p "require('$EVERYTHING_DIR/package.json').version")"
+cat <<SUMMARY
+repo root:             $ROOT
+npm peers:             $PEERS/node_modules
+server-everything:     $everything_version
+  run (stdio):         node $EVERYTHING_ENTRY stdio
+python venv:           $VENV
+  python:              $VENV_PY (mcp $mcp_version)
+fastmcp server:        $VENV_PY $TESTS/servers/fastmcp_server.py
+fault servers:         $VENV_PY $TESTS/servers/<name>.py   (stdlib only; any python3 works)
+SUMMARY
