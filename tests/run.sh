@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test of mcpmux. Installs what the tests need into folders of
+# this checkout first (tests/setup.sh: npm peers, Python venv), then:
+#   cargo fmt --check, clippy (-D warnings), all workspace tests, and a quick
+#   run of the stdio benchmark (a smoke run: it prints figures, asserts none).
+# One cargo target directory (./target, or $CARGO_TARGET_DIR) serves all.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "installing test peers"
+bash tests/setup.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test"
+cargo test --workspace --locked
+
+step "benchmark smoke run (figures only, no assertions)"
+MCPMUX_BENCH_QUICK=1 cargo bench --locked -p mcpmux-core --bench stdio
+
+step "all tests passed"
