@@ -21,6 +21,9 @@ cargo fmt --all -- --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "cargo build (the binaries the tests start: mcpmux, mcpmux-demo-server)"
+cargo build --workspace --locked
+
 step "cargo test"
 cargo test --workspace --locked
 

@@ -172,7 +172,11 @@ fn run() -> Res<()> {
         "  runtime: {}; machine: {} CPUs; quick: {}",
         setup.runtime,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        if setup.quick { "yes (10x fewer iterations)" } else { "no" }
+        if setup.quick {
+            "yes (10x fewer iterations)"
+        } else {
+            "no"
+        }
     );
     println!();
     report.print();

@@ -213,20 +213,41 @@ impl Client {
         if handlers.elicitation.is_some() {
             capabilities.insert("elicitation".into(), serde_json::json!({}));
         }
-        let params = serde_json::json!({
-            "protocolVersion": offered,
-            "capabilities": capabilities,
-            "clientInfo": options.client_info,
-        });
         let opts = RequestOptions {
             timeout: config.timeout,
             max_total: config.timeout,
             cancellable: false,
             ..RequestOptions::default()
         };
-        let raw = peer
-            .request(peer.next_id(), "initialize", Some(&params), &opts)
-            .await?;
+        // A server should answer an unknown offer with a version it supports;
+        // some refuse with an error instead, so older revisions are offered in
+        // turn (unless the config pins one).
+        let fallbacks: &[&str] = match config.protocol_version {
+            Some(_) => &[],
+            None => &protocol::STATEFUL_VERSIONS[1..],
+        };
+        let mut offered = offered;
+        let mut older = fallbacks.iter();
+        let raw = loop {
+            let params = serde_json::json!({
+                "protocolVersion": offered,
+                "capabilities": capabilities,
+                "clientInfo": options.client_info,
+            });
+            match peer
+                .request(peer.next_id(), "initialize", Some(&params), &opts)
+                .await
+            {
+                Err(Error::ServerError { message, .. })
+                    if message.to_ascii_lowercase().contains("version") && older.len() > 0 =>
+                {
+                    let next = older.next().expect("checked len");
+                    tracing::debug!(server = %config.name, offered, next, "initialize refused: {message}");
+                    offered = next;
+                }
+                other => break other?,
+            }
+        };
         let init: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
             Error::ProtocolError(format!(
                 "server '{}': invalid initialize result: {e}",

@@ -12,11 +12,20 @@ use serde_json::json;
 
 /// A hub with the demo server (marked `tag`) and `fault`.
 async fn hub_with(tag: &str, fault: String) -> Hub {
-    Hub::connect(config(&[demo_entry("demo", &marker_env(tag)), fault])).await.unwrap()
+    Hub::connect(config(&[demo_entry("demo", &marker_env(tag)), fault]))
+        .await
+        .unwrap()
 }
 
 async fn assert_demo_works(hub: &Hub) {
-    let r = hub.call_tool("mcp_demo_echo", Some(&json!({"text": "still here"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "still here"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.value()["content"][0]["text"], "still here");
 }
 
@@ -26,7 +35,10 @@ async fn close_and_check(hub: Hub, tag: &str) {
     assert!(!pids.is_empty(), "no marked process found");
     hub.close().await;
     for pid in pids {
-        assert!(wait_gone(pid, Duration::from_secs(1)), "process {pid} left behind");
+        assert!(
+            wait_gone(pid, Duration::from_secs(1)),
+            "process {pid} left behind"
+        );
     }
 }
 
@@ -38,13 +50,23 @@ fn fault(name: &str, script: &str, tag: &str) -> String {
 async fn server_exiting_during_initialize_is_marked_failed_with_its_stderr() {
     let tag = marker("exit-init");
     let hub = hub_with(&tag, fault("broken", "exit_during_init.py", &tag)).await;
-    let broken = hub.servers().into_iter().find(|s| s.name == "broken").unwrap();
+    let broken = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "broken")
+        .unwrap();
     assert_eq!(broken.state, "failed");
     assert_eq!(broken.error_code, Some("CONNECT_FAILED"));
     let msg = broken.error.unwrap();
-    assert!(msg.contains("fatal: database at /nonexistent is unavailable"), "{msg}");
+    assert!(
+        msg.contains("fatal: database at /nonexistent is unavailable"),
+        "{msg}"
+    );
     assert!(msg.contains("17"), "exit status missing: {msg}");
-    let e = hub.call_tool("mcp_broken_anything", None, &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool("mcp_broken_anything", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "UNKNOWN_TOOL");
     assert!(e.to_string().contains("broken"), "{e}");
     assert_demo_works(&hub).await;
@@ -62,16 +84,27 @@ async fn crash_mid_call_fails_fast() {
     let crash = hub.call_tool("mcp_crashy_work", None, &defaults);
     let (slow, crash) = tokio::join!(slow, crash);
     let e = crash.unwrap_err();
-    assert!(start.elapsed() < Duration::from_secs(2), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        start.elapsed()
+    );
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
     assert!(e.to_string().contains("crashy"), "{e}");
     assert!(slow.is_ok());
-    let state = hub.servers().into_iter().find(|s| s.name == "crashy").unwrap();
+    let state = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "crashy")
+        .unwrap();
     assert_eq!(state.state, "failed");
     // Later calls fail at once instead of waiting.
-    let again = tokio::time::timeout(Duration::from_secs(1), hub.call_tool("mcp_crashy_work", None, &CallOptions::default()))
-        .await
-        .expect("no hang");
+    let again = tokio::time::timeout(
+        Duration::from_secs(1),
+        hub.call_tool("mcp_crashy_work", None, &CallOptions::default()),
+    )
+    .await
+    .expect("no hang");
     assert_eq!(again.unwrap_err().code(), "TRANSPORT_CLOSED");
     assert_demo_works(&hub).await;
     close_and_check(hub, &tag).await;
@@ -80,14 +113,17 @@ async fn crash_mid_call_fails_fast() {
 #[tokio::test]
 async fn demo_crash_fails_every_call_in_flight() {
     let tag = marker("inflight");
-    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))])).await.unwrap();
+    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))]))
+        .await
+        .unwrap();
     let defaults = CallOptions::default();
     let args = json!({"seconds": 30, "steps": 0});
     let slow_calls = (0..5).map(|_| hub.call_tool("mcp_demo_slow", Some(&args), &defaults));
     let start = Instant::now();
     let (slow, crash) = tokio::join!(futures::future::join_all(slow_calls), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        hub.call_tool("mcp_demo_crash", None, &CallOptions::default()).await
+        hub.call_tool("mcp_demo_crash", None, &CallOptions::default())
+            .await
     });
     assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(crash.unwrap_err().code(), "TRANSPORT_CLOSED");
@@ -101,8 +137,14 @@ async fn demo_crash_fails_every_call_in_flight() {
 async fn server_that_never_answers_times_out() {
     let tag = marker("hang");
     let hub = hub_with(&tag, fault("hang", "hang.py", &tag)).await;
-    let opts = CallOptions { timeout: Some(Duration::from_millis(300)), ..CallOptions::default() };
-    let e = hub.call_tool("mcp_hang_wait_forever", None, &opts).await.unwrap_err();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+        ..CallOptions::default()
+    };
+    let e = hub
+        .call_tool("mcp_hang_wait_forever", None, &opts)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TIMEOUT");
     assert!(e.to_string().contains("hang"), "{e}");
     assert_demo_works(&hub).await;
@@ -112,8 +154,20 @@ async fn server_that_never_answers_times_out() {
 #[tokio::test]
 async fn server_hanging_in_initialize_is_marked_failed() {
     let tag = marker("hang-init");
-    let hub = hub_with(&tag, script_entry("stuck", "hang_in_init.py", &format!("{}\ntimeout_seconds = 0.5", marker_env(&tag)))).await;
-    let stuck = hub.servers().into_iter().find(|s| s.name == "stuck").unwrap();
+    let hub = hub_with(
+        &tag,
+        script_entry(
+            "stuck",
+            "hang_in_init.py",
+            &format!("{}\ntimeout_seconds = 0.5", marker_env(&tag)),
+        ),
+    )
+    .await;
+    let stuck = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "stuck")
+        .unwrap();
     assert_eq!(stuck.state, "failed");
     assert_eq!(stuck.error_code, Some("CONNECT_FAILED"));
     assert!(stuck.error.unwrap().contains("initialize"));
@@ -125,10 +179,13 @@ async fn server_hanging_in_initialize_is_marked_failed() {
 async fn non_json_output_fails_the_calls_in_flight() {
     let tag = marker("garbage");
     let hub = hub_with(&tag, fault("garbage", "garbage_stdout.py", &tag)).await;
-    let e = tokio::time::timeout(Duration::from_secs(5), hub.call_tool("mcp_garbage_garble", None, &CallOptions::default()))
-        .await
-        .expect("no hang")
-        .unwrap_err();
+    let e = tokio::time::timeout(
+        Duration::from_secs(5),
+        hub.call_tool("mcp_garbage_garble", None, &CallOptions::default()),
+    )
+    .await
+    .expect("no hang")
+    .unwrap_err();
     assert_eq!(e.code(), "PROTOCOL_ERROR");
     assert!(e.to_string().contains("not JSON-RPC"), "{e}");
     assert_demo_works(&hub).await;
@@ -139,10 +196,13 @@ async fn non_json_output_fails_the_calls_in_flight() {
 async fn oversized_message_is_a_protocol_error() {
     let tag = marker("huge");
     let hub = hub_with(&tag, fault("huge", "huge_line.py", &tag)).await;
-    let e = tokio::time::timeout(Duration::from_secs(20), hub.call_tool("mcp_huge_flood", None, &CallOptions::default()))
-        .await
-        .expect("no hang")
-        .unwrap_err();
+    let e = tokio::time::timeout(
+        Duration::from_secs(20),
+        hub.call_tool("mcp_huge_flood", None, &CallOptions::default()),
+    )
+    .await
+    .expect("no hang")
+    .unwrap_err();
     assert_eq!(e.code(), "PROTOCOL_ERROR");
     assert!(e.to_string().contains("exceeds the limit"), "{e}");
     assert_demo_works(&hub).await;
@@ -151,10 +211,25 @@ async fn oversized_message_is_a_protocol_error() {
 
 #[tokio::test]
 async fn message_cap_is_configurable() {
-    let hub = Hub::connect(config(&[demo_entry("demo", "max_message_bytes = 100000")])).await.unwrap();
-    let ok = hub.call_tool("mcp_demo_big", Some(&json!({"bytes": 50_000})), &CallOptions::default()).await;
+    let hub = Hub::connect(config(&[demo_entry("demo", "max_message_bytes = 100000")]))
+        .await
+        .unwrap();
+    let ok = hub
+        .call_tool(
+            "mcp_demo_big",
+            Some(&json!({"bytes": 50_000})),
+            &CallOptions::default(),
+        )
+        .await;
     assert!(ok.is_ok());
-    let e = hub.call_tool("mcp_demo_big", Some(&json!({"bytes": 200_000})), &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool(
+            "mcp_demo_big",
+            Some(&json!({"bytes": 200_000})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "PROTOCOL_ERROR");
     // The stream resynchronizes after the discarded line.
     assert_demo_works(&hub).await;
@@ -164,11 +239,22 @@ async fn message_cap_is_configurable() {
 #[tokio::test]
 async fn missing_command_is_connect_failed_naming_it() {
     let tag = marker("missing");
-    let hub = hub_with(&tag, stdio_entry("ghost", "/nonexistent/mcp-server-ghost", &[], "")).await;
-    let ghost = hub.servers().into_iter().find(|s| s.name == "ghost").unwrap();
+    let hub = hub_with(
+        &tag,
+        stdio_entry("ghost", "/nonexistent/mcp-server-ghost", &[], ""),
+    )
+    .await;
+    let ghost = hub
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "ghost")
+        .unwrap();
     assert_eq!(ghost.state, "failed");
     assert_eq!(ghost.error_code, Some("CONNECT_FAILED"));
-    assert!(ghost.error.unwrap().contains("/nonexistent/mcp-server-ghost"));
+    assert!(ghost
+        .error
+        .unwrap()
+        .contains("/nonexistent/mcp-server-ghost"));
     assert_demo_works(&hub).await;
     close_and_check(hub, &tag).await;
 }
@@ -177,27 +263,53 @@ async fn missing_command_is_connect_failed_naming_it() {
 async fn close_escalates_to_sigkill_for_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
-    let entry = script_entry("stubborn", "ignore_sigterm.py", &format!("env = {{ CHILD_PID_FILE = {} }}", q(&pid_file.display().to_string())));
+    let entry = script_entry(
+        "stubborn",
+        "ignore_sigterm.py",
+        &format!(
+            "env = {{ CHILD_PID_FILE = {} }}",
+            q(&pid_file.display().to_string())
+        ),
+    );
     let hub = Hub::connect(config(&[entry])).await.unwrap();
-    let r = hub.call_tool("mcp_stubborn_noop", None, &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool("mcp_stubborn_noop", None, &CallOptions::default())
+        .await
+        .unwrap();
     assert!(r.json().contains("ok"));
     let child = read_pid(&pid_file);
     assert!(alive(child));
     let start = Instant::now();
     hub.close().await;
     let took = start.elapsed();
-    assert!(wait_gone(child, Duration::from_secs(1)), "grandchild {child} survived close");
+    assert!(
+        wait_gone(child, Duration::from_secs(1)),
+        "grandchild {child} survived close"
+    );
     // stdin closed (2 s), SIGTERM ignored (2 s), then SIGKILL.
-    assert!(took >= Duration::from_secs(3) && took < Duration::from_secs(7), "{took:?}");
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(7),
+        "{took:?}"
+    );
 }
 
 #[tokio::test]
 async fn dropped_hub_kills_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
-    let entry = script_entry("stubborn", "ignore_sigterm.py", &format!("env = {{ CHILD_PID_FILE = {} }}", q(&pid_file.display().to_string())));
+    let entry = script_entry(
+        "stubborn",
+        "ignore_sigterm.py",
+        &format!(
+            "env = {{ CHILD_PID_FILE = {} }}",
+            q(&pid_file.display().to_string())
+        ),
+    );
     let hub = Hub::connect(config(&[entry])).await.unwrap();
     let child = read_pid(&pid_file);
     drop(hub);
-    assert!(wait_gone(child, Duration::from_secs(3)), "grandchild {child} survived the dropped hub");
+    assert!(
+        wait_gone(child, Duration::from_secs(3)),
+        "grandchild {child} survived the dropped hub"
+    );
 }

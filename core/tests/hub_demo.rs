@@ -12,7 +12,9 @@ use mcpmux_core::{CallOptions, Hub};
 use serde_json::json;
 
 async fn demo_hub(extra: &str) -> Hub {
-    Hub::connect(config(&[demo_entry("demo", extra)])).await.unwrap()
+    Hub::connect(config(&[demo_entry("demo", extra)]))
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -22,11 +24,20 @@ async fn lists_and_calls_demo_tools() {
     assert_eq!(servers.len(), 1);
     assert_eq!(servers[0].state, "connected", "{servers:?}");
     assert_eq!(servers[0].protocol_version.as_deref(), Some("2025-11-25"));
-    assert_eq!(servers[0].server_info.as_ref().unwrap()["name"], "mcpmux-demo-server");
+    assert_eq!(
+        servers[0].server_info.as_ref().unwrap()["name"],
+        "mcpmux-demo-server"
+    );
 
     let tools = hub.list_tools().await;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    for expected in ["mcp_demo_echo", "mcp_demo_add", "mcp_demo_slow", "mcp_demo_fail", "mcp_demo_big"] {
+    for expected in [
+        "mcp_demo_echo",
+        "mcp_demo_add",
+        "mcp_demo_slow",
+        "mcp_demo_fail",
+        "mcp_demo_big",
+    ] {
         assert!(names.contains(&expected), "{names:?}");
     }
     let add = tools.iter().find(|t| t.name == "mcp_demo_add").unwrap();
@@ -35,25 +46,58 @@ async fn lists_and_calls_demo_tools() {
     assert!(add.output_schema.is_some());
     assert_eq!(servers[0].tool_count, tools.len());
 
-    let echo = hub.call_tool("mcp_demo_echo", Some(&json!({"text": "héllo"})), &CallOptions::default()).await.unwrap();
+    let echo = hub
+        .call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "héllo"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert!(!echo.is_error());
     assert_eq!(echo.value()["content"][0]["text"], "héllo");
 
-    let sum = hub.call_tool("mcp_demo_add", Some(&json!({"a": 2, "b": 3})), &CallOptions::default()).await.unwrap();
+    let sum = hub
+        .call_tool(
+            "mcp_demo_add",
+            Some(&json!({"a": 2, "b": 3})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(sum.value()["structuredContent"], json!({"sum": 5}));
 
-    let fail = hub.call_tool("mcp_demo_fail", None, &CallOptions::default()).await.unwrap();
+    let fail = hub
+        .call_tool("mcp_demo_fail", None, &CallOptions::default())
+        .await
+        .unwrap();
     assert!(fail.is_error(), "{}", fail.json());
     assert_eq!(fail.value()["isError"], true);
 
-    let big = hub.call_tool("mcp_demo_big", Some(&json!({"bytes": 3_000_000})), &CallOptions::default()).await.unwrap();
-    assert_eq!(big.value()["content"][0]["text"].as_str().unwrap().len(), 3_000_000);
+    let big = hub
+        .call_tool(
+            "mcp_demo_big",
+            Some(&json!({"bytes": 3_000_000})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        big.value()["content"][0]["text"].as_str().unwrap().len(),
+        3_000_000
+    );
 
-    let unknown = hub.call_tool("mcp_demo_nope", None, &CallOptions::default()).await.unwrap_err();
+    let unknown = hub
+        .call_tool("mcp_demo_nope", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(unknown.code(), "UNKNOWN_TOOL");
     assert!(unknown.to_string().contains("mcp_demo_nope"));
 
-    let bad_args = hub.call_tool("mcp_demo_echo", Some(&json!([1])), &CallOptions::default()).await.unwrap_err();
+    let bad_args = hub
+        .call_tool("mcp_demo_echo", Some(&json!([1])), &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(bad_args.code(), "INVALID_INPUT");
     hub.close().await;
 }
@@ -61,9 +105,19 @@ async fn lists_and_calls_demo_tools() {
 #[tokio::test]
 async fn results_pass_through_unchanged() {
     let hub = demo_hub("").await;
-    let r = hub.call_tool("mcp_demo_add", Some(&json!({"a": 1.5, "b": 2})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_demo_add",
+            Some(&json!({"a": 1.5, "b": 2})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     // Byte for byte what the demo server writes (it sorts keys).
-    assert_eq!(r.json(), r#"{"content":[{"text":"3.5","type":"text"}],"structuredContent":{"sum":3.5}}"#);
+    assert_eq!(
+        r.json(),
+        r#"{"content":[{"text":"3.5","type":"text"}],"structuredContent":{"sum":3.5}}"#
+    );
     hub.close().await;
 }
 
@@ -73,7 +127,13 @@ async fn many_concurrent_calls_on_one_connection() {
     let calls = (0..500).map(|i| {
         let hub = hub.clone();
         async move {
-            let r = hub.call_tool("mcp_demo_echo", Some(&json!({"text": format!("m{i}")})), &CallOptions::default()).await;
+            let r = hub
+                .call_tool(
+                    "mcp_demo_echo",
+                    Some(&json!({"text": format!("m{i}")})),
+                    &CallOptions::default(),
+                )
+                .await;
             (i, r)
         }
     });
@@ -97,14 +157,38 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
         ..CallOptions::default()
     };
     // 2 s of work with progress every 0.25 s: longer than the timeout, but alive.
-    let r = hub.call_tool("mcp_demo_slow", Some(&json!({"seconds": 2, "steps": 8})), &opts).await.unwrap();
-    assert!(r.value()["content"][0]["text"].as_str().unwrap().starts_with("done"));
-    assert!(seen.load(Ordering::SeqCst) >= 6, "progress callbacks: {}", seen.load(Ordering::SeqCst));
+    let r = hub
+        .call_tool(
+            "mcp_demo_slow",
+            Some(&json!({"seconds": 2, "steps": 8})),
+            &opts,
+        )
+        .await
+        .unwrap();
+    assert!(r.value()["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("done"));
+    assert!(
+        seen.load(Ordering::SeqCst) >= 6,
+        "progress callbacks: {}",
+        seen.load(Ordering::SeqCst)
+    );
 
     // Without progress the same call times out.
     let start = Instant::now();
-    let opts = CallOptions { timeout: Some(Duration::from_millis(500)), ..CallOptions::default() };
-    let e = hub.call_tool("mcp_demo_slow", Some(&json!({"seconds": 5, "steps": 0})), &opts).await.unwrap_err();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_millis(500)),
+        ..CallOptions::default()
+    };
+    let e = hub
+        .call_tool(
+            "mcp_demo_slow",
+            Some(&json!({"seconds": 5, "steps": 0})),
+            &opts,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TIMEOUT", "{e}");
     assert!(start.elapsed() < Duration::from_secs(2));
 
@@ -115,13 +199,30 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
         max_total_timeout: Some(Duration::from_millis(1200)),
         on_progress: Some(Arc::new(|_| {})),
     };
-    let e = hub.call_tool("mcp_demo_slow", Some(&json!({"seconds": 5, "steps": 50})), &opts).await.unwrap_err();
+    let e = hub
+        .call_tool(
+            "mcp_demo_slow",
+            Some(&json!({"seconds": 5, "steps": 50})),
+            &opts,
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TIMEOUT");
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(1100) && took < Duration::from_millis(2500), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(1100) && took < Duration::from_millis(2500),
+        "{took:?}"
+    );
 
     // The connection still works afterwards.
-    let r = hub.call_tool("mcp_demo_echo", Some(&json!({"text": "after"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "after"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.value()["content"][0]["text"], "after");
     hub.close().await;
 }
@@ -130,9 +231,20 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
 async fn server_timeout_from_config_applies() {
     let hub = demo_hub("timeout_seconds = 0.4").await;
     let start = Instant::now();
-    let e = hub.call_tool("mcp_demo_slow", Some(&json!({"seconds": 3, "steps": 0})), &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool(
+            "mcp_demo_slow",
+            Some(&json!({"seconds": 3, "steps": 0})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TIMEOUT");
-    assert!(start.elapsed() < Duration::from_millis(1500), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
     hub.close().await;
 }
 
@@ -140,7 +252,12 @@ async fn server_timeout_from_config_applies() {
 async fn pagination_is_followed_to_the_end() {
     let hub = demo_hub("env = { DEMO_PAGE_SIZE = \"2\" }").await;
     let tools = hub.list_tools().await;
-    assert_eq!(tools.len(), 7, "{:?}", tools.iter().map(|t| &t.name).collect::<Vec<_>>());
+    assert_eq!(
+        tools.len(),
+        7,
+        "{:?}",
+        tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+    );
     hub.close().await;
 }
 
@@ -148,14 +265,27 @@ async fn pagination_is_followed_to_the_end() {
 async fn list_changed_refreshes_the_tools() {
     let hub = demo_hub("").await;
     assert!(hub.tool("mcp_demo_extra_1").is_none());
-    let r = hub.call_tool("mcp_demo_grow", None, &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool("mcp_demo_grow", None, &CallOptions::default())
+        .await
+        .unwrap();
     assert!(!r.is_error());
     let end = Instant::now() + Duration::from_secs(5);
     while hub.tool("mcp_demo_extra_1").is_none() {
-        assert!(Instant::now() < end, "tools were not refreshed after list_changed");
+        assert!(
+            Instant::now() < end,
+            "tools were not refreshed after list_changed"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let r = hub.call_tool("mcp_demo_extra_1", Some(&json!({"text": "new"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_demo_extra_1",
+            Some(&json!({"text": "new"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.value()["content"][0]["text"], "new");
     hub.close().await;
 }
@@ -169,8 +299,14 @@ async fn resources_and_prompts() {
     let templates = hub.list_resource_templates(None).await.unwrap();
     assert_eq!(templates[0]["uriTemplate"], "demo://item/{id}");
     let read = hub.read_resource("demo://readme", None).await.unwrap();
-    assert!(read["contents"][0]["text"].as_str().unwrap().contains("demo"));
-    let item = hub.read_resource("demo://item/42", Some("demo")).await.unwrap();
+    assert!(read["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("demo"));
+    let item = hub
+        .read_resource("demo://item/42", Some("demo"))
+        .await
+        .unwrap();
     assert_eq!(item["contents"][0]["text"], "item 42");
     let missing = hub.read_resource("demo://nope", None).await.unwrap_err();
     assert_eq!(missing.code(), "SERVER_ERROR");
@@ -178,8 +314,14 @@ async fn resources_and_prompts() {
 
     let prompts = hub.list_prompts(None).await.unwrap();
     assert_eq!(prompts[0]["name"], "greet");
-    let got = hub.get_prompt("greet", Some(&json!({"name": "Ada"})), None).await.unwrap();
-    assert!(got["messages"][0]["content"]["text"].as_str().unwrap().contains("Ada"));
+    let got = hub
+        .get_prompt("greet", Some(&json!({"name": "Ada"})), None)
+        .await
+        .unwrap();
+    assert!(got["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Ada"));
     let e = hub.get_prompt("nope", None, None).await.unwrap_err();
     assert_eq!(e.code(), "INVALID_INPUT");
     let e = hub.list_prompts(Some("ghost")).await.unwrap_err();
@@ -191,7 +333,11 @@ async fn resources_and_prompts() {
 async fn tools_for_every_format() {
     let hub = demo_hub("").await;
     let a = hub.tools_for("anthropic").unwrap();
-    assert!(a.as_array().unwrap().iter().any(|t| t["name"] == "mcp_demo_echo" && t["input_schema"]["type"] == "object"));
+    assert!(a
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "mcp_demo_echo" && t["input_schema"]["type"] == "object"));
     let o = hub.tools_for("openai").unwrap();
     assert_eq!(o[0]["type"], "function");
     assert!(o[0]["function"]["parameters"].is_object());
@@ -205,22 +351,39 @@ async fn tools_for_every_format() {
 
 #[tokio::test]
 async fn names_are_prefixed_per_server() {
-    let hub = Hub::connect(config(&[demo_entry("a", ""), demo_entry("b.two", "")])).await.unwrap();
+    let hub = Hub::connect(config(&[demo_entry("a", ""), demo_entry("b.two", "")]))
+        .await
+        .unwrap();
     assert!(hub.tool("mcp_a_echo").is_some());
     let b = hub.tool("mcp_b_two_echo").expect("sanitized prefix");
     assert_eq!(b.server, "b.two");
-    let r = hub.call_tool("mcp_b_two_echo", Some(&json!({"text": "b"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_b_two_echo",
+            Some(&json!({"text": "b"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.value()["content"][0]["text"], "b");
     hub.close().await;
 }
 
 #[tokio::test]
 async fn disabled_servers_are_listed_but_not_started() {
-    let hub = Hub::connect(config(&[demo_entry("on", ""), demo_entry("off", "enabled = false")])).await.unwrap();
+    let hub = Hub::connect(config(&[
+        demo_entry("on", ""),
+        demo_entry("off", "enabled = false"),
+    ]))
+    .await
+    .unwrap();
     let servers = hub.servers();
     assert_eq!(servers[1].name, "off");
     assert_eq!(servers[1].state, "disabled");
-    let e = hub.call_tool("mcp_off_echo", None, &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool("mcp_off_echo", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "UNKNOWN_TOOL");
     assert!(e.to_string().contains("disabled"), "{e}");
     hub.close().await;
@@ -229,28 +392,53 @@ async fn disabled_servers_are_listed_but_not_started() {
 #[tokio::test]
 async fn refresh_reconnects_a_crashed_server() {
     let hub = demo_hub("").await;
-    let e = hub.call_tool("mcp_demo_crash", None, &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool("mcp_demo_crash", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TRANSPORT_CLOSED");
     assert_eq!(hub.servers()[0].state, "failed");
-    let again = hub.call_tool("mcp_demo_echo", Some(&json!({"text": "x"})), &CallOptions::default()).await.unwrap_err();
+    let again = hub
+        .call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "x"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap_err();
     assert_eq!(again.code(), "TRANSPORT_CLOSED");
     hub.refresh("demo").await.unwrap();
     assert_eq!(hub.servers()[0].state, "connected");
-    let r = hub.call_tool("mcp_demo_echo", Some(&json!({"text": "back"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "back"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(r.value()["content"][0]["text"], "back");
-    assert_eq!(hub.refresh("ghost").await.unwrap_err().code(), "UNKNOWN_SERVER");
+    assert_eq!(
+        hub.refresh("ghost").await.unwrap_err().code(),
+        "UNKNOWN_SERVER"
+    );
     hub.close().await;
 }
 
 #[tokio::test]
 async fn closed_hub_fails_clearly_and_leaves_no_process() {
     let tag = marker("close");
-    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))])).await.unwrap();
+    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))]))
+        .await
+        .unwrap();
     let pids = pids_with(&tag);
     assert_eq!(pids.len(), 1, "{pids:?}");
     hub.close().await;
     assert!(!alive(pids[0]), "server still running after close");
-    let e = hub.call_tool("mcp_demo_echo", None, &CallOptions::default()).await.unwrap_err();
+    let e = hub
+        .call_tool("mcp_demo_echo", None, &CallOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TRANSPORT_CLOSED");
     assert!(e.to_string().contains("closed"));
 }
@@ -258,36 +446,62 @@ async fn closed_hub_fails_clearly_and_leaves_no_process() {
 #[tokio::test]
 async fn dropping_the_hub_kills_its_servers() {
     let tag = marker("drop");
-    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))])).await.unwrap();
+    let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))]))
+        .await
+        .unwrap();
     let pids = pids_with(&tag);
     assert_eq!(pids.len(), 1);
     drop(hub);
-    assert!(wait_gone(pids[0], Duration::from_secs(3)), "server survived the hub");
+    assert!(
+        wait_gone(pids[0], Duration::from_secs(3)),
+        "server survived the hub"
+    );
 }
 
 #[tokio::test]
 async fn dropping_a_call_sends_cancelled() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("cancelled.log");
-    let entry = script_entry("hang", "hang.py", &format!("env = {{ HANG_CANCEL_LOG = {} }}", q(&log.display().to_string())));
+    let entry = script_entry(
+        "hang",
+        "hang.py",
+        &format!(
+            "env = {{ HANG_CANCEL_LOG = {} }}",
+            q(&log.display().to_string())
+        ),
+    );
     let hub = Hub::connect(config(&[entry])).await.unwrap();
 
     // Abandoned by the caller.
     let defaults = CallOptions::default();
     let call = hub.call_tool("mcp_hang_wait_forever", None, &defaults);
-    assert!(tokio::time::timeout(Duration::from_millis(300), call).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(300), call)
+        .await
+        .is_err());
     // Timed out.
-    let opts = CallOptions { timeout: Some(Duration::from_millis(200)), ..CallOptions::default() };
-    let e = hub.call_tool("mcp_hang_wait_forever", None, &opts).await.unwrap_err();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_millis(200)),
+        ..CallOptions::default()
+    };
+    let e = hub
+        .call_tool("mcp_hang_wait_forever", None, &opts)
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), "TIMEOUT");
 
     let end = Instant::now() + Duration::from_secs(5);
     loop {
-        let lines = std::fs::read_to_string(&log).unwrap_or_default().lines().count();
+        let lines = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count();
         if lines >= 2 {
             break;
         }
-        assert!(Instant::now() < end, "server saw {lines} cancellations, expected 2");
+        assert!(
+            Instant::now() < end,
+            "server saw {lines} cancellations, expected 2"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     hub.close().await;
@@ -296,12 +510,22 @@ async fn dropping_a_call_sends_cancelled() {
 #[tokio::test]
 async fn connects_servers_concurrently() {
     let entries: Vec<String> = (0..6)
-        .map(|i| script_entry(&format!("s{i}"), "slow_init.py", "env = { INIT_DELAY_MS = \"600\" }"))
+        .map(|i| {
+            script_entry(
+                &format!("s{i}"),
+                "slow_init.py",
+                "env = { INIT_DELAY_MS = \"600\" }",
+            )
+        })
         .collect();
     let start = Instant::now();
     let hub = Hub::connect(config(&entries)).await.unwrap();
     let took = start.elapsed();
-    assert!(hub.servers().iter().all(|s| s.state == "connected"), "{:?}", hub.servers());
+    assert!(
+        hub.servers().iter().all(|s| s.state == "connected"),
+        "{:?}",
+        hub.servers()
+    );
     // Sequential would be 3.6 s; allow for interpreter start-up.
     assert!(took < Duration::from_millis(2400), "connect took {took:?}");
     hub.close().await;

@@ -12,9 +12,14 @@ use mcpmux_core::{CallOptions, Hub};
 use serde_json::json;
 
 async fn everything() -> Hub {
-    let hub = Hub::connect(config(&[stdio_entry("everything", "node", &[&everything_entry(), "stdio"], "")]))
-        .await
-        .unwrap();
+    let hub = Hub::connect(config(&[stdio_entry(
+        "everything",
+        "node",
+        &[&everything_entry(), "stdio"],
+        "",
+    )]))
+    .await
+    .unwrap();
     assert_eq!(hub.servers()[0].state, "connected", "{:?}", hub.servers());
     hub
 }
@@ -27,21 +32,56 @@ async fn server_everything_tools() {
     assert!(names.contains(&"echo"), "{names:?}");
     assert!(tools.iter().all(|t| t.name.starts_with("mcp_everything_")));
 
-    let r = hub.call_tool("mcp_everything_echo", Some(&json!({"message": "hi there"})), &CallOptions::default()).await.unwrap();
+    let r = hub
+        .call_tool(
+            "mcp_everything_echo",
+            Some(&json!({"message": "hi there"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert!(!r.is_error());
-    assert!(r.value()["content"][0]["text"].as_str().unwrap().contains("hi there"), "{}", r.json());
+    assert!(
+        r.value()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("hi there"),
+        "{}",
+        r.json()
+    );
 
-    let sum = hub.call_tool("mcp_everything_get-sum", Some(&json!({"a": 2, "b": 40})), &CallOptions::default()).await.unwrap();
+    let sum = hub
+        .call_tool(
+            "mcp_everything_get-sum",
+            Some(&json!({"a": 2, "b": 40})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert!(sum.json().contains("42"), "{}", sum.json());
 
     let structured = hub
-        .call_tool("mcp_everything_get-structured-content", Some(&json!({"location": "New York"})), &CallOptions::default())
+        .call_tool(
+            "mcp_everything_get-structured-content",
+            Some(&json!({"location": "New York"})),
+            &CallOptions::default(),
+        )
         .await
         .unwrap();
-    assert!(structured.value()["structuredContent"].is_object(), "{}", structured.json());
+    assert!(
+        structured.value()["structuredContent"].is_object(),
+        "{}",
+        structured.json()
+    );
 
     // A tool's own failure is a result, not an error.
-    let bad = hub.call_tool("mcp_everything_get-sum", Some(&json!({"a": "x"})), &CallOptions::default()).await;
+    let bad = hub
+        .call_tool(
+            "mcp_everything_get-sum",
+            Some(&json!({"a": "x"})),
+            &CallOptions::default(),
+        )
+        .await;
     match bad {
         Ok(r) => assert!(r.is_error(), "{}", r.json()),
         Err(e) => assert_eq!(e.code(), "SERVER_ERROR", "{e}"),
@@ -63,7 +103,11 @@ async fn server_everything_progress() {
         ..CallOptions::default()
     };
     let r = hub
-        .call_tool("mcp_everything_trigger-long-running-operation", Some(&json!({"duration": 3, "steps": 3})), &opts)
+        .call_tool(
+            "mcp_everything_trigger-long-running-operation",
+            Some(&json!({"duration": 3, "steps": 3})),
+            &opts,
+        )
         .await
         .unwrap();
     assert!(!r.is_error(), "{}", r.json());
@@ -85,31 +129,70 @@ async fn server_everything_resources_and_prompts() {
     assert!(names.contains(&"simple-prompt"), "{names:?}");
     let p = hub.get_prompt("simple-prompt", None, None).await.unwrap();
     assert!(!p["messages"].as_array().unwrap().is_empty());
-    let args = hub.get_prompt("args-prompt", Some(&json!({"city": "Paris", "state": "TX"})), Some("everything")).await.unwrap();
+    let args = hub
+        .get_prompt(
+            "args-prompt",
+            Some(&json!({"city": "Paris", "state": "TX"})),
+            Some("everything"),
+        )
+        .await
+        .unwrap();
     assert!(args.to_string().contains("Paris"), "{args}");
     hub.close().await;
 }
 
 #[tokio::test]
 async fn fastmcp_server() {
-    let hub = Hub::connect(config(&[script_entry("py", "fastmcp_server.py", "")])).await.unwrap();
+    let hub = Hub::connect(config(&[script_entry("py", "fastmcp_server.py", "")]))
+        .await
+        .unwrap();
     assert_eq!(hub.servers()[0].state, "connected", "{:?}", hub.servers());
     let tools = hub.list_tools().await;
-    let weather = tools.iter().find(|t| t.tool == "weather").expect("weather tool");
+    let weather = tools
+        .iter()
+        .find(|t| t.tool == "weather")
+        .expect("weather tool");
     assert!(weather.output_schema.is_some());
 
-    let greet = hub.call_tool("mcp_py_greet", Some(&json!({"name": "Ada"})), &CallOptions::default()).await.unwrap();
+    let greet = hub
+        .call_tool(
+            "mcp_py_greet",
+            Some(&json!({"name": "Ada"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert!(greet.json().contains("Ada"));
-    let add = hub.call_tool("mcp_py_add", Some(&json!({"a": 2, "b": 3})), &CallOptions::default()).await.unwrap();
+    let add = hub
+        .call_tool(
+            "mcp_py_add",
+            Some(&json!({"a": 2, "b": 3})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(add.value()["structuredContent"], json!({"result": 5}));
-    let w = hub.call_tool("mcp_py_weather", Some(&json!({"city": "Oslo"})), &CallOptions::default()).await.unwrap();
+    let w = hub
+        .call_tool(
+            "mcp_py_weather",
+            Some(&json!({"city": "Oslo"})),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
     assert_eq!(w.value()["structuredContent"]["city"], "Oslo");
-    let boom = hub.call_tool("mcp_py_boom", None, &CallOptions::default()).await.unwrap();
+    let boom = hub
+        .call_tool("mcp_py_boom", None, &CallOptions::default())
+        .await
+        .unwrap();
     assert!(boom.is_error(), "{}", boom.json());
 
     let read = hub.read_resource("info://server", None).await.unwrap();
     assert!(read["contents"].is_array());
-    let prompt = hub.get_prompt("review", Some(&json!({"code": "x = 1"})), None).await.unwrap();
+    let prompt = hub
+        .get_prompt("review", Some(&json!({"code": "x = 1"})), None)
+        .await
+        .unwrap();
     assert!(prompt.to_string().contains("x = 1"));
     hub.close().await;
 }

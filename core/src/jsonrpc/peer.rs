@@ -463,6 +463,11 @@ impl FrameSink for Shared {
                     ));
                     return self.complete(id, Err(err));
                 }
+                if let (Some(err), None) = (&msg.error, msg.id) {
+                    // An error with a null id: the server could not read
+                    // something; it names no request of ours to fail.
+                    return tracing::warn!(server = %self.label, code = err.code, "server error without id: {}", err.message);
+                }
                 self.protocol_violation("sent a message that is not JSON-RPC 2.0")
             }
         }

@@ -10,7 +10,10 @@ use mcpmux_core::Config;
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 fn require(path: PathBuf) -> PathBuf {
@@ -39,19 +42,26 @@ pub fn demo_server() -> String {
 
 /// The venv Python with the official `mcp` SDK (from tests/setup.sh).
 pub fn python() -> String {
-    require(root().join(".deps/venv/bin/python")).display().to_string()
+    require(root().join(".deps/venv/bin/python"))
+        .display()
+        .to_string()
 }
 
 /// A script under tests/servers/.
 pub fn server_script(name: &str) -> String {
-    require(root().join("tests/servers").join(name)).display().to_string()
+    require(root().join("tests/servers").join(name))
+        .display()
+        .to_string()
 }
 
 /// The entry point of `@modelcontextprotocol/server-everything`.
 pub fn everything_entry() -> String {
-    require(root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
-        .display()
-        .to_string()
+    require(
+        root()
+            .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    )
+    .display()
+    .to_string()
 }
 
 /// A TOML string literal.
@@ -94,7 +104,10 @@ pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             // The state follows the parenthesized command name.
-            let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next());
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|s| s.split_whitespace().next());
             state != Some("Z") && state != Some("X")
         }
         Err(_) => false,
@@ -123,8 +136,12 @@ pub fn pids_with(tag: &str) -> Vec<u32> {
     let needle = format!("MCPMUX_TEST_MARKER={tag}");
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
         let found = env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes());
         if found && alive(pid) {
             out.push(pid);
@@ -149,5 +166,9 @@ pub fn read_pid(path: &Path) -> u32 {
 
 /// A unique marker to find our own server processes by command line.
 pub fn marker(tag: &str) -> String {
-    format!("mcpmux-test-{tag}-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos())
+    format!(
+        "mcpmux-test-{tag}-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    )
 }
