@@ -57,6 +57,9 @@ type Res<T> = Result<T, BoxError>;
 
 /// Text echoed by every call.
 const ECHO_TEXT: &str = "hello from the mcpmux benchmark";
+/// Rounds of the latency and throughput figures; each round measures the
+/// reference and mcpmux back to back, in alternating order.
+const ROUNDS: usize = 4;
 /// Calls in flight for the throughput figures.
 const IN_FLIGHT: usize = 64;
 /// Servers for the connect figure, and their `initialize` delay.
@@ -96,9 +99,10 @@ impl Setup {
     }
 
     fn wants(&self, section: &str) -> bool {
-        self.only
-            .as_ref()
-            .is_none_or(|o| o.iter().any(|s| s == section))
+        match &self.only {
+            Some(only) => only.iter().any(|s| s == section),
+            None => true,
+        }
     }
 
     fn demo_config(&self, names: impl IntoIterator<Item = String>) -> Res<Config> {
@@ -161,7 +165,7 @@ fn run() -> Res<()> {
     }
     if setup.wants("connect") {
         eprintln!("[stdio bench] connect time, 1 and {CONNECT_SERVERS} slow servers ...");
-        rt.block_on(bench_connect(&setup, &mut report))?;
+        bench_connect(&setup, &rt, &mut report)?;
     }
 
     println!();
@@ -284,42 +288,33 @@ fn bench_latency(
 ) -> Res<()> {
     let warmup = setup.scale(2_000);
     let calls = setup.scale(20_000);
+    let per_round = calls / ROUNDS;
 
-    let floor = {
-        let demo = setup.demo.clone();
-        std::thread::spawn(move || raw_sequential(&demo, warmup, calls))
-            .join()
-            .map_err(|_| "the floor thread panicked")??
-    };
+    let mut raw = RawServer::start(&setup.demo)?;
+    raw_sequential(&mut raw, warmup)?;
+    rt.block_on(hub_sequential(hub, warmup))?;
+    // Rounds alternate between the two so that both see the same machine.
+    let (mut floor, mut ours) = (Latencies::default(), Latencies::default());
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            floor.extend(raw_sequential(&mut raw, per_round)?);
+            ours.extend(rt.block_on(hub_sequential(hub, per_round))?);
+        } else {
+            ours.extend(rt.block_on(hub_sequential(hub, per_round))?);
+            floor.extend(raw_sequential(&mut raw, per_round)?);
+        }
+    }
+    raw.finish()?;
+    floor.sort();
+    ours.sort();
 
-    // The loop runs in a task on a worker thread, like application code.
-    let hub = hub.clone();
-    let ours = rt.block_on(async move {
-        tokio::spawn(async move {
-            let args = echo_args();
-            let opts = CallOptions::default();
-            let first = hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
-            if first.is_error() || !first.json().contains(ECHO_TEXT) {
-                return Err(format!("unexpected echo result: {}", first.json()).into());
-            }
-            for _ in 0..warmup {
-                hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
-            }
-            let mut samples = Vec::with_capacity(calls);
-            let start = Instant::now();
-            for _ in 0..calls {
-                let t = Instant::now();
-                hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
-                samples.push(t.elapsed());
-            }
-            Ok::<_, BoxError>(Latencies::new(samples, start.elapsed()))
-        })
-        .await?
-    })?;
-
-    report.section(format!(
-        "1. sequential tools/call latency ({calls} calls after {warmup} warm-up)"
-    ));
+    report.section(
+        1,
+        format!(
+            "sequential tools/call latency ({} calls after {warmup} warm-up, {ROUNDS} alternating rounds)",
+            per_round * ROUNDS
+        ),
+    );
     report.row(Row::target(
         "mean latency (µs)",
         ours.mean_us(),
@@ -345,38 +340,74 @@ fn bench_latency(
         floor.per_second(),
         "floor",
     ));
+    report.note(
+        "floor = blocking loop on a std thread over the same server's pipes: \
+         write one request line, read_line one response"
+            .to_owned(),
+    );
     Ok(())
 }
 
+/// `calls` sequential echo calls through the hub, from a task on a worker
+/// thread (as application code would make them).
+async fn hub_sequential(hub: &Hub, calls: usize) -> Res<Latencies> {
+    let hub = hub.clone();
+    tokio::spawn(async move {
+        let args = echo_args();
+        let opts = CallOptions::default();
+        let mut samples = Vec::with_capacity(calls);
+        let start = Instant::now();
+        let mut last = None;
+        for _ in 0..calls {
+            let t = Instant::now();
+            let result = hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
+            samples.push(t.elapsed());
+            last = Some(result);
+        }
+        let total = start.elapsed();
+        if let Some(result) = last {
+            if result.is_error() || !result.json().contains(ECHO_TEXT) {
+                return Err(format!("unexpected echo result: {}", result.json()).into());
+            }
+        }
+        Ok::<_, BoxError>(Latencies { samples, total })
+    })
+    .await?
+}
+
+/// Per-call latencies and the wall time they took together.
+#[derive(Default)]
 struct Latencies {
-    sorted: Vec<Duration>,
+    samples: Vec<Duration>,
     total: Duration,
 }
 
 impl Latencies {
-    fn new(mut samples: Vec<Duration>, total: Duration) -> Latencies {
-        samples.sort_unstable();
-        Latencies {
-            sorted: samples,
-            total,
-        }
+    fn extend(&mut self, other: Latencies) {
+        self.samples.extend(other.samples);
+        self.total += other.total;
+    }
+
+    fn sort(&mut self) {
+        self.samples.sort_unstable();
     }
 
     fn mean_us(&self) -> f64 {
-        let sum: Duration = self.sorted.iter().sum();
-        sum.as_secs_f64() * 1e6 / self.sorted.len().max(1) as f64
+        let sum: Duration = self.samples.iter().sum();
+        sum.as_secs_f64() * 1e6 / self.samples.len().max(1) as f64
     }
 
+    /// Percentile `p` (nearest rank) of the sorted samples.
     fn pct_us(&self, p: f64) -> f64 {
-        if self.sorted.is_empty() {
+        if self.samples.is_empty() {
             return 0.0;
         }
-        let rank = ((p / 100.0) * self.sorted.len() as f64).ceil() as usize;
-        self.sorted[rank.clamp(1, self.sorted.len()) - 1].as_secs_f64() * 1e6
+        let rank = ((p / 100.0) * self.samples.len() as f64).ceil() as usize;
+        self.samples[rank.clamp(1, self.samples.len()) - 1].as_secs_f64() * 1e6
     }
 
     fn per_second(&self) -> f64 {
-        self.sorted.len() as f64 / self.total.as_secs_f64()
+        self.samples.len() as f64 / self.total.as_secs_f64()
     }
 }
 
@@ -385,6 +416,7 @@ struct RawServer {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
+    next_id: u64,
 }
 
 impl RawServer {
@@ -401,6 +433,7 @@ impl RawServer {
             child,
             stdin: Some(stdin),
             stdout,
+            next_id: 1,
         };
         server.send(
             br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-pipe","version":"0"}}}
@@ -425,6 +458,13 @@ impl RawServer {
         self.stdin.as_mut().expect("stdin open").write_all(bytes)
     }
 
+    /// Ids for the next `n` requests.
+    fn take_ids(&mut self, n: usize) -> std::ops::Range<u64> {
+        let first = self.next_id;
+        self.next_id += n as u64;
+        first..self.next_id
+    }
+
     fn finish(mut self) -> Res<()> {
         drop(self.stdin.take());
         let status = self.child.wait()?;
@@ -443,39 +483,29 @@ fn request_line(buf: &mut Vec<u8>, id: u64) {
     );
 }
 
-/// The floor: one request line out, one response line in, blocking.
-fn raw_sequential(program: &Path, warmup: usize, calls: usize) -> Res<Latencies> {
-    let mut server = RawServer::start(program)?;
+/// The floor: `calls` times one request line out, one response line in,
+/// blocking, on the calling thread.
+fn raw_sequential(server: &mut RawServer, calls: usize) -> Res<Latencies> {
     let mut out = Vec::with_capacity(512);
     let mut line = String::with_capacity(512);
-    let mut id = 1u64;
-    let mut call = |server: &mut RawServer| -> Res<()> {
+    let mut samples = Vec::with_capacity(calls);
+    let start = Instant::now();
+    for id in server.take_ids(calls) {
+        let t = Instant::now();
         out.clear();
         request_line(&mut out, id);
-        id += 1;
         server.send(&out)?;
         line.clear();
         if server.stdout.read_line(&mut line)? == 0 {
             return Err("raw server closed its stdout".into());
         }
-        Ok(())
-    };
-    for _ in 0..warmup {
-        call(&mut server)?;
-    }
-    let mut samples = Vec::with_capacity(calls);
-    let start = Instant::now();
-    for _ in 0..calls {
-        let t = Instant::now();
-        call(&mut server)?;
         samples.push(t.elapsed());
     }
     let total = start.elapsed();
-    if !line.contains(ECHO_TEXT) {
+    if calls > 0 && !line.contains(ECHO_TEXT) {
         return Err(format!("raw server: unexpected echo answer: {line}").into());
     }
-    server.finish()?;
-    Ok(Latencies::new(samples, total))
+    Ok(Latencies { samples, total })
 }
 
 // ------------------------------------------------------------- 2. throughput
@@ -488,26 +518,40 @@ fn bench_throughput(
 ) -> Res<()> {
     let warmup = setup.scale(10_000);
     let calls = setup.scale(200_000);
+    let per_round = calls / ROUNDS;
 
-    let ceiling = {
-        let demo = setup.demo.clone();
-        std::thread::spawn(move || raw_pipelined(&demo, warmup, calls))
-            .join()
-            .map_err(|_| "the ceiling thread panicked")??
-    };
+    let mut raw = RawServer::start(&setup.demo)?;
+    raw_window(&mut raw, warmup)?;
+    rt.block_on(hub_pipelined(hub, warmup))?;
+    let (mut ceiling, mut ours) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            ceiling += raw_window(&mut raw, per_round)?;
+            ours += rt.block_on(hub_pipelined(hub, per_round))?;
+        } else {
+            ours += rt.block_on(hub_pipelined(hub, per_round))?;
+            ceiling += raw_window(&mut raw, per_round)?;
+        }
+    }
+    raw.finish()?;
 
-    let _ = rt.block_on(hub_pipelined(hub, warmup))?;
-    let ours = rt.block_on(hub_pipelined(hub, calls))?;
-
-    report.section(format!(
-        "2. throughput, {IN_FLIGHT} calls in flight on one connection ({calls} calls)"
-    ));
+    let total = (per_round * ROUNDS) as f64;
+    report.section(
+        2,
+        format!(
+            "throughput, {IN_FLIGHT} calls in flight on one connection ({total} calls, {ROUNDS} alternating rounds)"
+        ),
+    );
     report.row(Row::target(
         "throughput (calls/s)",
-        calls as f64 / ours.as_secs_f64(),
-        calls as f64 / ceiling.as_secs_f64(),
+        total / ours.as_secs_f64(),
+        total / ceiling.as_secs_f64(),
         "ceiling",
         Target::AtLeast(0.5),
+    ));
+    report.note(format!(
+        "mcpmux = {IN_FLIGHT} tokio tasks calling in a loop; ceiling = raw pipe, a writer thread \
+         keeping <= {IN_FLIGHT} requests outstanding and a reader thread"
     ));
     Ok(())
 }
@@ -535,27 +579,19 @@ async fn hub_pipelined(hub: &Hub, calls: usize) -> Res<Duration> {
     Ok(start.elapsed())
 }
 
-/// The ceiling: the same raw pipe, pipelined. Returns the wall time of
-/// `calls` calls after `warmup` calls.
-fn raw_pipelined(program: &Path, warmup: usize, calls: usize) -> Res<Duration> {
-    let mut server = RawServer::start(program)?;
-    raw_window(&mut server, 1, warmup)?;
-    let elapsed = raw_window(&mut server, warmup as u64 + 1, calls)?;
-    server.finish()?;
-    Ok(elapsed)
-}
-
-/// `calls` calls with ids from `first_id`: a writer thread keeps at most
-/// `IN_FLIGHT` requests outstanding (several lines per write when the window
-/// allows, one otherwise) while this thread reads the responses.
-fn raw_window(server: &mut RawServer, first_id: u64, calls: usize) -> Res<Duration> {
+/// The ceiling: `calls` calls over the raw pipe, a writer thread keeping at
+/// most `IN_FLIGHT` requests outstanding (several lines per write when the
+/// window allows, one otherwise) while this thread reads the responses.
+/// Returns the wall time.
+fn raw_window(server: &mut RawServer, calls: usize) -> Res<Duration> {
+    let ids = server.take_ids(calls);
     let mut stdin = server.stdin.take().expect("stdin open");
     // One token per outstanding request: the writer puts, the reader takes.
     let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(IN_FLIGHT);
     let start = Instant::now();
     let writer = std::thread::spawn(move || -> std::io::Result<ChildStdin> {
         let mut buf = Vec::with_capacity(64 * 1024);
-        for id in first_id..first_id + calls as u64 {
+        for id in ids {
             if window_tx.try_send(()).is_err() {
                 // Window full: send what is queued, then wait for a slot.
                 stdin.write_all(&buf)?;
@@ -583,7 +619,7 @@ fn raw_window(server: &mut RawServer, first_id: u64, calls: usize) -> Res<Durati
     }
     let elapsed = start.elapsed();
     server.stdin = Some(writer.join().map_err(|_| "the writer thread panicked")??);
-    if !line.contains(ECHO_TEXT) {
+    if calls > 0 && !line.contains(ECHO_TEXT) {
         return Err(format!("raw server: unexpected echo answer: {line}").into());
     }
     Ok(elapsed)
@@ -591,7 +627,7 @@ fn raw_window(server: &mut RawServer, first_id: u64, calls: usize) -> Res<Durati
 
 // ---------------------------------------------------------------- 3. connect
 
-async fn bench_connect(setup: &Setup, report: &mut Report) -> Res<()> {
+fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Report) -> Res<()> {
     let script = setup.workspace.join("tests/servers/slow_init.py");
     let script = script.to_string_lossy();
     let delay = INIT_DELAY_MS.to_string();
@@ -608,35 +644,116 @@ async fn bench_connect(setup: &Setup, report: &mut Report) -> Res<()> {
         }
         Ok(Config::parse(&toml)?)
     };
-    let mut one = Vec::new();
-    let mut many = Vec::new();
-    for _ in 0..CONNECT_REPEATS {
-        for (n, times) in [(1, &mut one), (CONNECT_SERVERS, &mut many)] {
-            let config = config(n)?;
+    let connect = |n: usize| -> Res<Duration> {
+        let config = config(n)?;
+        rt.block_on(async {
             let start = Instant::now();
             let hub = Hub::connect(config).await?;
-            times.push(start.elapsed());
+            let elapsed = start.elapsed();
             let checked = ensure_connected(&hub);
             hub.close().await;
-            checked?;
-        }
+            checked.map(|()| elapsed)
+        })
+    };
+    let raw = |n: usize| raw_connect(&setup.python, &script, &delay, n);
+
+    let mut times: [Vec<Duration>; 4] = Default::default();
+    for _ in 0..CONNECT_REPEATS {
+        times[0].push(connect(1)?);
+        times[1].push(connect(CONNECT_SERVERS)?);
+        times[2].push(raw(1)?);
+        times[3].push(raw(CONNECT_SERVERS)?);
     }
-    let median = |v: &mut Vec<Duration>| {
+    let [one, many, raw_one, raw_many] = times.map(|mut v| {
         v.sort_unstable();
         v[v.len() / 2].as_secs_f64() * 1e3
-    };
-    let (one, many) = (median(&mut one), median(&mut many));
-    report.section(format!(
-        "3. connect time, initialize delayed {INIT_DELAY_MS} ms (median of {CONNECT_REPEATS})"
-    ));
+    });
+    report.section(
+        3,
+        format!(
+            "connect time, initialize delayed {INIT_DELAY_MS} ms (median of {CONNECT_REPEATS})"
+        ),
+    );
     report.row(Row::target(
         &format!("Hub::connect, {CONNECT_SERVERS} servers (ms)"),
         many,
         one,
-        "1 server",
+        "Hub::connect, 1 server",
         Target::AtMost(1.5),
     ));
+    report.row(Row::info(
+        "Hub::connect, 1 server (ms)",
+        one,
+        raw_one,
+        "raw spawn + handshake",
+    ));
+    report.row(Row::info(
+        &format!("Hub::connect, {CONNECT_SERVERS} servers (ms)"),
+        many,
+        raw_many,
+        "raw spawn + handshake",
+    ));
+    report.row(Row::info(
+        &format!("raw, {CONNECT_SERVERS} servers (ms)"),
+        raw_many,
+        raw_one,
+        "raw, 1 server",
+    ));
+    report.note(
+        "raw = std::process spawns of the same servers, initialize + tools/list written \
+         to all at once, answers read by hand"
+            .to_owned(),
+    );
     Ok(())
+}
+
+/// The same connect done by hand: spawn `n` servers, send each `initialize`,
+/// then per server read the answer, send `initialized` and `tools/list` and
+/// read that answer. Returns the wall time until every server is ready.
+fn raw_connect(python: &Path, script: &str, delay: &str, n: usize) -> Res<Duration> {
+    const INITIALIZE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-pipe","version":"0"}}}
+"#;
+    const READY: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+        {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
+    let start = Instant::now();
+    let mut servers = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut child = Command::new(python)
+            .arg(script)
+            .env("INIT_DELAY_MS", delay)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        stdin.write_all(INITIALIZE)?;
+        servers.push((child, stdin, stdout));
+    }
+    let mut line = String::new();
+    for (_, stdin, stdout) in &mut servers {
+        for request in [None, Some(READY)] {
+            if let Some(request) = request {
+                stdin.write_all(request)?;
+            }
+            // Skip notifications; stop at the response.
+            loop {
+                line.clear();
+                if stdout.read_line(&mut line)? == 0 {
+                    return Err("raw connect: server closed its stdout".into());
+                }
+                if line.contains(r#""id""#) {
+                    break;
+                }
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    for (mut child, stdin, _) in servers {
+        drop(stdin);
+        child.wait()?;
+    }
+    Ok(elapsed)
 }
 
 // ----------------------------------------------------------------- 4. memory
@@ -649,9 +766,12 @@ async fn bench_memory(setup: &Setup, report: &mut Report) -> Res<()> {
         None
     };
     let per = |(a, b): (u64, u64)| (b as f64 - a as f64) / (MEMORY_SERVERS - 1) as f64 / 1024.0;
-    report.section(format!(
-        "4. resident memory per idle connection (RSS with 1 vs {MEMORY_SERVERS} demo servers)"
-    ));
+    report.section(
+        4,
+        format!(
+            "resident memory per idle connection (RSS with 1 vs {MEMORY_SERVERS} demo servers)"
+        ),
+    );
     report.row(Row::info(
         "RSS per connection (KB)",
         per((rss1, rss100)),
@@ -754,80 +874,118 @@ impl Row {
             ..Row::target(name, ours, reference, kind, Target::AtMost(0.0))
         }
     }
+
+    fn ratio(&self) -> f64 {
+        self.ours / self.reference
+    }
+
+    fn ratio_text(&self) -> String {
+        match self.target {
+            Some(Target::AtLeast(_)) => format!("{:.0}%", self.ratio() * 100.0),
+            _ => format!("{:.2}x", self.ratio()),
+        }
+    }
+
+    fn target_text(&self) -> String {
+        match self.target {
+            None => "-".to_owned(),
+            Some(Target::AtMost(x)) => format!("<= {x:.2}x"),
+            Some(Target::AtLeast(x)) => format!(">= {:.0}%", x * 100.0),
+        }
+    }
+
+    fn verdict(&self) -> &'static str {
+        let ratio = self.ratio();
+        match self.target {
+            None => "info",
+            Some(Target::AtMost(x)) if ratio <= x => "PASS",
+            Some(Target::AtLeast(x)) if ratio >= x => "PASS",
+            Some(_) => "MISS",
+        }
+    }
 }
 
 enum Line {
-    Section(String),
     Row(Row),
     Note(String),
 }
 
-#[derive(Default)]
-struct Report {
+struct Section {
+    order: u32,
+    title: String,
     lines: Vec<Line>,
 }
 
+/// The figures, grouped in numbered sections (printed in number order,
+/// whatever order they were measured in).
+#[derive(Default)]
+struct Report {
+    sections: Vec<Section>,
+}
+
 impl Report {
-    fn section(&mut self, title: String) {
-        self.lines.push(Line::Section(title));
+    fn section(&mut self, order: u32, title: String) {
+        self.sections.push(Section {
+            order,
+            title,
+            lines: Vec::new(),
+        });
+    }
+
+    fn push(&mut self, line: Line) {
+        self.sections
+            .last_mut()
+            .expect("a section comes first")
+            .lines
+            .push(line);
     }
 
     fn row(&mut self, row: Row) {
-        self.lines.push(Line::Row(row));
+        self.push(Line::Row(row));
     }
 
     fn note(&mut self, text: String) {
-        self.lines.push(Line::Note(text));
+        self.push(Line::Note(text));
     }
 
     fn print(&self) {
         println!(
-            "{:<34} {:>12}  {:>12}  {:<28} {:>8}  {:<22} {}",
-            "figure", "mcpmux", "reference", "(reference is)", "ratio", "target", "result"
+            "{:<36} {:>10}  {:>10}  {:<28} {:>7}  {:<20} result",
+            "figure", "mcpmux", "reference", "(reference is)", "ratio", "target"
         );
-        println!("{}", "-".repeat(132));
+        println!("{}", "-".repeat(127));
         let (mut pass, mut miss) = (0, 0);
-        for line in &self.lines {
-            match line {
-                Line::Section(title) => println!("\n{title}"),
-                Line::Note(text) => println!("  note: {text}"),
-                Line::Row(r) => {
-                    let ratio = r.ours / r.reference;
-                    let (target, verdict) = match r.target {
-                        None => ("-".to_owned(), "info"),
-                        Some(Target::AtMost(x)) => (
-                            format!("<= {x:.2}x {}", r.reference_kind),
-                            if ratio <= x { "PASS" } else { "MISS" },
-                        ),
-                        Some(Target::AtLeast(x)) => (
-                            format!(">= {:.0}% of {}", x * 100.0, r.reference_kind),
-                            if ratio >= x { "PASS" } else { "MISS" },
-                        ),
-                    };
-                    match verdict {
-                        "PASS" => pass += 1,
-                        "MISS" => miss += 1,
-                        _ => {}
+        let mut sections: Vec<&Section> = self.sections.iter().collect();
+        sections.sort_by_key(|s| s.order);
+        for section in sections {
+            println!("\n{}. {}", section.order, section.title);
+            for line in &section.lines {
+                match line {
+                    Line::Note(text) => println!("     note: {text}"),
+                    Line::Row(r) => {
+                        let verdict = r.verdict();
+                        match verdict {
+                            "PASS" => pass += 1,
+                            "MISS" => miss += 1,
+                            _ => {}
+                        }
+                        println!(
+                            "   {:<33} {:>10}  {:>10}  {:<28} {:>7}  {:<20} {verdict}",
+                            r.name,
+                            num(r.ours),
+                            num(r.reference),
+                            r.reference_kind,
+                            r.ratio_text(),
+                            r.target_text(),
+                        );
                     }
-                    let ratio = match r.target {
-                        Some(Target::AtLeast(_)) => format!("{:.0}%", ratio * 100.0),
-                        _ => format!("{ratio:.2}x"),
-                    };
-                    println!(
-                        "  {:<32} {:>12}  {:>12}  {:<28} {:>8}  {:<22} {}",
-                        r.name,
-                        num(r.ours),
-                        num(r.reference),
-                        r.reference_kind,
-                        ratio,
-                        target,
-                        verdict
-                    );
                 }
             }
         }
         println!();
-        println!("targets: {pass} PASS, {miss} MISS (informational; exit status 0 either way)");
+        println!(
+            "targets: {pass} PASS, {miss} MISS (informational; the exit status is 0 either way)"
+        );
     }
 }
 

@@ -186,8 +186,18 @@ fn parse_with(
         _ => Format::Toml,
     };
     let doc: Value = match format {
-        Format::Json => serde_json::from_str(text)
-            .map_err(|e| Error::ConfigInvalid(format!("{origin}: invalid JSON: {e}")))?,
+        Format::Json => {
+            let doc = serde_json::from_str(text)
+                .map_err(|e| Error::ConfigInvalid(format!("{origin}: invalid JSON: {e}")))?;
+            // A JSON object keeps only the last of repeated keys; catch a
+            // server name given twice before that happens.
+            if let Some(name) = repeated_json_server(text) {
+                return Err(Error::ConfigInvalid(format!(
+                    "{origin}: duplicate server name '{name}' (mcpServers.{name} appears twice)"
+                )));
+            }
+            doc
+        }
         Format::Toml => {
             let table: toml::Table = toml::from_str(text).map_err(|e| {
                 Error::ConfigInvalid(format!("{origin}: invalid TOML: {}", e.message()))
@@ -518,6 +528,43 @@ fn server_entry(
     })
 }
 
+/// The first server name that appears twice in a JSON `mcpServers` object.
+fn repeated_json_server(text: &str) -> Option<String> {
+    struct Names(Option<String>);
+    impl<'de> serde::Deserialize<'de> for Names {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Names;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("an object of servers")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Names, A::Error> {
+                    let mut seen = std::collections::HashSet::new();
+                    let mut repeated = None;
+                    while let Some(key) = map.next_key::<String>()? {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                        if !seen.insert(key.clone()) && repeated.is_none() {
+                            repeated = Some(key);
+                        }
+                    }
+                    Ok(Names(repeated))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(rename = "mcpServers")]
+        servers: Option<Names>,
+    }
+    serde_json::from_str::<Doc>(text).ok()?.servers?.0
+}
+
 fn url_path_ends_with_sse(raw: &str) -> bool {
     url::Url::parse(raw).is_ok_and(|u| u.path().trim_end_matches('/').ends_with("/sse"))
 }
@@ -683,7 +730,8 @@ mod tests {
         };
         assert_eq!(s.command, "fallback");
         assert_eq!(s.args, ["s3cret-valuex"]);
-        let e = err(r#"{"mcpServers":{"a":{"command":"x","headers":{"A":"${TOKEN"}}}}"#);
+        let e = err(r#"{"mcpServers":{"a":{"command":"x","env":{"A":"${TOKEN"}}}}"#);
+        assert!(e.contains("env.A") && e.contains("unterminated"), "{e}");
         assert!(!e.contains("s3cret"), "{e}");
     }
 

@@ -21,7 +21,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Every enabled server starts at once; one that fails is reported, not fatal.
     let hub = Hub::connect(Config::load(&path)?).await?;
     for server in hub.servers() {
-        println!("{:12} {:10} {} tools {}", server.name, server.state, server.tool_count, server.error.unwrap_or_default());
+        println!(
+            "{:12} {:10} {} tools {}",
+            server.name,
+            server.state,
+            server.tool_count,
+            server.error.unwrap_or_default()
+        );
     }
     for t in hub.list_tools().await {
         println!("  {}  {}", t.name, t.description.unwrap_or_default());
@@ -30,7 +36,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = CallOptions {
         timeout: Some(Duration::from_secs(30)),
         // Runs on the connection's reader task: keep it quick.
-        on_progress: Some(Arc::new(|p| eprintln!("progress {} / {:?}", p.progress, p.total))),
+        on_progress: Some(Arc::new(|p| {
+            eprintln!("progress {} / {:?}", p.progress, p.total)
+        })),
         ..CallOptions::default()
     };
     match hub.call_tool(&tool, Some(&arguments), &options).await {

@@ -98,15 +98,7 @@ fn main() -> ExitCode {
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
-        Err(e) => {
-            let message = e.to_string();
-            let first = message
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            return fail(&Error::InvalidInput(format!("{first} (see mcpmux --help)")));
-        }
+        Err(e) => return fail(&Error::InvalidInput(usage_error(&e))),
     };
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -121,6 +113,36 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(&e),
     }
+}
+
+/// One line for a command-line error: clap's first paragraph (which for a
+/// missing argument also names it), or a short note when no command was given
+/// (clap's message is then the whole help text).
+fn usage_error(e: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    let message = match e.kind() {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt)"
+                .to_owned()
+        }
+        _ => {
+            let text = e.to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .skip_while(|l| l.is_empty())
+                .take_while(|l| !l.is_empty())
+                .collect();
+            let first = first.join(" ");
+            let first = first.trim_start_matches("error: ");
+            if first.is_empty() {
+                "invalid arguments".to_owned()
+            } else {
+                first.to_owned()
+            }
+        }
+    };
+    format!("{message} (see mcpmux --help)")
 }
 
 fn fail(e: &Error) -> ExitCode {
@@ -169,13 +191,47 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             )));
         }
     }
-    let hub = Hub::connect(config).await?;
+    let interrupted = shutdown_signal();
+    tokio::pin!(interrupted);
+    // An interrupt while servers start drops the half-made hub, which kills
+    // their process groups; without this the signal's default action would
+    // end mcpmux and leave the servers' own children behind.
+    let hub = tokio::select! {
+        hub = Hub::connect(config) => hub?,
+        e = &mut interrupted => return Err(e),
+    };
     let outcome = tokio::select! {
         r = execute(&hub, &cli, args.as_ref()) => r,
-        _ = tokio::signal::ctrl_c() => Err(Error::Cancelled("interrupted".into())),
+        e = &mut interrupted => Err(e),
     };
     hub.close().await;
     outcome
+}
+
+/// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM, with the error to report.
+/// The handlers are installed on the first poll and stay for the whole run.
+async fn shutdown_signal() -> Error {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut int), Ok(mut term)) => tokio::select! {
+                _ = int.recv() => Error::Cancelled("interrupted".into()),
+                _ = term.recv() => Error::Cancelled("terminated".into()),
+            },
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => Error::Cancelled("interrupted".into()),
+            Err(_) => std::future::pending().await,
+        }
+    }
 }
 
 async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error> {

@@ -136,7 +136,10 @@ impl StdioTransport {
 
     fn group_alive(&self) -> bool {
         // SAFETY: kill with signal 0 only checks for existence.
-        self.pgid > 0 && unsafe { libc::kill(-self.pgid, 0) } == 0
+        let exists = self.pgid > 0 && unsafe { libc::kill(-self.pgid, 0) } == 0;
+        // Zombies count for kill(); where init is slow to reap orphans they
+        // would make a finished group look alive, so look closer on Linux.
+        exists && (!cfg!(target_os = "linux") || group_has_live_member(self.pgid))
     }
 
     fn signal_group(&self, signal: libc::c_int) {
@@ -200,6 +203,33 @@ impl Drop for StdioTransport {
             self.signal_group(libc::SIGKILL);
         }
     }
+}
+
+/// Whether a process of group `pgid` is alive and not a zombie (Linux /proc).
+fn group_has_live_member(pgid: libc::pid_t) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        // Fields after the parenthesized command: state ppid pgrp ...
+        let mut fields = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace();
+        let state = fields.next();
+        let pgrp = fields.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
+        pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+    })
 }
 
 /// Writes queued messages to the child's stdin, many per write when they pile up.
