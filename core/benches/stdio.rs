@@ -6,20 +6,31 @@
 //! whether targets are met or not, and non-zero only when something fails).
 //!
 //! 1. **Sequential `tools/call` latency** — `Hub::call_tool("mcp_demo_echo")`
-//!    one call at a time (mean, p50, p99 and calls/s), against the *floor*: a
-//!    blocking std thread that spawns the same server, does the `initialize`
-//!    handshake by hand, then writes one request line and reads one response
-//!    line per call. Target: mean ≤ 1.2× floor.
+//!    one call at a time from a task (mean, p50, p99, calls/s), against the
+//!    *floor*: a blocking loop on a std thread that spawns the same server,
+//!    does the `initialize` handshake by hand, then writes one request line
+//!    and reads one response line per call. Target: mean ≤ 1.2× floor.
 //! 2. **Throughput with 64 calls in flight** on one connection (64 tokio
-//!    tasks), against the *ceiling*: the same raw pipe driven by a writer
-//!    thread (at most 64 requests outstanding) and a reader thread.
+//!    tasks calling in a loop), against the *ceiling*: the same raw pipe driven
+//!    by a writer thread (at most 64 requests outstanding) and a reader.
 //!    Target: ≥ 50% of the ceiling.
 //! 3. **Connect time** — wall time of `Hub::connect` for 1 and for 20 servers
 //!    whose `initialize` answer is delayed 200 ms (`tests/servers/slow_init.py`),
-//!    median of 3. Target: 20 servers ≤ 1.5× one server.
+//!    median of 3, then `close`. Target: 20 servers ≤ 1.5× one server. Also
+//!    printed: the same connects done by hand over raw pipes, and the CPU the
+//!    server processes themselves need (Python start-up), which bounds this
+//!    figure on a machine with few CPUs.
 //! 4. **Resident memory per idle connection** — this process's RSS
 //!    (`/proc/self/statm`) with 1 and with 100 demo servers connected,
 //!    `(RSS100 - RSS1) / 99`. The rmcp figure (≈ 30 KB) is quoted, not measured.
+//!    Measured first, while the heap is fresh; a second pass with
+//!    `malloc_trim(0)` before each reading is printed as a note (glibc).
+//!
+//! Figures 1 and 2 alternate reference and mcpmux in 4 rounds so that both
+//! see the same machine, and also print the CPU time (user + system, from
+//! `getrusage`) this process spends per call: on a busy or small machine
+//! that is steadier than wall time. The server runs on the same machine, so
+//! run the benchmark on an otherwise idle one.
 //!
 //! The server is the bundled demo server: `$MCPMUX_DEMO_SERVER`, else
 //! `<workspace>/target/release/mcpmux-demo-server`, built with
@@ -120,12 +131,24 @@ fn run() -> Res<()> {
         .canonicalize()?;
     let quick = std::env::var("MCPMUX_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
     let runtime_kind = std::env::var("MCPMUX_BENCH_RUNTIME").unwrap_or_else(|_| "multi".into());
-    let only = std::env::var("MCPMUX_BENCH_ONLY").ok().map(|v| {
+    let only: Option<Vec<String>> = std::env::var("MCPMUX_BENCH_ONLY").ok().map(|v| {
         v.split(',')
             .map(|s| s.trim().to_owned())
             .filter(|s| !s.is_empty())
             .collect()
     });
+    const SECTIONS: [&str; 4] = ["latency", "throughput", "connect", "memory"];
+    if let Some(bad) = only
+        .iter()
+        .flatten()
+        .find(|s| !SECTIONS.contains(&s.as_str()))
+    {
+        return Err(format!(
+            "MCPMUX_BENCH_ONLY: unknown section '{bad}' (known: {})",
+            SECTIONS.join(", ")
+        )
+        .into());
+    }
     let venv = workspace.join(".deps/venv/bin/python");
     let python = if venv.exists() {
         venv
@@ -295,13 +318,17 @@ fn bench_latency(
     rt.block_on(hub_sequential(hub, warmup))?;
     // Rounds alternate between the two so that both see the same machine.
     let (mut floor, mut ours) = (Latencies::default(), Latencies::default());
+    let (mut floor_cpu, mut ours_cpu) = (Duration::ZERO, Duration::ZERO);
     for round in 0..ROUNDS {
-        if round % 2 == 0 {
-            floor.extend(raw_sequential(&mut raw, per_round)?);
-            ours.extend(rt.block_on(hub_sequential(hub, per_round))?);
-        } else {
-            ours.extend(rt.block_on(hub_sequential(hub, per_round))?);
-            floor.extend(raw_sequential(&mut raw, per_round)?);
+        for side in [round % 2, 1 - round % 2] {
+            let cpu = cpu_time();
+            if side == 0 {
+                floor.extend(raw_sequential(&mut raw, per_round)?);
+                floor_cpu += cpu_time().saturating_sub(cpu);
+            } else {
+                ours.extend(rt.block_on(hub_sequential(hub, per_round))?);
+                ours_cpu += cpu_time().saturating_sub(cpu);
+            }
         }
     }
     raw.finish()?;
@@ -338,6 +365,13 @@ fn bench_latency(
         "sequential throughput (calls/s)",
         ours.per_second(),
         floor.per_second(),
+        "floor",
+    ));
+    let n = (per_round * ROUNDS).max(1) as f64;
+    report.row(Row::info(
+        "client CPU per call (µs)",
+        ours_cpu.as_secs_f64() * 1e6 / n,
+        floor_cpu.as_secs_f64() * 1e6 / n,
         "floor",
     ));
     report.note(
@@ -524,13 +558,17 @@ fn bench_throughput(
     raw_window(&mut raw, warmup)?;
     rt.block_on(hub_pipelined(hub, warmup))?;
     let (mut ceiling, mut ours) = (Duration::ZERO, Duration::ZERO);
+    let (mut ceiling_cpu, mut ours_cpu) = (Duration::ZERO, Duration::ZERO);
     for round in 0..ROUNDS {
-        if round % 2 == 0 {
-            ceiling += raw_window(&mut raw, per_round)?;
-            ours += rt.block_on(hub_pipelined(hub, per_round))?;
-        } else {
-            ours += rt.block_on(hub_pipelined(hub, per_round))?;
-            ceiling += raw_window(&mut raw, per_round)?;
+        for side in [round % 2, 1 - round % 2] {
+            let cpu = cpu_time();
+            if side == 0 {
+                ceiling += raw_window(&mut raw, per_round)?;
+                ceiling_cpu += cpu_time().saturating_sub(cpu);
+            } else {
+                ours += rt.block_on(hub_pipelined(hub, per_round))?;
+                ours_cpu += cpu_time().saturating_sub(cpu);
+            }
         }
     }
     raw.finish()?;
@@ -548,6 +586,12 @@ fn bench_throughput(
         total / ceiling.as_secs_f64(),
         "ceiling",
         Target::AtLeast(0.5),
+    ));
+    report.row(Row::info(
+        "client CPU per call (µs)",
+        ours_cpu.as_secs_f64() * 1e6 / total,
+        ceiling_cpu.as_secs_f64() * 1e6 / total,
+        "ceiling",
     ));
     report.note(format!(
         "mcpmux = {IN_FLIGHT} tokio tasks calling in a loop; ceiling = raw pipe, a writer thread \
@@ -658,11 +702,15 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
     let raw = |n: usize| raw_connect(&setup.python, &script, &delay, n);
 
     let mut times: [Vec<Duration>; 4] = Default::default();
+    // CPU the raw servers use between them (they are waited for, so they count).
+    let mut startup_cpu = Duration::ZERO;
     for _ in 0..CONNECT_REPEATS {
         times[0].push(connect(1)?);
         times[1].push(connect(CONNECT_SERVERS)?);
         times[2].push(raw(1)?);
+        let cpu = children_cpu_time();
         times[3].push(raw(CONNECT_SERVERS)?);
+        startup_cpu += children_cpu_time().saturating_sub(cpu);
     }
     let [one, many, raw_one, raw_many] = times.map(|mut v| {
         v.sort_unstable();
@@ -675,7 +723,7 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
         ),
     );
     report.row(Row::target(
-        &format!("Hub::connect, {CONNECT_SERVERS} servers (ms)"),
+        &format!("Hub::connect, {CONNECT_SERVERS} vs 1 server (ms)"),
         many,
         one,
         "Hub::connect, 1 server",
@@ -698,6 +746,15 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
         raw_many,
         raw_one,
         "raw, 1 server",
+    ));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_server = startup_cpu.as_secs_f64() * 1e3 / (CONNECT_REPEATS * CONNECT_SERVERS) as f64;
+    let busy = per_server * CONNECT_SERVERS as f64 / cpus as f64;
+    report.note(format!(
+        "the raw servers use {per_server:.0} ms of CPU each (mostly interpreter start-up and exit); \
+         {CONNECT_SERVERS} of them on {cpus} CPUs keep every CPU busy for {busy:.0} ms \
+         ({:.2}x the 1-server connect) whatever the client does",
+        busy / one
     ));
     report.note(
         "raw = std::process spawns of the same servers, initialize + tools/list written \
@@ -827,6 +884,27 @@ fn malloc_trim() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// CPU time (user + system) used so far by all threads of this process.
+fn cpu_time() -> Duration {
+    rusage(libc::RUSAGE_SELF)
+}
+
+fn rusage(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU time (user + system) used by the children waited for so far.
+fn children_cpu_time() -> Duration {
+    rusage(libc::RUSAGE_CHILDREN)
 }
 
 /// Resident set size of this process.
