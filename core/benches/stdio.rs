@@ -15,11 +15,11 @@
 //!    by a writer thread (at most 64 requests outstanding) and a reader.
 //!    Target: ≥ 50% of the ceiling.
 //! 3. **Connect time** — wall time of `Hub::connect` for 1 and for 20 servers
-//!    whose `initialize` answer is delayed 200 ms (`tests/servers/slow_init.py`),
+//!    (the demo server with `DEMO_INIT_DELAY_MS=200`: a sleep, not work),
 //!    median of 3, then `close`. Target: 20 servers ≤ 1.5× one server. Also
 //!    printed: the same connects done by hand over raw pipes, and the CPU the
-//!    server processes themselves need (Python start-up), which bounds this
-//!    figure on a machine with few CPUs.
+//!    server processes themselves need, which bounds this figure on a
+//!    machine with few CPUs.
 //! 4. **Resident memory per idle connection** — this process's RSS
 //!    (`/proc/self/statm`) with 1 and with 100 demo servers connected,
 //!    `(RSS100 - RSS1) / 99`. The rmcp figure (≈ 30 KB) is quoted, not measured.
@@ -34,8 +34,7 @@
 //!
 //! The server is the bundled demo server: `$MCPMUX_DEMO_SERVER`, else
 //! `<workspace>/target/release/mcpmux-demo-server`, built with
-//! `cargo build --release -p mcpmux-demo-server` when missing. Python servers
-//! run with `<workspace>/.deps/venv/bin/python` when it exists, else `python3`.
+//! `cargo build --release -p mcpmux-demo-server` when missing.
 //!
 //! Run it with
 //!
@@ -92,9 +91,7 @@ fn main() {
 
 /// What this run measures and how.
 struct Setup {
-    workspace: PathBuf,
     demo: PathBuf,
-    python: PathBuf,
     quick: bool,
     runtime: String,
     only: Option<Vec<String>>,
@@ -149,19 +146,11 @@ fn run() -> Res<()> {
         )
         .into());
     }
-    let venv = workspace.join(".deps/venv/bin/python");
-    let python = if venv.exists() {
-        venv
-    } else {
-        PathBuf::from("python3")
-    };
     let demo = demo_server(&workspace)?;
 
     let (rt, runtime) = build_runtime(&runtime_kind)?;
     let setup = Setup {
-        workspace,
         demo,
-        python,
         quick,
         runtime,
         only,
@@ -194,7 +183,6 @@ fn run() -> Res<()> {
     println!();
     println!("mcpmux stdio benchmark");
     println!("  server:  {}", setup.demo.display());
-    println!("  python:  {}", setup.python.display());
     println!(
         "  runtime: {}; machine: {} CPUs; quick: {}",
         setup.runtime,
@@ -672,8 +660,6 @@ fn raw_window(server: &mut RawServer, calls: usize) -> Res<Duration> {
 // ---------------------------------------------------------------- 3. connect
 
 fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Report) -> Res<()> {
-    let script = setup.workspace.join("tests/servers/slow_init.py");
-    let script = script.to_string_lossy();
     let delay = INIT_DELAY_MS.to_string();
     let config = |n: usize| -> Res<Config> {
         let mut toml = String::new();
@@ -681,9 +667,9 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
             server_entry(
                 &mut toml,
                 &format!("slow{i}"),
-                &setup.python,
-                &[&script],
-                &[("INIT_DELAY_MS", &delay)],
+                &setup.demo,
+                &[],
+                &[("DEMO_INIT_DELAY_MS", &delay)],
             );
         }
         Ok(Config::parse(&toml)?)
@@ -699,7 +685,7 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
             checked.map(|()| elapsed)
         })
     };
-    let raw = |n: usize| raw_connect(&setup.python, &script, &delay, n);
+    let raw = |n: usize| raw_connect(&setup.demo, &delay, n);
 
     let mut times: [Vec<Duration>; 4] = Default::default();
     // CPU the raw servers use between them (they are waited for, so they count).
@@ -751,7 +737,7 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
     let per_server = startup_cpu.as_secs_f64() * 1e3 / (CONNECT_REPEATS * CONNECT_SERVERS) as f64;
     let busy = per_server * CONNECT_SERVERS as f64 / cpus as f64;
     report.note(format!(
-        "the raw servers use {per_server:.0} ms of CPU each (mostly interpreter start-up and exit); \
+        "the raw servers use {per_server:.0} ms of CPU each (start-up and exit); \
          {CONNECT_SERVERS} of them on {cpus} CPUs keep every CPU busy for {busy:.0} ms \
          ({:.2}x the 1-server connect) whatever the client does",
         busy / one
@@ -767,7 +753,7 @@ fn bench_connect(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Repor
 /// The same connect done by hand: spawn `n` servers, send each `initialize`,
 /// then per server read the answer, send `initialized` and `tools/list` and
 /// read that answer. Returns the wall time until every server is ready.
-fn raw_connect(python: &Path, script: &str, delay: &str, n: usize) -> Res<Duration> {
+fn raw_connect(server: &Path, delay: &str, n: usize) -> Res<Duration> {
     const INITIALIZE: &[u8] = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-pipe","version":"0"}}}
 "#;
     const READY: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
@@ -775,9 +761,8 @@ fn raw_connect(python: &Path, script: &str, delay: &str, n: usize) -> Res<Durati
     let start = Instant::now();
     let mut servers = Vec::with_capacity(n);
     for _ in 0..n {
-        let mut child = Command::new(python)
-            .arg(script)
-            .env("INIT_DELAY_MS", delay)
+        let mut child = Command::new(server)
+            .env("DEMO_INIT_DELAY_MS", delay)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -587,6 +587,13 @@ impl Server {
 
 /// `initialize`: negotiates the protocol version and describes the server.
 fn initialize(params: &Value) -> Value {
+    // A start-up delay for connect benchmarks: a sleep, not work.
+    if let Some(ms) = std::env::var("DEMO_INIT_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let requested = params.get("protocolVersion").and_then(Value::as_str);
     let version = requested
         .filter(|v| SUPPORTED_VERSIONS.contains(v))
