@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
-use crate::protocol::{self, InitializeResult, Page, Tool};
+use crate::protocol::{self, InitializeResult, Tool};
 use crate::transport::stdio::StdioTransport;
 use crate::transport::Transport;
 
@@ -288,18 +288,7 @@ impl Client {
     /// Lists every tool (following pagination), stores the list, and tells
     /// the hub it changed.
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let items = self.list_all("tools/list", "tools").await?;
-        let mut tools = Vec::with_capacity(items.len());
-        for item in items {
-            let tool: Tool = serde_json::from_value(item).map_err(|e| {
-                Error::ProtocolError(format!(
-                    "server '{}': invalid tool in tools/list: {e}",
-                    self.name()
-                ))
-            })?;
-            tools.push(tool);
-        }
-        let tools = Arc::new(tools);
+        let tools = Arc::new(self.list_all_as::<Tool>("tools/list", "tools").await?);
         *self.inner.tools.write().unwrap() = tools.clone();
         if let Some(cb) = &self.inner.on_tools_changed {
             cb();
@@ -373,47 +362,54 @@ impl Client {
     /// Follows a paginated list (`tools/list`, `resources/list`, ...) to its
     /// end and returns the items found under `key`.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
+        self.list_all_as(method, key).await
+    }
+
+    /// [`Client::list_all`] with the items read as `T`.
+    pub async fn list_all_as<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        key: &str,
+    ) -> Result<Vec<T>, Error> {
         const MAX_PAGES: usize = 10_000;
+        let invalid = |what: String| {
+            Error::ProtocolError(format!(
+                "server '{}': invalid {method} result: {what}",
+                self.name()
+            ))
+        };
+        let peer = &self.inner.peer;
+        let opts = self.request_options(&CallOptions::default());
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let result = self
-                .request(method, params.as_ref(), &CallOptions::default())
+            let raw = peer
+                .request(peer.next_id(), method, params.as_ref(), &opts)
                 .await?;
-            let mut page: Page = serde_json::from_value(result).map_err(|e| {
-                Error::ProtocolError(format!(
-                    "server '{}': invalid {method} result: {e}",
-                    self.name()
-                ))
-            })?;
-            match page.rest.remove(key) {
-                Some(Value::Array(list)) => items.extend(list),
-                None | Some(Value::Null) => {}
-                Some(_) => {
-                    return Err(Error::ProtocolError(format!(
-                        "server '{}': '{key}' in {method} result is not an array",
-                        self.name()
-                    )))
-                }
+            let page: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
+                serde_json::from_str(raw.get()).map_err(|e| invalid(e.to_string()))?;
+            if let Some(list) = page.get(key).filter(|l| l.get() != "null") {
+                let list: Vec<T> = serde_json::from_str(list.get())
+                    .map_err(|e| invalid(format!("'{key}': {e}")))?;
+                items.extend(list);
             }
-            match page.next_cursor {
+            let next: Option<String> = match page.get("nextCursor") {
+                Some(c) => serde_json::from_str(c.get())
+                    .map_err(|e| invalid(format!("'nextCursor': {e}")))?,
+                None => None,
+            };
+            match next {
                 Some(next) if !next.is_empty() => {
                     if cursor.as_deref() == Some(next.as_str()) {
-                        return Err(Error::ProtocolError(format!(
-                            "server '{}': {method} returned the same cursor twice",
-                            self.name()
-                        )));
+                        return Err(invalid("the same cursor twice".into()));
                     }
                     cursor = Some(next);
                 }
                 _ => return Ok(items),
             }
         }
-        Err(Error::ProtocolError(format!(
-            "server '{}': {method} has more than {MAX_PAGES} pages",
-            self.name()
-        )))
+        Err(invalid(format!("more than {MAX_PAGES} pages")))
     }
 
     /// Closes the connection (for stdio: stdin, then SIGTERM, then SIGKILL)

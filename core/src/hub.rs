@@ -95,11 +95,40 @@ impl Slot {
     }
 }
 
+/// One tool of the hub: its hub name and where it lives.
+struct IndexEntry {
+    name: String,
+    slot: usize,
+    server: String,
+    tools: Arc<Vec<protocol::Tool>>,
+    pos: usize,
+}
+
+impl IndexEntry {
+    fn tool(&self) -> &protocol::Tool {
+        &self.tools[self.pos]
+    }
+
+    fn to_hub_tool(&self) -> HubTool {
+        let t = self.tool();
+        HubTool {
+            name: self.name.clone(),
+            server: self.server.clone(),
+            tool: t.name.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            input_schema: t.input_schema(),
+            output_schema: t.output_schema(),
+            annotations: t.annotations(),
+        }
+    }
+}
+
+/// Hub names to tools. The tool lists are shared with the clients, not copied.
 #[derive(Default)]
 struct ToolIndex {
-    tools: Vec<HubTool>,
+    entries: Vec<IndexEntry>,
     by_name: HashMap<String, usize>,
-    slot_of: Vec<usize>,
 }
 
 struct HubInner {
@@ -211,20 +240,25 @@ impl Hub {
 
     /// Every tool of every connected server, in config order.
     pub async fn list_tools(&self) -> Vec<HubTool> {
-        self.inner.index.read().unwrap().tools.clone()
+        let index = self.inner.index.read().unwrap().clone();
+        index.entries.iter().map(IndexEntry::to_hub_tool).collect()
     }
 
     /// The tool with hub name `name`.
     pub fn tool(&self, name: &str) -> Option<HubTool> {
         let index = self.inner.index.read().unwrap();
-        index.by_name.get(name).map(|&i| index.tools[i].clone())
+        index
+            .by_name
+            .get(name)
+            .map(|&i| index.entries[i].to_hub_tool())
     }
 
     /// The tool list rendered for an LLM API: `anthropic`, `openai`,
     /// `openai-responses` or `mcp`.
     pub fn tools_for(&self, format: &str) -> Result<Value, Error> {
         let index = self.inner.index.read().unwrap().clone();
-        llm::tool_format::render(&index.tools, format)
+        let tools: Vec<HubTool> = index.entries.iter().map(IndexEntry::to_hub_tool).collect();
+        llm::tool_format::render(&tools, format)
     }
 
     /// Calls a tool by its hub name. A tool's own failure is an `Ok` result
@@ -245,7 +279,7 @@ impl Hub {
             index
                 .by_name
                 .get(name)
-                .map(|&i| (index.slot_of[i], index.tools[i].tool.clone()))
+                .map(|&i| (index.entries[i].slot, index.entries[i].tool().name.clone()))
         };
         let Some((slot, tool)) = found else {
             return Err(self.unknown_tool(name));
@@ -521,19 +555,15 @@ impl HubInner {
         let mut index = ToolIndex::default();
         let mut names = names.into_iter();
         for (slot, server, tools) in &lists {
-            for t in tools.iter() {
+            for pos in 0..tools.len() {
                 let name = names.next().expect("one name per tool");
-                index.by_name.insert(name.clone(), index.tools.len());
-                index.slot_of.push(*slot);
-                index.tools.push(HubTool {
+                index.by_name.insert(name.clone(), index.entries.len());
+                index.entries.push(IndexEntry {
                     name,
+                    slot: *slot,
                     server: (*server).to_owned(),
-                    tool: t.name.clone(),
-                    title: t.title.clone(),
-                    description: t.description.clone(),
-                    input_schema: t.input_schema.clone(),
-                    output_schema: t.output_schema.clone(),
-                    annotations: t.annotations.clone(),
+                    tools: tools.clone(),
+                    pos,
                 });
             }
         }

@@ -2,6 +2,7 @@
 //! protocol-version negotiation. Everything else passes through as JSON.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Protocol revisions with the stateful `initialize` handshake, newest first.
@@ -68,7 +69,11 @@ impl InitializeResult {
 }
 
 /// One tool as a server lists it.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+///
+/// Schemas and annotations are kept as the JSON text the server sent: a
+/// connection may hold hundreds of tools, and text is a tenth of the memory
+/// of parsed values. [`Tool::input_schema`] and friends parse on demand.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Tool {
     /// The server's own name for the tool.
     pub name: String,
@@ -78,34 +83,45 @@ pub struct Tool {
     /// What the tool does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments (kept intact).
+    /// JSON Schema of the arguments, as sent.
     #[serde(rename = "inputSchema", default = "empty_object_schema")]
-    pub input_schema: Value,
-    /// JSON Schema of `structuredContent`, when the tool declares one.
+    pub input_schema_json: Box<RawValue>,
+    /// JSON Schema of `structuredContent`, as sent.
     #[serde(
         rename = "outputSchema",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    pub output_schema: Option<Value>,
-    /// Hints such as `readOnlyHint` and `destructiveHint` (kept as sent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Value>,
+    pub output_schema_json: Option<Box<RawValue>>,
+    /// Hints such as `readOnlyHint` and `destructiveHint`, as sent.
+    #[serde(rename = "annotations", default, skip_serializing_if = "Option::is_none")]
+    pub annotations_json: Option<Box<RawValue>>,
 }
 
-fn empty_object_schema() -> Value {
-    serde_json::json!({ "type": "object" })
+impl Tool {
+    /// The input schema, parsed.
+    pub fn input_schema(&self) -> Value {
+        parse(&self.input_schema_json)
+    }
+
+    /// The output schema, parsed.
+    pub fn output_schema(&self) -> Option<Value> {
+        self.output_schema_json.as_deref().map(parse)
+    }
+
+    /// The annotations, parsed.
+    pub fn annotations(&self) -> Option<Value> {
+        self.annotations_json.as_deref().map(parse)
+    }
 }
 
-/// One page of a paginated list: the items under `key` and the next cursor.
-#[derive(Debug, Deserialize)]
-pub struct Page {
-    /// The cursor for the next page, when there is one.
-    #[serde(rename = "nextCursor", default)]
-    pub next_cursor: Option<String>,
-    /// Every other member of the result, including the items.
-    #[serde(flatten)]
-    pub rest: serde_json::Map<String, Value>,
+fn parse(raw: &RawValue) -> Value {
+    // RawValue always holds valid JSON.
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+fn empty_object_schema() -> Box<RawValue> {
+    RawValue::from_string(r#"{"type":"object"}"#.to_owned()).expect("valid JSON")
 }
 
 /// The name and version mcpmux reports in `clientInfo`.
@@ -130,7 +146,13 @@ mod tests {
     #[test]
     fn tool_defaults() {
         let t: Tool = serde_json::from_str(r#"{"name":"x"}"#).unwrap();
-        assert_eq!(t.input_schema["type"], "object");
-        assert!(t.annotations.is_none());
+        assert_eq!(t.input_schema()["type"], "object");
+        assert!(t.annotations().is_none());
+        let t: Tool = serde_json::from_str(r#"{"name":"x","inputSchema":{"type":"object","properties":{"a":{}}},"annotations":{"readOnlyHint":true}}"#).unwrap();
+        assert_eq!(
+            t.input_schema_json.get(),
+            r#"{"type":"object","properties":{"a":{}}}"#
+        );
+        assert_eq!(t.annotations().unwrap()["readOnlyHint"], true);
     }
 }

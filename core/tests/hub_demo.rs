@@ -530,3 +530,27 @@ async fn connects_servers_concurrently() {
     assert!(took < Duration::from_millis(2400), "connect took {took:?}");
     hub.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_requests_larger_than_the_pipe_are_written_whole() {
+    let hub = demo_hub("").await;
+    // Each request is bigger than a pipe's buffer (64 KiB), so writes are
+    // partial and the rest is flushed in the background, in order.
+    let calls = (0..8).map(|i| {
+        let hub = hub.clone();
+        async move {
+            let text = format!("{i}{}", "z".repeat(300_000 + i * 1000));
+            let r = hub
+                .call_tool(
+                    "mcp_demo_echo",
+                    Some(&json!({"text": text})),
+                    &CallOptions::default(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(r.value()["content"][0]["text"].as_str().unwrap(), text);
+        }
+    });
+    futures::future::join_all(calls).await;
+    hub.close().await;
+}

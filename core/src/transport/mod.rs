@@ -6,6 +6,8 @@
 //! when the connection is gone. The sink is held weakly, so dropping the
 //! owner of a connection is enough to stop its reader.
 
+mod line_reader;
+mod pipe_writer;
 pub mod stdio;
 
 use futures::future::BoxFuture;

@@ -1,10 +1,11 @@
 //! The stdio transport: a child process speaking newline-delimited JSON-RPC.
 //!
 //! The child runs in its own process group so that closing it reaches every
-//! process it started. Four tasks serve one child: a writer (batches queued
-//! messages into few writes), a reader (splits stdout into messages, enforces
-//! the size cap), a stderr reader (bounded ring + `tracing`), and a reaper
-//! (waits for the exit status). None of them keeps the connection's owner alive.
+//! process it started. Four tasks serve one child: a flusher for what stdin
+//! could not take at once ([`PipeWriter`]), a reader (splits stdout into
+//! messages under the size cap, [`read_lines`]), a stderr reader (bounded
+//! ring + `tracing`), and a reaper (waits for the exit status). None of them
+//! keeps the connection's owner alive.
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
@@ -13,10 +14,12 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, Command};
-use tokio::sync::{mpsc, watch};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::watch;
 
+use super::line_reader::{read_lines, End, Lines};
+use super::pipe_writer::PipeWriter;
 use super::{FrameSink, Transport};
 use crate::config::StdioConfig;
 use crate::error::Error;
@@ -25,10 +28,6 @@ use crate::error::Error;
 const GRACE: Duration = Duration::from_secs(2);
 /// How much of the child's stderr is kept for error messages.
 const STDERR_KEEP_BYTES: usize = 8 * 1024;
-/// Size of one batched write to the child's stdin.
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
-/// How much of an oversized message is kept to find its request id.
-const OVERSIZE_PEEK: usize = 1024;
 
 /// A running stdio server process. Owned by its [`Peer`](crate::jsonrpc::Peer).
 ///
@@ -36,7 +35,7 @@ const OVERSIZE_PEEK: usize = 1024;
 /// at once (SIGKILL); the exit status is still reaped in the background.
 pub struct StdioTransport {
     label: String,
-    outbox: Mutex<Option<mpsc::UnboundedSender<Vec<u8>>>>,
+    stdin: Arc<PipeWriter>,
     pgid: libc::pid_t,
     exit: watch::Receiver<Option<ExitStatus>>,
     closing: Arc<AtomicBool>,
@@ -111,8 +110,7 @@ impl StdioTransport {
             stderr_done_tx,
         ));
 
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_stdin(stdin, rx));
+        let stdin = PipeWriter::start(stdin);
 
         let closing = Arc::new(AtomicBool::new(false));
         let ending = Ending {
@@ -126,7 +124,7 @@ impl StdioTransport {
 
         Ok(Arc::new(StdioTransport {
             label: label.to_owned(),
-            outbox: Mutex::new(Some(tx)),
+            stdin,
             pgid,
             exit: exit_rx,
             closing,
@@ -167,21 +165,15 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     fn send(&self, message: Vec<u8>) -> Result<(), Error> {
-        let outbox = self.outbox.lock().unwrap();
-        match outbox.as_ref().map(|tx| tx.send(message)) {
-            Some(Ok(())) => Ok(()),
-            _ => Err(Error::TransportClosed(format!(
-                "{}: connection closed",
-                self.label
-            ))),
-        }
+        self.stdin
+            .send(&message)
+            .map_err(|_| Error::TransportClosed(format!("{}: connection closed", self.label)))
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.closing.store(true, Ordering::SeqCst);
-            // Dropping the sender ends the writer, which closes the child's stdin.
-            self.outbox.lock().unwrap().take();
+            self.stdin.close();
             if !self.wait_gone(GRACE).await {
                 tracing::debug!(server = %self.label, "still running after stdin closed; SIGTERM");
                 self.signal_group(libc::SIGTERM);
@@ -200,6 +192,7 @@ impl Drop for StdioTransport {
     fn drop(&mut self) {
         if !self.finished.load(Ordering::SeqCst) {
             self.closing.store(true, Ordering::SeqCst);
+            self.stdin.close();
             self.signal_group(libc::SIGKILL);
         }
     }
@@ -230,31 +223,6 @@ fn group_has_live_member(pgid: libc::pid_t) -> bool {
         let pgrp = fields.nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
         pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
     })
-}
-
-/// Writes queued messages to the child's stdin, many per write when they pile up.
-async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
-    let mut batch = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let result = if let Ok(second) = rx.try_recv() {
-            batch.clear();
-            batch.extend_from_slice(&first);
-            batch.extend_from_slice(&second);
-            while batch.len() < WRITE_BATCH_BYTES {
-                match rx.try_recv() {
-                    Ok(more) => batch.extend_from_slice(&more),
-                    Err(_) => break,
-                }
-            }
-            stdin.write_all(&batch).await
-        } else {
-            stdin.write_all(&first).await
-        };
-        if result.is_err() {
-            // The child closed stdin or died; the stdout reader reports why.
-            break;
-        }
-    }
 }
 
 /// Everything the stdout reader needs to explain why the connection ended.
@@ -294,107 +262,47 @@ impl Ending {
     }
 }
 
-/// Splits the child's stdout into messages and hands them to the sink.
+/// Hands the child's stdout messages to the sink, while it is alive.
+struct ToSink {
+    sink: Weak<dyn FrameSink>,
+    max: usize,
+}
+
+impl Lines for ToSink {
+    fn line(&mut self, line: &[u8]) -> bool {
+        let Some(sink) = self.sink.upgrade() else {
+            return false;
+        };
+        sink.on_frame(line);
+        true
+    }
+
+    fn oversized(&mut self, id: Option<u64>, size: usize) -> bool {
+        let Some(sink) = self.sink.upgrade() else {
+            return false;
+        };
+        sink.on_oversized(id, size, self.max);
+        true
+    }
+}
+
+/// Reads the child's stdout until it ends, then reports why it ended.
 async fn read_stdout(
     stdout: impl AsyncRead + Unpin,
     max: usize,
     sink: Weak<dyn FrameSink>,
     ending: Ending,
 ) {
-    let mut reader = BufReader::with_capacity(32 * 1024, stdout);
-    let mut partial: Vec<u8> = Vec::new();
-    let mut oversized: Option<Oversized> = None;
-    let cause = loop {
-        let buf = match reader.fill_buf().await {
-            Ok([]) => break "closed its stdout",
-            Ok(buf) => buf,
-            Err(_) => break "stdout failed",
-        };
-        let Some(sink) = sink.upgrade() else { return };
-        let (chunk, line_end) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (&buf[..i], true),
-            None => (buf, false),
-        };
-        let used = chunk.len() + usize::from(line_end);
-        if let Some(big) = oversized.as_mut() {
-            big.push(chunk);
-            if line_end {
-                let big = oversized.take().expect("checked above");
-                sink.on_oversized(big.request_id(), big.size, max);
-            }
-        } else if line_end && partial.is_empty() && chunk.len() <= max {
-            // Fast path: the whole message is in the buffer.
-            sink.on_frame(chunk);
-        } else if partial.len() + chunk.len() > max {
-            let mut big = Oversized::default();
-            big.push(&partial);
-            big.push(chunk);
-            partial = Vec::new();
-            if line_end {
-                sink.on_oversized(big.request_id(), big.size, max);
-            } else {
-                oversized = Some(big);
-            }
-        } else {
-            partial.extend_from_slice(chunk);
-            if line_end {
-                sink.on_frame(&partial);
-                partial.clear();
-                if partial.capacity() > 1 << 20 {
-                    partial = Vec::new();
-                }
-            }
-        }
-        drop(sink);
-        reader.consume(used);
+    let mut to_sink = ToSink { sink, max };
+    let cause = match read_lines(stdout, max, &mut to_sink).await {
+        End::Eof => "closed its stdout",
+        End::Failed => "stdout failed",
+        End::Stopped => return,
     };
     let error = ending.error(cause).await;
-    if let Some(sink) = sink.upgrade() {
+    if let Some(sink) = to_sink.sink.upgrade() {
         sink.on_closed(error);
     }
-}
-
-/// The start and end of a message too large to keep, and its size.
-#[derive(Default)]
-struct Oversized {
-    size: usize,
-    head: Vec<u8>,
-    tail: VecDeque<u8>,
-}
-
-impl Oversized {
-    fn push(&mut self, bytes: &[u8]) {
-        self.size += bytes.len();
-        let room = OVERSIZE_PEEK.saturating_sub(self.head.len());
-        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
-        let keep = &bytes[bytes.len().saturating_sub(OVERSIZE_PEEK)..];
-        self.tail.extend(keep);
-        while self.tail.len() > OVERSIZE_PEEK {
-            self.tail.pop_front();
-        }
-    }
-
-    /// The top-level `"id"` of the message: serializers put it either first
-    /// or last, so look at the end, then at the start.
-    fn request_id(&self) -> Option<u64> {
-        let tail: Vec<u8> = self.tail.iter().copied().collect();
-        last_id(&tail).or_else(|| first_id(&self.head))
-    }
-}
-
-fn id_after(bytes: &[u8], at: usize) -> Option<u64> {
-    let rest = &bytes[at + 5..];
-    let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
-}
-
-fn first_id(bytes: &[u8]) -> Option<u64> {
-    memchr::memmem::find(bytes, b"\"id\":").and_then(|at| id_after(bytes, at))
-}
-
-fn last_id(bytes: &[u8]) -> Option<u64> {
-    memchr::memmem::rfind(bytes, b"\"id\":").and_then(|at| id_after(bytes, at))
 }
 
 /// The last few KiB of a child's stderr.
@@ -439,7 +347,7 @@ async fn read_stderr(
     ring: Arc<StderrRing>,
     done: watch::Sender<bool>,
 ) {
-    let mut reader = BufReader::with_capacity(4096, stderr);
+    let mut reader = BufReader::with_capacity(512, stderr);
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -465,22 +373,6 @@ async fn read_stderr(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_ids_of_oversized_messages() {
-        let mut big = Oversized::default();
-        big.push(br#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"xxxx"#);
-        big.push(&vec![b'x'; 5000]);
-        big.push(br#""}]}}"#);
-        assert_eq!(big.request_id(), Some(42));
-        assert!(big.size > 5000);
-
-        let mut last = Oversized::default();
-        last.push(br#"{"result":{"content":[{"id":1,"text":""#);
-        last.push(&vec![b'x'; 5000]);
-        last.push(br#""}]},"jsonrpc":"2.0","id": 7}"#);
-        assert_eq!(last.request_id(), Some(7));
-    }
 
     #[test]
     fn stderr_ring_keeps_the_tail() {

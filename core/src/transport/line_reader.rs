@@ -1,0 +1,200 @@
+//! Splits a byte stream into newline-delimited messages under a size cap.
+//!
+//! The buffer starts small and grows only for large messages (then shrinks
+//! back), so an idle connection costs a few KiB. A message that fits in the
+//! buffer is handed over without a copy. A message over the cap is never
+//! held whole: its start and end are kept to find its request id, the rest
+//! is discarded, and reading goes on at the next line.
+
+use std::collections::VecDeque;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// What the reader hands out.
+pub(crate) trait Lines {
+    /// One complete message, without its newline. Returns `false` to stop reading.
+    fn line(&mut self, line: &[u8]) -> bool;
+    /// A message over the cap was discarded.
+    fn oversized(&mut self, id: Option<u64>, size: usize) -> bool;
+}
+
+/// Initial (and idle) buffer size.
+const INITIAL: usize = 4 * 1024;
+/// Above this, an emptied buffer is given back.
+const SHRINK_ABOVE: usize = 256 * 1024;
+/// How much of an oversized message is kept to find its request id.
+const PEEK: usize = 1024;
+
+/// Why reading stopped.
+pub(crate) enum End {
+    /// End of stream.
+    Eof,
+    /// A read failed.
+    Failed,
+    /// The consumer asked to stop.
+    Stopped,
+}
+
+/// Reads `input` until it ends, handing every message to `out`.
+pub(crate) async fn read_lines(
+    mut input: impl AsyncRead + Unpin,
+    max: usize,
+    out: &mut impl Lines,
+) -> End {
+    let mut buf: Vec<u8> = Vec::with_capacity(INITIAL);
+    let mut big: Option<Oversized> = None;
+    // `buf[..scanned]` holds no newline.
+    let mut scanned = 0;
+    loop {
+        let mut start = 0;
+        while let Some(i) = memchr::memchr(b'\n', &buf[start + scanned..]) {
+            let end = start + scanned + i;
+            let line = &buf[start..end];
+            let go_on = match big.take() {
+                Some(mut b) => {
+                    b.push(line);
+                    out.oversized(b.request_id(), b.size)
+                }
+                None if line.len() > max => {
+                    let mut b = Oversized::default();
+                    b.push(line);
+                    out.oversized(b.request_id(), b.size)
+                }
+                None => out.line(line),
+            };
+            if !go_on {
+                return End::Stopped;
+            }
+            start = end + 1;
+            scanned = 0;
+        }
+        let pending = buf.len() - start;
+        if big.is_some() || pending > max {
+            // Too large to keep: remember its ends, drop the bytes.
+            big.get_or_insert_with(Oversized::default)
+                .push(&buf[start..]);
+            buf.clear();
+            scanned = 0;
+        } else if start > 0 {
+            buf.drain(..start);
+            scanned = buf.len();
+        } else {
+            scanned = buf.len();
+        }
+        if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
+            buf = Vec::with_capacity(INITIAL);
+        }
+        if buf.len() == buf.capacity() {
+            buf.reserve(buf.capacity());
+        }
+        match input.read_buf(&mut buf).await {
+            Ok(0) => return End::Eof,
+            Ok(_) => {}
+            Err(_) => return End::Failed,
+        }
+    }
+}
+
+/// The start and end of a message too large to keep, and its size.
+#[derive(Default)]
+struct Oversized {
+    size: usize,
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+}
+
+impl Oversized {
+    fn push(&mut self, bytes: &[u8]) {
+        self.size += bytes.len();
+        let room = PEEK.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        self.tail.extend(&bytes[bytes.len().saturating_sub(PEEK)..]);
+        while self.tail.len() > PEEK {
+            self.tail.pop_front();
+        }
+    }
+
+    /// The top-level `"id"` of the message: serializers put it either first
+    /// or last, so look at the end, then at the start.
+    fn request_id(&self) -> Option<u64> {
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let last = memchr::memmem::rfind(&tail, b"\"id\":").and_then(|at| id_after(&tail, at));
+        last.or_else(|| {
+            memchr::memmem::find(&self.head, b"\"id\":").and_then(|at| id_after(&self.head, at))
+        })
+    }
+}
+
+fn id_after(bytes: &[u8], at: usize) -> Option<u64> {
+    let rest = &bytes[at + 5..];
+    let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect {
+        lines: Vec<String>,
+        oversized: Vec<(Option<u64>, usize)>,
+    }
+
+    impl Lines for Collect {
+        fn line(&mut self, line: &[u8]) -> bool {
+            self.lines.push(String::from_utf8_lossy(line).into_owned());
+            true
+        }
+        fn oversized(&mut self, id: Option<u64>, size: usize) -> bool {
+            self.oversized.push((id, size));
+            true
+        }
+    }
+
+    async fn run(input: Vec<u8>, max: usize) -> Collect {
+        let mut out = Collect::default();
+        let end = read_lines(&input[..], max, &mut out).await;
+        assert!(matches!(end, End::Eof));
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_across_reads_and_sizes() {
+        let long = "y".repeat(100_000);
+        let input = format!("a\n\nbc\n{long}\nlast-without-newline");
+        let out = run(input.into_bytes(), 1 << 20).await;
+        assert_eq!(out.lines.len(), 4);
+        assert_eq!(out.lines[0], "a");
+        assert_eq!(out.lines[1], "");
+        assert_eq!(out.lines[3].len(), 100_000);
+    }
+
+    #[tokio::test]
+    async fn discards_oversized_lines_and_resynchronizes() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":42,\"result\":\"{}\"}}",
+            "x".repeat(50_000)
+        );
+        let input = format!("small\n{big}\nafter\n");
+        let out = run(input.into_bytes(), 10_000).await;
+        assert_eq!(out.lines, ["small", "after"]);
+        assert_eq!(out.oversized, [(Some(42), big.len())]);
+    }
+
+    #[test]
+    fn finds_ids_at_either_end() {
+        let mut first = Oversized::default();
+        first.push(br#"{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"xxxx"#);
+        first.push(&vec![b'x'; 5000]);
+        first.push(br#""}]}}"#);
+        assert_eq!(first.request_id(), Some(42));
+
+        let mut last = Oversized::default();
+        last.push(br#"{"result":{"content":[{"id":1,"text":""#);
+        last.push(&vec![b'x'; 5000]);
+        last.push(br#""}]},"jsonrpc":"2.0","id": 7}"#);
+        assert_eq!(last.request_id(), Some(7));
+    }
+}
