@@ -94,7 +94,11 @@ pub struct Tool {
     )]
     pub output_schema_json: Option<Box<RawValue>>,
     /// Hints such as `readOnlyHint` and `destructiveHint`, as sent.
-    #[serde(rename = "annotations", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "annotations",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub annotations_json: Option<Box<RawValue>>,
 }
 
