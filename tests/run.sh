@@ -27,6 +27,16 @@ cargo build --workspace --locked
 step "cargo test"
 cargo test --workspace --locked
 
+# Each front end that lives outside the Rust test harness brings its own
+# test script (C ABI, Python, Node); each installs what it needs into
+# folders of the checkout and exits non-zero on failure.
+for suite in ffi/ci.sh bindings/python/ci.sh bindings/node/ci.sh; do
+  if [ -f "$suite" ]; then
+    step "$suite"
+    bash "$suite"
+  fi
+done
+
 step "benchmark smoke run (figures only, no assertions)"
 MCPMUX_BENCH_QUICK=1 cargo bench --locked -p mcpmux-core --bench stdio
 
