@@ -9,12 +9,11 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::config::{ServerConfig, TransportConfig};
+use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
 use crate::protocol::{self, InitializeResult, Tool};
-use crate::transport::stdio::StdioTransport;
-use crate::transport::Transport;
+use crate::stateless::{self, RequestMeta};
 
 /// A request the server sent to the host (`roots/list`,
 /// `sampling/createMessage`, `elicitation/create`).
@@ -131,6 +130,9 @@ struct ClientInner {
     config: ServerConfig,
     peer: Peer,
     init: InitializeResult,
+    /// The `_meta` of every request, when the stateless revision is in use.
+    stateless: Option<RequestMeta>,
+    handlers: ClientHandlers,
     tools: RwLock<Arc<Vec<Tool>>>,
     on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
 }
@@ -148,25 +150,19 @@ impl Client {
             client: OnceLock::new(),
         });
         let peer = Peer::new(label.clone(), inbound.clone());
-        let transport: Arc<dyn Transport> = match &config.transport {
-            TransportConfig::Stdio(stdio) => {
-                StdioTransport::spawn(&label, stdio, config.max_message_bytes, peer.sink())?
-            }
-            other => {
-                return Err(Error::ConnectFailed(format!(
-                    "{label}: transport type '{}' is not available in this build of mcpmux",
-                    other.type_name()
-                )))
-            }
-        };
+        let transport = crate::transport::connect(&label, config, peer.sink())
+            .await
+            .map_err(connect_failed)?;
         peer.attach(transport);
-        match Self::handshake(config, options, &peer).await {
-            Ok(init) => {
+        match Self::lifecycle(config, options, &peer).await {
+            Ok((init, stateless)) => {
                 let client = Client {
                     inner: Arc::new(ClientInner {
                         config: config.clone(),
                         peer,
                         init,
+                        stateless,
+                        handlers: options.handlers.clone(),
                         tools: RwLock::new(Arc::new(Vec::new())),
                         on_tools_changed: options.on_tools_changed.clone(),
                     }),
@@ -187,32 +183,90 @@ impl Client {
         }
     }
 
+    /// Starts the session: the stateless revision (`server/discover`) when
+    /// the config pins it, or automatically for Streamable HTTP with a
+    /// fallback to `initialize` for older servers; else `initialize`.
+    async fn lifecycle(
+        config: &ServerConfig,
+        options: &ClientOptions,
+        peer: &Peer,
+    ) -> Result<(InitializeResult, Option<RequestMeta>), Error> {
+        let capabilities = client_capabilities(&options.handlers);
+        let pinned = config.protocol_version.as_deref();
+        let http = matches!(config.transport, crate::config::TransportConfig::Http(_));
+        let try_stateless = match pinned {
+            Some(v) => protocol::is_stateless(v),
+            None => http,
+        };
+        if try_stateless {
+            let meta = RequestMeta::new(stateless::VERSION, &capabilities, &options.client_info);
+            match Self::discover(config, peer, &meta).await {
+                Ok(Some(init)) => return Ok((init, Some(meta))),
+                Ok(None) if pinned.is_some() => {
+                    return Err(Error::ConnectFailed(format!(
+                        "server '{}': does not support protocol version {} (server/discover did not list it)",
+                        config.name,
+                        stateless::VERSION
+                    )))
+                }
+                Err(e) if pinned.is_some() || matches!(e, Error::TransportClosed(_)) => {
+                    return Err(e.context(format!("protocol version {}", stateless::VERSION)))
+                }
+                Ok(None) | Err(_) => {
+                    tracing::debug!(server = %config.name, "no stateless revision; falling back to initialize");
+                }
+            }
+            peer.set_protocol_version(None);
+        }
+        let init = Self::handshake(config, options, peer, &capabilities).await?;
+        Ok((init, None))
+    }
+
+    /// `server/discover`; `Ok(None)` when the server does not speak the
+    /// stateless revision. A rejected version is retried once with the
+    /// revision the server says it supports.
+    async fn discover(
+        config: &ServerConfig,
+        peer: &Peer,
+        meta: &RequestMeta,
+    ) -> Result<Option<InitializeResult>, Error> {
+        peer.set_protocol_version(Some(stateless::VERSION));
+        let params = meta.apply(None);
+        let opts = RequestOptions {
+            timeout: config.timeout,
+            max_total: config.timeout,
+            ..RequestOptions::default()
+        };
+        let mut retried = false;
+        loop {
+            match peer
+                .request(peer.next_id(), "server/discover", Some(&params), &opts)
+                .await
+            {
+                Ok(raw) => return Ok(stateless::discovered(&raw)),
+                Err(e) => {
+                    let retry = !retried
+                        && stateless::supported_versions(&e)
+                            .is_some_and(|v| v.iter().any(|v| v == stateless::VERSION));
+                    if !retry {
+                        return Err(e);
+                    }
+                    retried = true;
+                }
+            }
+        }
+    }
+
     async fn handshake(
         config: &ServerConfig,
         options: &ClientOptions,
         peer: &Peer,
+        capabilities: &Value,
     ) -> Result<InitializeResult, Error> {
-        let offered = config
-            .protocol_version
-            .as_deref()
-            .unwrap_or(protocol::LATEST_STATEFUL_VERSION);
-        if protocol::is_stateless(offered) {
-            return Err(Error::ConnectFailed(format!(
-                "server '{}': protocol version {offered} is stateless and needs a network transport",
-                config.name
-            )));
-        }
-        let mut capabilities = serde_json::Map::new();
-        let handlers = &options.handlers;
-        if handlers.roots.is_some() {
-            capabilities.insert("roots".into(), serde_json::json!({ "listChanged": false }));
-        }
-        if handlers.sampling.is_some() {
-            capabilities.insert("sampling".into(), serde_json::json!({}));
-        }
-        if handlers.elicitation.is_some() {
-            capabilities.insert("elicitation".into(), serde_json::json!({}));
-        }
+        let offered = match config.protocol_version.as_deref() {
+            Some(v) if !protocol::is_stateless(v) => v,
+            _ => protocol::LATEST_STATEFUL_VERSION,
+        };
         let opts = RequestOptions {
             timeout: config.timeout,
             max_total: config.timeout,
@@ -256,6 +310,7 @@ impl Client {
         })?;
         protocol::accept_version(offered, &init.protocol_version)
             .map_err(|m| Error::ProtocolError(format!("server '{}': {m}", config.name)))?;
+        peer.set_protocol_version(Some(&init.protocol_version));
         peer.notify::<()>("notifications/initialized", None)?;
         Ok(init)
     }
@@ -288,7 +343,18 @@ impl Client {
     /// Lists every tool (following pagination), stores the list, and tells
     /// the hub it changed.
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {
-        let tools = Arc::new(self.list_all_as::<Tool>("tools/list", "tools").await?);
+        let mut tools = self.list_all_as::<Tool>("tools/list", "tools").await?;
+        // A tool whose x-mcp-header annotations are invalid must never be called.
+        tools.retain(
+            |t| match crate::param_headers::invalid_annotations(&t.input_schema()) {
+                None => true,
+                Some(why) => {
+                    tracing::warn!(server = %self.name(), tool = %t.name, "tool left out: {why}");
+                    false
+                }
+            },
+        );
+        let tools = Arc::new(tools);
         *self.inner.tools.write().unwrap() = tools.clone();
         if let Some(cb) = &self.inner.on_tools_changed {
             cb();
@@ -326,17 +392,29 @@ impl Client {
             )));
         }
         let peer = &self.inner.peer;
-        let id = peer.next_id();
-        let params = Params {
-            name,
-            arguments,
-            meta: Meta { progress_token: id },
-        };
         let mut ropts = self.request_options(opts);
         ropts.track_progress = true;
-        let raw = peer
-            .request(id, "tools/call", Some(&params), &ropts)
-            .await?;
+        let raw = if self.inner.stateless.is_some() {
+            let tool = self
+                .tools()
+                .iter()
+                .find(|t| t.name == name)
+                .map(|t| t.input_schema());
+            if let Some(schema) = tool {
+                ropts.headers = crate::param_headers::headers(&schema, arguments);
+            }
+            let params = serde_json::json!({ "name": name, "arguments": arguments });
+            self.rpc("tools/call", Some(params), &ropts).await?
+        } else {
+            let id = peer.next_id();
+            let params = Params {
+                name,
+                arguments,
+                meta: Meta { progress_token: id },
+            };
+            peer.request(id, "tools/call", Some(&params), &ropts)
+                .await?
+        };
         ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
     }
 
@@ -347,9 +425,8 @@ impl Client {
         params: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<Value, Error> {
-        let peer = &self.inner.peer;
-        let raw = peer
-            .request(peer.next_id(), method, params, &self.request_options(opts))
+        let raw = self
+            .rpc(method, params.cloned(), &self.request_options(opts))
             .await?;
         serde_json::from_str(raw.get()).map_err(|e| {
             Error::ProtocolError(format!(
@@ -378,15 +455,12 @@ impl Client {
                 self.name()
             ))
         };
-        let peer = &self.inner.peer;
         let opts = self.request_options(&CallOptions::default());
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let raw = peer
-                .request(peer.next_id(), method, params.as_ref(), &opts)
-                .await?;
+            let raw = self.rpc(method, params, &opts).await?;
             let page: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
                 serde_json::from_str(raw.get()).map_err(|e| invalid(e.to_string()))?;
             if let Some(list) = page.get(key).filter(|l| l.get() != "null") {
@@ -412,6 +486,81 @@ impl Client {
         Err(invalid(format!("more than {MAX_PAGES} pages")))
     }
 
+    /// Sends one request. With the stateless revision, adds the request
+    /// `_meta` and answers input-required results (SEP-2322) through the
+    /// host's handlers, retrying with `inputResponses` under a new id.
+    async fn rpc(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        opts: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let peer = &self.inner.peer;
+        let Some(meta) = &self.inner.stateless else {
+            return peer
+                .request(peer.next_id(), method, params.as_ref(), opts)
+                .await;
+        };
+        let mut params = meta.apply(params);
+        for _ in 0..=stateless::MAX_INPUT_ROUNDS {
+            let id = peer.next_id();
+            if opts.track_progress {
+                params["_meta"]["progressToken"] = id.into();
+            }
+            let raw = peer.request(id, method, Some(&params), opts).await?;
+            let Some(ask) = stateless::input_required(&raw) else {
+                return Ok(raw);
+            };
+            let mut answers = serde_json::Map::new();
+            for (key, question) in ask.requests {
+                answers.insert(key, self.answer(question).await?);
+            }
+            params = stateless::retry_params(&params, answers, ask.request_state);
+        }
+        Err(Error::ProtocolError(format!(
+            "server '{}': {method} still asked for input after {} rounds",
+            self.name(),
+            stateless::MAX_INPUT_ROUNDS
+        )))
+    }
+
+    /// Answers one question of an input-required result through the host's handlers.
+    async fn answer(&self, question: Value) -> Result<Value, Error> {
+        let method = question
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let params = question.get("params").cloned().unwrap_or(Value::Null);
+        let handlers = &self.inner.handlers;
+        let handler = match method.as_str() {
+            "elicitation/create" => handlers.elicitation.clone(),
+            "sampling/createMessage" => handlers.sampling.clone(),
+            "roots/list" => handlers.roots.clone(),
+            _ => None,
+        };
+        let Some(handler) = handler else {
+            return match method.as_str() {
+                "elicitation/create" => Ok(serde_json::json!({ "action": "decline" })),
+                "roots/list" => Ok(serde_json::json!({ "roots": [] })),
+                _ => Err(Error::ProtocolError(format!(
+                    "server '{}' asked for '{method}', which this host does not handle",
+                    self.name()
+                ))),
+            };
+        };
+        let request = ServerRequest {
+            server: self.name().to_owned(),
+            method: method.clone(),
+            params: params.clone(),
+        };
+        let mut answer = handler(request).await?;
+        if method == "elicitation/create" {
+            crate::elicitation::fill_defaults(&params, &mut answer);
+        }
+        Ok(answer)
+    }
+
     /// Closes the connection (for stdio: stdin, then SIGTERM, then SIGKILL)
     /// and waits until the server is gone.
     pub async fn close(&self) {
@@ -430,8 +579,24 @@ impl Client {
             track_progress: opts.on_progress.is_some(),
             on_progress: opts.on_progress.clone(),
             cancellable: true,
+            headers: Vec::new(),
         }
     }
+}
+
+/// The capabilities to declare: one per handler the host set.
+fn client_capabilities(handlers: &ClientHandlers) -> Value {
+    let mut capabilities = serde_json::Map::new();
+    if handlers.roots.is_some() {
+        capabilities.insert("roots".into(), serde_json::json!({ "listChanged": false }));
+    }
+    if handlers.sampling.is_some() {
+        capabilities.insert("sampling".into(), serde_json::json!({}));
+    }
+    if handlers.elicitation.is_some() {
+        capabilities.insert("elicitation".into(), serde_json::json!({}));
+    }
+    Value::Object(capabilities)
 }
 
 fn connect_failed(e: Error) -> Error {
@@ -472,8 +637,15 @@ impl Inbound for ClientInbound {
                 .and_then(|p| serde_json::from_str(p.get()).ok())
                 .unwrap_or(Value::Null),
         };
+        let elicitation = (method == "elicitation/create").then(|| request.params.clone());
         let fut = handler(request);
-        Box::pin(async move { fut.await.map_err(RpcError::from) })
+        Box::pin(async move {
+            let mut answer = fut.await.map_err(RpcError::from)?;
+            if let Some(params) = elicitation {
+                crate::elicitation::fill_defaults(&params, &mut answer);
+            }
+            Ok(answer)
+        })
     }
 
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {

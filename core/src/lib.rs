@@ -26,11 +26,14 @@
 
 pub mod client;
 pub mod config;
+pub mod elicitation;
 pub mod error;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;
+pub mod param_headers;
 pub mod protocol;
+pub mod stateless;
 pub mod tool_names;
 pub mod transport;
 

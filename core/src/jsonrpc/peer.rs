@@ -49,6 +49,8 @@ pub struct RequestOptions {
     /// Send `notifications/cancelled` when the request times out or is dropped.
     /// Off for `initialize`, which must never be cancelled.
     pub cancellable: bool,
+    /// Extra transport headers for this request (HTTP only).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for RequestOptions {
@@ -59,6 +61,7 @@ impl Default for RequestOptions {
             track_progress: false,
             on_progress: None,
             cancellable: true,
+            headers: Vec::new(),
         }
     }
 }
@@ -150,6 +153,13 @@ impl Peer {
         self.shared.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Tells the transport which protocol revision is in use.
+    pub fn set_protocol_version(&self, version: Option<&str>) {
+        if let Some(t) = self.shared.transport.get() {
+            t.set_protocol_version(version);
+        }
+    }
+
     /// Whether the connection is gone, and why.
     pub fn closed_error(&self) -> Option<Error> {
         self.shared.table.lock().unwrap().closed.clone()
@@ -201,7 +211,11 @@ impl Peer {
             cancellable: opts.cancellable,
             armed: true,
         };
-        self.shared.send(line)?;
+        if opts.headers.is_empty() {
+            self.shared.send(line)?;
+        } else {
+            self.shared.send_with_headers(line, &opts.headers)?;
+        }
 
         let start = Instant::now();
         let hard_stop = start + opts.max_total.max(opts.timeout);
@@ -281,6 +295,16 @@ impl Shared {
     fn send(&self, line: Vec<u8>) -> Result<(), Error> {
         match self.transport.get() {
             Some(t) => t.send(line),
+            None => Err(Error::Internal(format!(
+                "{}: no transport attached",
+                self.label
+            ))),
+        }
+    }
+
+    fn send_with_headers(&self, line: Vec<u8>, headers: &[(String, String)]) -> Result<(), Error> {
+        match self.transport.get() {
+            Some(t) => t.send_with_headers(line, headers),
             None => Err(Error::Internal(format!(
                 "{}: no transport attached",
                 self.label
@@ -484,6 +508,18 @@ impl FrameSink for Shared {
             Some(id) => self.complete(id, Err(err)),
             None => self.fail_all(&err),
         }
+    }
+
+    fn on_send_failed(&self, id: u64, error: Error) {
+        self.complete(id, Err(error));
+    }
+
+    fn on_interrupted(&self, error: Error) {
+        self.fail_all(&error);
+    }
+
+    fn is_waiting(&self, id: u64) -> bool {
+        self.table.lock().unwrap().pending.contains_key(&id)
     }
 
     fn on_closed(&self, error: Error) {

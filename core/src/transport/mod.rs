@@ -6,13 +6,42 @@
 //! when the connection is gone. The sink is held weakly, so dropping the
 //! owner of a connection is enough to stop its reader.
 
+mod http;
 mod line_reader;
 mod pipe_writer;
+pub mod sse;
 pub mod stdio;
+pub mod streamable_http;
+pub mod websocket;
+
+use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 
+use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
+
+/// Opens the transport `config` asks for. `label` names the server in
+/// errors; what the transport reads goes to `sink`.
+pub async fn connect(
+    label: &str,
+    config: &ServerConfig,
+    sink: Weak<dyn FrameSink>,
+) -> Result<Arc<dyn Transport>, Error> {
+    let max = config.max_message_bytes;
+    Ok(match &config.transport {
+        TransportConfig::Stdio(stdio) => stdio::StdioTransport::spawn(label, stdio, max, sink)?,
+        TransportConfig::Http(net) => {
+            streamable_http::StreamableHttpTransport::new(label, net, max, sink)?
+        }
+        TransportConfig::Sse(net) => {
+            sse::SseTransport::connect(label, net, max, config.timeout, sink).await?
+        }
+        TransportConfig::WebSocket(net) => {
+            websocket::WebSocketTransport::connect(label, net, max, config.timeout, sink).await?
+        }
+    })
+}
 
 /// The sending half of a connection to one server.
 ///
@@ -25,9 +54,26 @@ pub trait Transport: Send + Sync + 'static {
     /// Returns [`Error::TransportClosed`] once the connection is gone.
     fn send(&self, message: Vec<u8>) -> Result<(), Error>;
 
+    /// Like [`send`](Transport::send), with extra HTTP headers for this
+    /// message (`Mcp-Param-*`); transports without headers ignore them.
+    fn send_with_headers(
+        &self,
+        message: Vec<u8>,
+        headers: &[(String, String)],
+    ) -> Result<(), Error> {
+        let _ = headers;
+        self.send(message)
+    }
+
     /// Closes the connection gracefully and waits until it is gone
     /// (for stdio: the process and its group have exited).
     fn close(&self) -> BoxFuture<'_, ()>;
+
+    /// The protocol revision in use, once known (`None` while negotiating).
+    /// Network transports put it in the `MCP-Protocol-Version` header.
+    fn set_protocol_version(&self, version: Option<&str>) {
+        let _ = version;
+    }
 }
 
 /// Receives what a transport reads. Called on the transport's reader task.
@@ -41,4 +87,22 @@ pub trait FrameSink: Send + Sync + 'static {
 
     /// The connection is gone; called once, last.
     fn on_closed(&self, error: Error);
+
+    /// Sending request `id` failed (an HTTP error status, a refused
+    /// connection): that request fails with `error`, the connection stays.
+    fn on_send_failed(&self, id: u64, error: Error) {
+        let _ = (id, error);
+    }
+
+    /// The link dropped and is being re-established: every request in
+    /// flight fails with `error` (its answer would have come on the old link).
+    fn on_interrupted(&self, error: Error) {
+        let _ = error;
+    }
+
+    /// Whether request `id` still waits for its response.
+    fn is_waiting(&self, id: u64) -> bool {
+        let _ = id;
+        false
+    }
 }

@@ -1,0 +1,171 @@
+//! What the HTTP-based transports share: one pooled HTTP client, header
+//! maps whose values are secret, capped body reads, SSE event streams, and
+//! error messages that never show a URL's query or a header's value.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStream, Eventsource};
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::error::Error;
+
+/// The process-wide HTTP client: connections are pooled and reused across
+/// requests and servers. TLS through rustls.
+pub(crate) fn client() -> reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(30))
+                .pool_idle_timeout(Duration::from_secs(90))
+                .tcp_nodelay(true)
+                .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .expect("the HTTP client builds with static settings")
+        })
+        .clone()
+}
+
+/// The configured headers as a map whose values are marked sensitive (kept
+/// out of `Debug` output). Errors name the header, never its value.
+pub(crate) fn header_map(
+    label: &str,
+    headers: &BTreeMap<String, String>,
+) -> Result<HeaderMap, Error> {
+    let mut map = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        let key = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            Error::ConfigInvalid(format!("{label}: header name '{name}' is not valid"))
+        })?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            Error::ConfigInvalid(format!(
+                "{label}: the value of header '{name}' is not valid"
+            ))
+        })?;
+        value.set_sensitive(true);
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+/// A URL as it may appear in messages: no user info, no query, no fragment.
+pub(crate) fn display_url(url: &url::Url) -> String {
+    let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}://{}{port}{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.path()
+    )
+}
+
+/// A failed HTTP exchange as TRANSPORT_CLOSED, with the causes (never the URL).
+pub(crate) fn network_error(label: &str, url: &url::Url, e: reqwest::Error) -> Error {
+    let mut causes = Vec::new();
+    let e = e.without_url();
+    causes.push(e.to_string());
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !causes.iter().any(|c| c.contains(&text)) {
+            causes.push(text);
+        }
+        source = s.source();
+    }
+    Error::TransportClosed(format!(
+        "{label}: cannot reach {}: {}",
+        display_url(url),
+        causes.join(": ")
+    ))
+}
+
+/// An HTTP error status with the start of its body.
+pub(crate) fn status_error(label: &str, status: reqwest::StatusCode, body: &[u8]) -> Error {
+    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let detail = if text.is_empty() {
+        String::new()
+    } else {
+        format!(": {text}")
+    };
+    Error::ServerError {
+        code: -32000 - i64::from(status.as_u16()),
+        message: format!("{label}: HTTP {status}{detail}"),
+        data: Some(serde_json::json!({ "http_status": status.as_u16() })),
+    }
+}
+
+/// Reads a whole body, failing with PROTOCOL_ERROR past `max` bytes.
+pub(crate) async fn read_body(
+    label: &str,
+    response: reqwest::Response,
+    max: usize,
+) -> Result<Vec<u8>, Error> {
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(too_large(label, max));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            Error::TransportClosed(format!(
+                "{label}: response body failed: {}",
+                e.without_url()
+            ))
+        })?;
+        if body.len() + chunk.len() > max {
+            return Err(too_large(label, max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn too_large(label: &str, max: usize) -> Error {
+    Error::ProtocolError(format!(
+        "{label}: message exceeds the limit of {max} bytes (max_message_bytes)"
+    ))
+}
+
+/// The media type of a response, lower-cased, without parameters.
+pub(crate) fn content_type(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The server-sent events of a response body.
+pub(crate) fn events(
+    response: reqwest::Response,
+) -> EventStream<impl Stream<Item = Result<bytes::Bytes, reqwest::Error>>> {
+    response.bytes_stream().eventsource()
+}
+
+/// Where an SSE stream got to: the last event id and the server's `retry`.
+#[derive(Default, Clone)]
+pub(crate) struct StreamPosition {
+    /// The id of the last event that had one.
+    pub last_event_id: Option<String>,
+    /// How long to wait before reconnecting, when the server said.
+    pub retry: Option<Duration>,
+}
+
+impl StreamPosition {
+    /// Notes an event's id and retry.
+    pub(crate) fn saw(&mut self, event: &Event) {
+        if !event.id.is_empty() {
+            self.last_event_id = Some(event.id.clone());
+        }
+        if event.retry.is_some() {
+            self.retry = event.retry;
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Streamable HTTP (MCP 2025-03-26 and later, and the stateless 2026-07-28
+//! revision): every message is its own POST; the answer is a JSON body, an
+//! SSE stream (which may carry server messages before the response), or 202.
+//!
+//! Stateful revisions: the `Mcp-Session-Id` from `initialize` goes on every
+//! later request, an optional GET stream carries server-initiated messages,
+//! a stream that ends early is resumed with `Last-Event-ID` after the
+//! server's `retry`, a 404 to a request with a session re-initializes once
+//! and retries, and close DELETEs the session. Stateless revision: no
+//! session, no GET stream; `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` headers on every request.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::StatusCode;
+use tokio::task::AbortHandle;
+
+use super::http::{self, StreamPosition};
+use super::{FrameSink, Transport};
+use crate::config::NetworkConfig;
+use crate::error::Error;
+
+/// Header names of the Streamable HTTP transport.
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+const MCP_METHOD: &str = "mcp-method";
+const MCP_NAME: &str = "mcp-name";
+/// Reconnect delay when the server gave no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Attempts to resume one interrupted stream.
+const MAX_RESUMES: u32 = 5;
+
+/// A Streamable HTTP connection to one server. Owned by its peer.
+pub struct StreamableHttpTransport {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    label: String,
+    url: url::Url,
+    headers: HeaderMap,
+    http: reqwest::Client,
+    max_message_bytes: usize,
+    sink: Weak<dyn FrameSink>,
+    state: Mutex<State>,
+    tasks: Mutex<Vec<AbortHandle>>,
+    closed: AtomicBool,
+    /// One re-initialization at a time.
+    reinit: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+    /// The `initialize` request as sent, to re-initialize after a 404.
+    initialize: Option<Vec<u8>>,
+    get_stream_started: bool,
+}
+
+/// What the transport reads from an outgoing message.
+#[derive(Default)]
+struct Outgoing {
+    id: Option<u64>,
+    method: Option<String>,
+    /// `params.name` (tools, prompts) or `params.uri` (resources).
+    name: Option<String>,
+    /// Extra headers for this message.
+    headers: Vec<(String, String)>,
+}
+
+impl Outgoing {
+    fn read(message: &[u8]) -> Outgoing {
+        #[derive(serde::Deserialize)]
+        struct Params {
+            name: Option<String>,
+            uri: Option<String>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Probe {
+            id: Option<serde_json::Value>,
+            method: Option<String>,
+            params: Option<Params>,
+        }
+        let Ok(p) = serde_json::from_slice::<Probe>(message) else {
+            return Outgoing::default();
+        };
+        Outgoing {
+            id: p.id.and_then(|v| v.as_u64()),
+            method: p.method,
+            name: p.params.and_then(|p| p.name.or(p.uri)),
+            headers: Vec::new(),
+        }
+    }
+}
+
+impl StreamableHttpTransport {
+    /// A transport for `config`; nothing is sent until the first message.
+    pub fn new(
+        label: &str,
+        config: &NetworkConfig,
+        max_message_bytes: usize,
+        sink: Weak<dyn FrameSink>,
+    ) -> Result<Arc<StreamableHttpTransport>, Error> {
+        Ok(Arc::new(StreamableHttpTransport {
+            inner: Arc::new(Inner {
+                label: label.to_owned(),
+                url: config.url.clone(),
+                headers: http::header_map(label, &config.headers)?,
+                http: http::client(),
+                max_message_bytes,
+                sink,
+                state: Mutex::new(State::default()),
+                tasks: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
+                reinit: tokio::sync::Mutex::new(()),
+            }),
+        }))
+    }
+}
+
+impl Transport for StreamableHttpTransport {
+    fn send(&self, message: Vec<u8>) -> Result<(), Error> {
+        self.send_with_headers(message, &[])
+    }
+
+    fn send_with_headers(
+        &self,
+        message: Vec<u8>,
+        headers: &[(String, String)],
+    ) -> Result<(), Error> {
+        let inner = &self.inner;
+        if inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::TransportClosed(format!(
+                "{}: connection closed",
+                inner.label
+            )));
+        }
+        let mut out = Outgoing::read(&message);
+        out.headers = headers.to_vec();
+        if out.method.as_deref() == Some("initialize") {
+            inner.state.lock().unwrap().initialize = Some(message.clone());
+        }
+        let task = tokio::spawn(inner.clone().deliver(message, out));
+        inner.track(task.abort_handle());
+        Ok(())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let inner = &self.inner;
+            if inner.closed.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            for task in inner.tasks.lock().unwrap().drain(..) {
+                task.abort();
+            }
+            let session = inner.state.lock().unwrap().session_id.clone();
+            if let Some(session) = session {
+                // Tell the server the session is over; a server that does
+                // not support it answers 405, which is fine.
+                let request = inner
+                    .http
+                    .delete(inner.url.clone())
+                    .headers(inner.headers.clone())
+                    .header(SESSION_ID, session);
+                let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
+            }
+            if let Some(sink) = inner.sink.upgrade() {
+                sink.on_closed(Error::TransportClosed(format!(
+                    "{}: connection closed",
+                    inner.label
+                )));
+            }
+        })
+    }
+
+    fn set_protocol_version(&self, version: Option<&str>) {
+        self.inner.state.lock().unwrap().protocol_version = version.map(str::to_owned);
+    }
+}
+
+impl Drop for StreamableHttpTransport {
+    fn drop(&mut self) {
+        self.inner.closed.store(true, Ordering::SeqCst);
+        for task in self.inner.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Inner {
+    fn track(&self, task: AbortHandle) {
+        let mut tasks = self.tasks.lock().unwrap();
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    fn stateless(&self) -> bool {
+        let state = self.state.lock().unwrap();
+        state
+            .protocol_version
+            .as_deref()
+            .is_some_and(crate::protocol::is_stateless)
+    }
+
+    /// Fails request `id` (or logs, for a notification).
+    fn fail(&self, out: &Outgoing, error: Error) {
+        match (out.id, self.sink.upgrade()) {
+            (Some(id), Some(sink)) => sink.on_send_failed(id, error),
+            _ => {
+                tracing::warn!(server = %self.label, method = out.method.as_deref().unwrap_or(""), "{error}")
+            }
+        }
+    }
+
+    fn frame(&self, bytes: &[u8]) {
+        if let Some(sink) = self.sink.upgrade() {
+            sink.on_frame(bytes);
+        }
+    }
+
+    /// Sends one message and handles whatever comes back.
+    async fn deliver(self: Arc<Self>, message: Vec<u8>, out: Outgoing) {
+        let session = self.state.lock().unwrap().session_id.clone();
+        match self.post(&message, &out).await {
+            Ok(response)
+                if response.status() == StatusCode::NOT_FOUND
+                    && session.is_some()
+                    && out.method.as_deref() != Some("initialize") =>
+            {
+                // The server forgot the session: re-initialize once, retry once.
+                if let Err(e) = self.reinitialize(session.as_deref()).await {
+                    return self.fail(&out, e);
+                }
+                match self.post(&message, &out).await {
+                    Ok(response) => self.handle(response, &out).await,
+                    Err(e) => self.fail(&out, e),
+                }
+            }
+            Ok(response) => self.handle(response, &out).await,
+            Err(e) => self.fail(&out, e),
+        }
+        if out.method.as_deref() == Some("notifications/initialized") {
+            self.start_get_stream();
+        }
+    }
+
+    async fn post(&self, message: &[u8], out: &Outgoing) -> Result<reqwest::Response, Error> {
+        let (session, version) = {
+            let state = self.state.lock().unwrap();
+            (state.session_id.clone(), state.protocol_version.clone())
+        };
+        let mut request = self
+            .http
+            .post(self.url.clone())
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "application/json, text/event-stream")
+            .body(message.to_vec());
+        if let Some(session) = session {
+            request = request.header(SESSION_ID, session);
+        }
+        if let Some(version) = &version {
+            if out.method.as_deref() != Some("initialize") {
+                request = request.header(PROTOCOL_VERSION, version.as_str());
+            }
+            if crate::protocol::is_stateless(version) {
+                if let Some(method) = &out.method {
+                    request = request.header(MCP_METHOD, method.as_str());
+                }
+                let named = matches!(
+                    out.method.as_deref(),
+                    Some("tools/call" | "prompts/get" | "resources/read")
+                );
+                if let Some(name) = out
+                    .name
+                    .as_deref()
+                    .filter(|_| named)
+                    .and_then(|n| HeaderValue::from_str(n).ok())
+                {
+                    request = request.header(MCP_NAME, name);
+                }
+                for (name, value) in &out.headers {
+                    if let Ok(value) = HeaderValue::from_str(value) {
+                        request = request.header(name.as_str(), value);
+                    }
+                }
+            }
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| http::network_error(&self.label, &self.url, e))?;
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+        {
+            let mut state = self.state.lock().unwrap();
+            if out.method.as_deref() == Some("initialize") || state.session_id.is_none() {
+                state.session_id = Some(id.to_owned());
+            }
+        }
+        Ok(response)
+    }
+
+    /// Handles the answer to one POST.
+    async fn handle(&self, response: reqwest::Response, out: &Outgoing) {
+        let status = response.status();
+        if status == StatusCode::ACCEPTED {
+            return;
+        }
+        let kind = http::content_type(&response);
+        if !status.is_success() {
+            let body = http::read_body(&self.label, response, 64 * 1024)
+                .await
+                .unwrap_or_default();
+            // Some servers put a JSON-RPC error for the request in the body.
+            if kind == "application/json" && is_response_to(&body, out.id) {
+                return self.frame(&body);
+            }
+            return self.fail(out, http::status_error(&self.label, status, &body));
+        }
+        match kind.as_str() {
+            "text/event-stream" => self.read_stream(response, out.id).await,
+            "application/json" => {
+                match http::read_body(&self.label, response, self.max_message_bytes).await {
+                    Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {
+                        if out.id.is_some() {
+                            self.fail(
+                                out,
+                                Error::ProtocolError(format!(
+                                    "{}: empty response to a request",
+                                    self.label
+                                )),
+                            );
+                        }
+                    }
+                    Ok(body) => self.frame(&body),
+                    Err(e) => self.fail(out, e),
+                }
+            }
+            _ if out.id.is_none() => {}
+            other => {
+                let body = http::read_body(&self.label, response, 4096)
+                    .await
+                    .unwrap_or_default();
+                let shown = if other.is_empty() {
+                    "no content type"
+                } else {
+                    other
+                };
+                let start = String::from_utf8_lossy(&body[..body.len().min(120)])
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.fail(
+                    out,
+                    Error::ProtocolError(format!(
+                        "{}: expected JSON or an SSE stream, got {shown}: {start}",
+                        self.label
+                    )),
+                );
+            }
+        }
+    }
+
+    /// Reads an SSE response; when it ends before the response to `id`,
+    /// resumes it with `Last-Event-ID` after the server's `retry`.
+    async fn read_stream(&self, response: reqwest::Response, id: Option<u64>) {
+        let mut position = StreamPosition::default();
+        self.pump(response, &mut position).await;
+        let waiting = |id| self.sink.upgrade().is_some_and(|s| s.is_waiting(id));
+        let Some(id) = id else { return };
+        let mut attempts = 0;
+        while waiting(id) && !self.closed.load(Ordering::SeqCst) {
+            let Some(last) = position.last_event_id.clone() else {
+                return self.fail_id(
+                    id,
+                    Error::TransportClosed(format!(
+                        "{}: the SSE stream ended before the response",
+                        self.label
+                    )),
+                );
+            };
+            attempts += 1;
+            if attempts > MAX_RESUMES {
+                return self.fail_id(
+                    id,
+                    Error::TransportClosed(format!(
+                        "{}: the SSE stream could not be resumed",
+                        self.label
+                    )),
+                );
+            }
+            tokio::time::sleep(position.retry.unwrap_or(DEFAULT_RETRY)).await;
+            match self.get(Some(&last)).await {
+                Ok(r)
+                    if r.status().is_success() && http::content_type(&r) == "text/event-stream" =>
+                {
+                    self.pump(r, &mut position).await;
+                }
+                Ok(r) => {
+                    let status = r.status();
+                    let body = http::read_body(&self.label, r, 4096)
+                        .await
+                        .unwrap_or_default();
+                    return self.fail_id(id, http::status_error(&self.label, status, &body));
+                }
+                Err(e) => return self.fail_id(id, e),
+            }
+        }
+    }
+
+    fn fail_id(&self, id: u64, error: Error) {
+        if let Some(sink) = self.sink.upgrade() {
+            sink.on_send_failed(id, error);
+        }
+    }
+
+    /// Hands every message event of a stream to the sink.
+    async fn pump(&self, response: reqwest::Response, position: &mut StreamPosition) {
+        let mut events = http::events(response);
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { break };
+            position.saw(&event);
+            if event.event == "message" && !event.data.trim().is_empty() {
+                if event.data.len() > self.max_message_bytes {
+                    tracing::warn!(server = %self.label, "dropping an SSE event over max_message_bytes");
+                    continue;
+                }
+                self.frame(event.data.as_bytes());
+            }
+        }
+        if position.last_event_id.is_none() && !events.last_event_id().is_empty() {
+            position.last_event_id = Some(events.last_event_id().to_owned());
+        }
+    }
+
+    async fn get(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, Error> {
+        let (session, version) = {
+            let state = self.state.lock().unwrap();
+            (state.session_id.clone(), state.protocol_version.clone())
+        };
+        let mut request = self
+            .http
+            .get(self.url.clone())
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream");
+        if let Some(session) = session {
+            request = request.header(SESSION_ID, session);
+        }
+        if let Some(version) = version {
+            request = request.header(PROTOCOL_VERSION, version);
+        }
+        if let Some(last) = last_event_id {
+            request = request.header(LAST_EVENT_ID, last);
+        }
+        request
+            .send()
+            .await
+            .map_err(|e| http::network_error(&self.label, &self.url, e))
+    }
+
+    /// Opens the optional GET stream for server-initiated messages (once).
+    fn start_get_stream(self: &Arc<Self>) {
+        {
+            let mut state = self.state.lock().unwrap();
+            if state.get_stream_started || self.stateless() {
+                return;
+            }
+            state.get_stream_started = true;
+        }
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            let mut position = StreamPosition::default();
+            let mut failures = 0u32;
+            while !this.closed.load(Ordering::SeqCst) {
+                match this.get(position.last_event_id.as_deref()).await {
+                    Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+                    Ok(r)
+                        if r.status().is_success()
+                            && http::content_type(&r) == "text/event-stream" =>
+                    {
+                        failures = 0;
+                        this.pump(r, &mut position).await;
+                    }
+                    Ok(r) => {
+                        tracing::debug!(server = %this.label, status = %r.status(), "no GET stream");
+                        return;
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        tracing::debug!(server = %this.label, "GET stream failed: {e}");
+                        if failures > MAX_RESUMES {
+                            return;
+                        }
+                    }
+                }
+                tokio::time::sleep(position.retry.unwrap_or(DEFAULT_RETRY) * failures.max(1)).await;
+            }
+        });
+        self.track(task.abort_handle());
+    }
+
+    /// Runs the saved `initialize` again for a new session. Its answer goes
+    /// to the peer, which no longer waits for that id and ignores it.
+    async fn reinitialize(&self, stale: Option<&str>) -> Result<(), Error> {
+        let _one = self.reinit.lock().await;
+        let init = {
+            let mut state = self.state.lock().unwrap();
+            if state.session_id.as_deref() != stale {
+                return Ok(()); // another request already did it
+            }
+            state.session_id = None;
+            state.initialize.clone()
+        };
+        let Some(init) = init else {
+            return Err(Error::TransportClosed(format!(
+                "{}: the server ended the session",
+                self.label
+            )));
+        };
+        tracing::info!(server = %self.label, "session expired (404); initializing again");
+        let out = Outgoing::read(&init);
+        let response = self.post(&init, &out).await?;
+        if !response.status().is_success() {
+            let status = response.status();
+            let body = http::read_body(&self.label, response, 4096)
+                .await
+                .unwrap_or_default();
+            return Err(http::status_error(&self.label, status, &body));
+        }
+        // Read the answer to completion (it may be a stream) before going on.
+        let _ = http::read_body(&self.label, response, self.max_message_bytes).await;
+        let note = crate::jsonrpc::encode_notification::<()>("notifications/initialized", None)?;
+        let response = self.post(&note, &Outgoing::read(&note)).await?;
+        let _ = http::read_body(&self.label, response, 4096).await;
+        Ok(())
+    }
+}
+
+/// Whether `body` is a JSON-RPC response to request `id`.
+fn is_response_to(body: &[u8], id: Option<u64>) -> bool {
+    let Some(id) = id else { return false };
+    serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("id").and_then(serde_json::Value::as_u64))
+        == Some(id)
+}

@@ -1,0 +1,170 @@
+//! WebSocket transport (subprotocol `mcp`): one JSON-RPC message per text
+//! frame, `ws://` or `wss://` (rustls). Pings are answered and sent every
+//! 30 s; when the socket closes, every request in flight fails at once.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{http, FrameSink, Transport};
+use crate::config::NetworkConfig;
+use crate::error::Error;
+
+/// Interval of our keep-alive pings.
+const PING_EVERY: Duration = Duration::from_secs(30);
+
+/// A WebSocket connection to one server. Owned by its peer.
+pub struct WebSocketTransport {
+    label: String,
+    outbox: mpsc::UnboundedSender<Message>,
+    tasks: Mutex<Vec<AbortHandle>>,
+    closed: AtomicBool,
+}
+
+impl WebSocketTransport {
+    /// Opens the socket (within `timeout`) and starts its reader and writer.
+    pub async fn connect(
+        label: &str,
+        config: &NetworkConfig,
+        max_message_bytes: usize,
+        timeout: Duration,
+        sink: Weak<dyn FrameSink>,
+    ) -> Result<std::sync::Arc<WebSocketTransport>, Error> {
+        let shown = http::display_url(&config.url);
+        let mut request = config.url.as_str().into_client_request().map_err(|e| {
+            Error::ConfigInvalid(format!("{label}: bad WebSocket URL {shown}: {e}"))
+        })?;
+        let headers = request.headers_mut();
+        headers.insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
+        for (name, value) in http::header_map(label, &config.headers)? {
+            if let Some(name) = name {
+                headers.insert(name, value);
+            }
+        }
+        let ws_config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .max_message_size(Some(max_message_bytes))
+            .max_frame_size(Some(max_message_bytes));
+        let connecting =
+            tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+        let (socket, _) = match tokio::time::timeout(timeout, connecting).await {
+            Ok(Ok(ok)) => ok,
+            Ok(Err(e)) => {
+                return Err(Error::TransportClosed(format!(
+                    "{label}: cannot open WebSocket {shown}: {e}"
+                )))
+            }
+            Err(_) => {
+                return Err(Error::Timeout(format!(
+                    "{label}: WebSocket {shown} did not open within {:.1} s",
+                    timeout.as_secs_f64()
+                )))
+            }
+        };
+        let (mut write, mut read) = socket.split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+
+        let writer = tokio::spawn(async move {
+            let mut ping = tokio::time::interval(PING_EVERY);
+            ping.tick().await;
+            loop {
+                let message = tokio::select! {
+                    m = rx.recv() => match m {
+                        Some(m) => m,
+                        None => break,
+                    },
+                    _ = ping.tick() => Message::Ping(Default::default()),
+                };
+                let closing = matches!(message, Message::Close(_));
+                if write.send(message).await.is_err() || closing {
+                    break;
+                }
+            }
+            let _ = write.close().await;
+        });
+
+        let pong = tx.clone();
+        let reader_label = label.to_owned();
+        let reader = tokio::spawn(async move {
+            let why = loop {
+                let message = match read.next().await {
+                    None => break "the server closed the WebSocket".to_owned(),
+                    Some(Err(e)) => break format!("WebSocket failed: {e}"),
+                    Some(Ok(m)) => m,
+                };
+                let Some(sink) = sink.upgrade() else { return };
+                match message {
+                    Message::Text(text) => sink.on_frame(text.as_bytes()),
+                    Message::Binary(bytes) => sink.on_frame(&bytes),
+                    Message::Ping(payload) => {
+                        let _ = pong.send(Message::Pong(payload));
+                    }
+                    Message::Close(frame) => {
+                        break match frame {
+                            Some(f) if !f.reason.is_empty() => format!(
+                                "the server closed the WebSocket ({}: {})",
+                                f.code, f.reason
+                            ),
+                            Some(f) => format!("the server closed the WebSocket ({})", f.code),
+                            None => "the server closed the WebSocket".to_owned(),
+                        }
+                    }
+                    Message::Pong(_) | Message::Frame(_) => {}
+                }
+            };
+            if let Some(sink) = sink.upgrade() {
+                sink.on_closed(Error::TransportClosed(format!("{reader_label}: {why}")));
+            }
+        });
+
+        Ok(std::sync::Arc::new(WebSocketTransport {
+            label: label.to_owned(),
+            outbox: tx,
+            tasks: Mutex::new(vec![writer.abort_handle(), reader.abort_handle()]),
+            closed: AtomicBool::new(false),
+        }))
+    }
+}
+
+impl Transport for WebSocketTransport {
+    fn send(&self, message: Vec<u8>) -> Result<(), Error> {
+        let closed = || Error::TransportClosed(format!("{}: connection closed", self.label));
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(closed());
+        }
+        let mut text = String::from_utf8(message)
+            .map_err(|_| Error::InvalidInput(format!("{}: message is not UTF-8", self.label)))?;
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        self.outbox.send(Message::text(text)).map_err(|_| closed())
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.closed.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            let _ = self.outbox.send(Message::Close(None));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            for task in self.tasks.lock().unwrap().drain(..) {
+                task.abort();
+            }
+        })
+    }
+}
+
+impl Drop for WebSocketTransport {
+    fn drop(&mut self) {
+        for task in self.tasks.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
