@@ -30,7 +30,7 @@ cargo test --workspace --locked
 # Each front end that lives outside the Rust test harness brings its own
 # test script (C ABI, Python, Node); each installs what it needs into
 # folders of the checkout and exits non-zero on failure.
-for suite in ffi/ci.sh bindings/python/ci.sh bindings/node/ci.sh; do
+for suite in tests/conformance/run.sh ffi/ci.sh bindings/python/ci.sh bindings/node/ci.sh; do
   if [ -f "$suite" ]; then
     step "$suite"
     bash "$suite"

@@ -202,14 +202,6 @@ impl Inner {
         tasks.push(task);
     }
 
-    fn stateless(&self) -> bool {
-        let state = self.state.lock().unwrap();
-        state
-            .protocol_version
-            .as_deref()
-            .is_some_and(crate::protocol::is_stateless)
-    }
-
     /// Fails request `id` (or logs, for a notification).
     fn fail(&self, out: &Outgoing, error: Error) {
         match (out.id, self.sink.upgrade()) {
@@ -473,7 +465,11 @@ impl Inner {
     fn start_get_stream(self: &Arc<Self>) {
         {
             let mut state = self.state.lock().unwrap();
-            if state.get_stream_started || self.stateless() {
+            let stateless = state
+                .protocol_version
+                .as_deref()
+                .is_some_and(crate::protocol::is_stateless);
+            if state.get_stream_started || stateless {
                 return;
             }
             state.get_stream_started = true;
