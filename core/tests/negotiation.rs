@@ -63,7 +63,7 @@ async fn an_unknown_answered_version_fails_the_connection() {
 }
 
 #[tokio::test]
-async fn stateless_revision_needs_a_network_transport() {
+async fn pinned_stateless_revision_fails_when_the_server_lacks_it() {
     let hub = Hub::connect(config(&[demo_entry(
         "demo",
         "protocol_version = \"2026-07-28\"",
