@@ -1,0 +1,543 @@
+//! [`mcpmux_hub`]: connect servers, list tools, call a tool (blocking), read
+//! resources, get prompts, refresh, close.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpmux_core::{CallOptions, Config, Error, Hub};
+use serde_json::{Map, Value};
+
+use crate::engine::{mcpmux_engine, Shared};
+use crate::error::{mcpmux_error, mcpmux_status};
+use crate::util::{c_string, guard_status, guard_value, json_string, write_out, Args};
+
+/// A hub: the servers of one configuration behind one tool list, running on
+/// the engine it was connected with. Created by mcpmux_hub_connect() or
+/// mcpmux_hub_connect_file(), owned by the caller, freed with
+/// mcpmux_hub_free(). Any thread may use it, several at once.
+pub struct mcpmux_hub {
+    pub(crate) hub: Hub,
+    pub(crate) shared: Arc<Shared>,
+    id: u64,
+}
+
+/// The checked hub behind a pointer.
+///
+/// # Safety
+/// `hub` is NULL or a live hub.
+pub(crate) unsafe fn hub_ref<'a>(
+    args: Args,
+    hub: *const mcpmux_hub,
+) -> Result<&'a mcpmux_hub, Error> {
+    args.non_null("hub", hub)?;
+    // SAFETY: non-NULL and live by the caller's promise.
+    Ok(unsafe { &*hub })
+}
+
+/// Reads `options_json` of a tool call: `timeout_ms` / `timeout_seconds`
+/// and `max_total_timeout_ms` / `max_total_timeout_seconds`.
+pub(crate) fn call_options(
+    args: Args,
+    options: Option<Map<String, Value>>,
+) -> Result<CallOptions, Error> {
+    const KNOWN: &str =
+        "timeout_ms, timeout_seconds, max_total_timeout_ms, max_total_timeout_seconds";
+    let mut opts = CallOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        let (slot, scale) = match key.as_str() {
+            "timeout_ms" => (&mut opts.timeout, 1e-3),
+            "timeout_seconds" => (&mut opts.timeout, 1.0),
+            "max_total_timeout_ms" => (&mut opts.max_total_timeout, 1e-3),
+            "max_total_timeout_seconds" => (&mut opts.max_total_timeout, 1.0),
+            other => {
+                return Err(args.invalid(
+                    "options_json",
+                    format!("has unknown option '{other}' (known: {KNOWN})"),
+                ))
+            }
+        };
+        let duration = value
+            .as_f64()
+            .filter(|n| *n > 0.0)
+            .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
+            .ok_or_else(|| {
+                args.invalid(
+                    "options_json",
+                    format!("option '{key}' must be a positive number, not {value}"),
+                )
+            })?;
+        if slot.replace(duration).is_some() {
+            return Err(args.invalid(
+                "options_json",
+                format!("sets the same timeout twice ('{key}')"),
+            ));
+        }
+    }
+    Ok(opts)
+}
+
+/// Reads `args_json` of a tool call: NULL or a JSON object.
+///
+/// # Safety
+/// `args_json` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn tool_arguments(
+    args: Args,
+    args_json: *const c_char,
+) -> Result<Option<Value>, Error> {
+    // SAFETY: forwarded.
+    match unsafe { args.opt_json("args_json", args_json) }? {
+        Some(v) if !v.is_object() => Err(args.invalid("args_json", "must be a JSON object")),
+        other => Ok(other),
+    }
+}
+
+/// Connects `config` on `engine` and returns the boxed hub.
+fn connect(
+    args: Args,
+    engine: &mcpmux_engine,
+    config: Result<Config, Error>,
+) -> Result<*mut mcpmux_hub, Error> {
+    let shared = engine.shared().clone();
+    let config = config?;
+    let hub = shared.block_on(args, Hub::connect(config))??;
+    let id = shared.register(hub.clone());
+    Ok(Box::into_raw(Box::new(mcpmux_hub { hub, shared, id })))
+}
+
+/// Connects every enabled server of a configuration at once. Blocking.
+///
+/// `config_text` is TOML (`[[mcp.servers]]`) or JSON (`{"mcpServers":
+/// ...}`); `${VAR}` expands from the environment. A malformed config is a
+/// CONFIG_INVALID error. A server that fails to start or initialize does
+/// not fail the connect: mcpmux_hub_servers() shows it as "failed" with its
+/// error, and the other servers work.
+///
+/// On success `*out` receives the hub, owned by the caller, freed with
+/// mcpmux_hub_free(). The hub runs on `engine`, which must outlive it.
+///
+/// # Safety
+/// `engine` is a live engine; `config_text` a NUL-terminated string; `out`
+/// and `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_connect(
+    engine: *mut mcpmux_engine,
+    config_text: *const c_char,
+    out: *mut *mut mcpmux_hub,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_connect",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            args.non_null("engine", engine)?;
+            let text = args.str("config_text", config_text)?;
+            args.non_null("out", out)?;
+            let hub = connect(args, &*engine, Config::parse(text))?;
+            write_out(out, hub);
+            Ok(())
+        })
+    }
+}
+
+/// Like mcpmux_hub_connect(), with the configuration read from the file at
+/// `path` (JSON for `.json`, TOML for `.toml`, else by content). A missing
+/// or unreadable file is a CONFIG_INVALID error. Blocking.
+///
+/// # Safety
+/// As for mcpmux_hub_connect().
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_connect_file(
+    engine: *mut mcpmux_engine,
+    path: *const c_char,
+    out: *mut *mut mcpmux_hub,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_connect_file",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            args.non_null("engine", engine)?;
+            let path = args.str("path", path)?;
+            args.non_null("out", out)?;
+            let hub = connect(args, &*engine, Config::load(path))?;
+            write_out(out, hub);
+            Ok(())
+        })
+    }
+}
+
+/// Frees a hub. Does not block: its server processes are killed at once
+/// (SIGKILL to each process group) once no call of it is in flight any
+/// more; for a graceful stop call mcpmux_hub_close() first. Asynchronous
+/// calls in flight on this hub go on and still call their callback. NULL
+/// is a no-op. Any thread, callbacks included.
+///
+/// # Safety
+/// `hub` is NULL or a hub that was not freed; no other thread may be in a
+/// call on it, and it must not be used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
+    guard_value((), || {
+        if !hub.is_null() {
+            // SAFETY: the caller gives back ownership of the Box from connect.
+            let hub = unsafe { Box::from_raw(hub) };
+            let mcpmux_hub { hub, shared, id } = *hub;
+            shared.release(id, hub);
+        }
+    })
+}
+
+/// Writes the status of every configured server, in config order, to
+/// `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
+/// "failed" or "disabled"), "protocol_version", "server_info", "tool_count",
+/// "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
+/// block; any thread, callbacks included.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `out_json` and `err` are NULL or valid for one
+/// pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_servers(
+    hub: *const mcpmux_hub,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_servers",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            args.non_null("out_json", out_json)?;
+            write_out(out_json, json_string(&hub.hub.servers())?);
+            Ok(())
+        })
+    }
+}
+
+/// Writes every tool of every connected server, in config order, to
+/// `*out_json`: a JSON array of `{"name" (mcp_{server}_{tool}), "server",
+/// "tool", "title", "description", "input_schema", "output_schema",
+/// "annotations"}`, the same as `mcpmux tools --json`. Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// As for mcpmux_hub_servers().
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_list_tools(
+    hub: *const mcpmux_hub,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_list_tools",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            args.non_null("out_json", out_json)?;
+            let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
+            write_out(out_json, json_string(&tools)?);
+            Ok(())
+        })
+    }
+}
+
+/// Writes the tool list rendered for an LLM API to `*out_json`. `format`
+/// is "anthropic", "openai" (chat completions), "openai-responses" or
+/// "mcp" (the same as `mcpmux tools --format F`); any other is
+/// INVALID_INPUT. Does not block; any thread, callbacks included.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `format` a NUL-terminated string; `out_json` and
+/// `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_tools_for(
+    hub: *const mcpmux_hub,
+    format: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_tools_for",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let format = args.str("format", format)?;
+            args.non_null("out_json", out_json)?;
+            write_out(out_json, json_string(&hub.hub.tools_for(format)?)?);
+            Ok(())
+        })
+    }
+}
+
+/// Calls the tool `name` (its hub name, mcp_{server}_{tool}) and waits for
+/// the result. Blocking.
+///
+/// `args_json` (nullable): the arguments, a JSON object (NULL means `{}`).
+/// `options_json` (nullable): a JSON object with `timeout_ms` or
+/// `timeout_seconds` (time allowed without a response or progress; default:
+/// the server's `timeout_seconds`, 60 s unless configured) and
+/// `max_total_timeout_ms` or `max_total_timeout_seconds`.
+///
+/// On success `*out_json` receives the MCP CallToolResult exactly as the
+/// server sent it (`content`, `structuredContent`, `isError`, ...), owned by
+/// the caller (free it with mcpmux_string_free()). A tool's own failure is a
+/// success with `"isError": true` in that JSON; routing, transport and
+/// protocol failures are errors (UNKNOWN_TOOL, TIMEOUT, TRANSPORT_CLOSED,
+/// SERVER_ERROR, ...). A timed-out call is cancelled on the server.
+///
+/// # Safety
+/// `hub` is a live hub; `name` a NUL-terminated string; `args_json` and
+/// `options_json` NULL or NUL-terminated strings; `out_json` and `err` are
+/// NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_call_tool(
+    hub: *const mcpmux_hub,
+    name: *const c_char,
+    args_json: *const c_char,
+    options_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_call_tool",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let name = args.str("name", name)?;
+            let arguments = tool_arguments(args, args_json)?;
+            let opts = call_options(args, args.opt_object("options_json", options_json)?)?;
+            args.non_null("out_json", out_json)?;
+            let result = hub
+                .shared
+                .block_on(args, hub.hub.call_tool(name, arguments.as_ref(), &opts))??;
+            write_out(out_json, c_string(result.json())?);
+            Ok(())
+        })
+    }
+}
+
+/// Writes the resources and resource templates of every server (or of
+/// `server` only, when not NULL) to `*out_json`: `{"resources": [...],
+/// "resourceTemplates": [...]}`, each item with a "server" member (the
+/// same as `mcpmux resources --json`). Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `server` NULL or a NUL-terminated string; `out_json`
+/// and `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_list_resources(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_list_resources",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.opt_str("server", server)?;
+            args.non_null("out_json", out_json)?;
+            let h = &hub.hub;
+            let (resources, templates) = hub.shared.block_on(args, async {
+                futures::join!(h.list_resources(server), h.list_resource_templates(server))
+            })?;
+            let value =
+                serde_json::json!({ "resources": resources?, "resourceTemplates": templates? });
+            write_out(out_json, json_string(&value)?);
+            Ok(())
+        })
+    }
+}
+
+/// Reads the resource `uri` and writes the MCP ReadResourceResult
+/// (`{"contents": [...]}`) to `*out_json`. `server` (nullable) names the
+/// server to ask; when NULL, the server that lists `uri` is asked first,
+/// then every other server with resources. Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()). A server's refusal is SERVER_ERROR (see
+/// mcpmux_error_rpc_code()).
+///
+/// # Safety
+/// `hub` is a live hub; `uri` a NUL-terminated string; `server` NULL or a
+/// NUL-terminated string; `out_json` and `err` are NULL or valid for one
+/// pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_read_resource(
+    hub: *const mcpmux_hub,
+    uri: *const c_char,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_read_resource",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let uri = args.str("uri", uri)?;
+            let server = args.opt_str("server", server)?;
+            args.non_null("out_json", out_json)?;
+            let result = hub
+                .shared
+                .block_on(args, hub.hub.read_resource(uri, server))??;
+            write_out(out_json, json_string(&result)?);
+            Ok(())
+        })
+    }
+}
+
+/// Writes the prompts of every server (or of `server` only, when not NULL)
+/// to `*out_json`: a JSON array of MCP prompts, each with a "server" member
+/// (the same as `mcpmux prompts --json`). Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// As for mcpmux_hub_list_resources().
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_list_prompts(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_list_prompts",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.opt_str("server", server)?;
+            args.non_null("out_json", out_json)?;
+            let prompts = hub.shared.block_on(args, hub.hub.list_prompts(server))??;
+            write_out(out_json, json_string(&prompts)?);
+            Ok(())
+        })
+    }
+}
+
+/// Gets the prompt `name` and writes the MCP GetPromptResult
+/// (`{"description", "messages": [...]}`) to `*out_json`. `args_json`
+/// (nullable): the prompt's arguments, a JSON object of strings. `server`
+/// (nullable) names the server; when NULL, the one server that lists a
+/// prompt of that name is asked (none or several is INVALID_INPUT).
+/// Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `name` a NUL-terminated string; `args_json` and
+/// `server` NULL or NUL-terminated strings; `out_json` and `err` are NULL
+/// or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_get_prompt(
+    hub: *const mcpmux_hub,
+    name: *const c_char,
+    args_json: *const c_char,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_get_prompt",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let name = args.str("name", name)?;
+            let arguments = tool_arguments(args, args_json)?;
+            let server = args.opt_str("server", server)?;
+            args.non_null("out_json", out_json)?;
+            let result = hub
+                .shared
+                .block_on(args, hub.hub.get_prompt(name, arguments.as_ref(), server))??;
+            write_out(out_json, json_string(&result)?);
+            Ok(())
+        })
+    }
+}
+
+/// Reconnects the server named `server` (closing its old connection) and
+/// lists its tools again. A server that fails to come back is marked
+/// failed and its error returned (CONNECT_FAILED, ...); UNKNOWN_SERVER when
+/// no server has that name. Blocking.
+///
+/// # Safety
+/// `hub` is a live hub; `server` a NUL-terminated string; `err` is NULL or
+/// valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_refresh(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_refresh",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.str("server", server)?;
+            hub.shared.block_on(args, hub.hub.refresh(server))?
+        })
+    }
+}
+
+/// Closes every server of the hub gracefully and at once (stdio: close
+/// stdin, wait 2 s, SIGTERM, wait 2 s, SIGKILL) and waits until all are
+/// gone. Afterwards calls on the hub fail with TRANSPORT_CLOSED; the hub
+/// must still be freed with mcpmux_hub_free(). Blocking.
+///
+/// # Safety
+/// `hub` is a live hub; `err` is NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_close(
+    hub: *const mcpmux_hub,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_close",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            hub.shared.block_on(args, hub.hub.close())
+        })
+    }
+}

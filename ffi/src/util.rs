@@ -1,0 +1,155 @@
+//! The panic boundary and argument conversion shared by every export.
+
+use std::any::Any;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use mcpmux_core::Error;
+use serde_json::Value;
+
+use crate::error::{mcpmux_error, mcpmux_status, report};
+
+/// Runs `f` behind the panic boundary; a panic gives `fallback`.
+pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
+}
+
+/// Runs the body of a fallible export behind the panic boundary: `Ok` is
+/// MCPMUX_STATUS_OK, an error (or a panic, as INTERNAL) is stored in `*err`
+/// when `err` is not NULL and its status returned.
+///
+/// # Safety
+/// `err` is NULL or valid for one pointer write.
+pub(crate) unsafe fn guard_status(
+    func: &'static str,
+    err: *mut *mut mcpmux_error,
+    f: impl FnOnce() -> Result<(), Error>,
+) -> mcpmux_status {
+    let outcome = catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(panic_error(func, panic.as_ref())));
+    match outcome {
+        Ok(()) => mcpmux_status::MCPMUX_STATUS_OK,
+        // SAFETY: forwarded from the caller.
+        Err(e) => guard_value(mcpmux_status::MCPMUX_STATUS_INTERNAL, || unsafe {
+            report(err, &e)
+        }),
+    }
+}
+
+/// The INTERNAL error for a caught panic.
+pub(crate) fn panic_error(func: &str, panic: &(dyn Any + Send)) -> Error {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Error::Internal(format!("{func}: internal panic: {what}"))
+}
+
+/// Argument checks for one export, with messages that name the function
+/// and the argument.
+#[derive(Clone, Copy)]
+pub(crate) struct Args {
+    /// The exported function's name.
+    pub func: &'static str,
+}
+
+impl Args {
+    /// The error for a bad argument.
+    pub fn invalid(&self, arg: &str, what: impl std::fmt::Display) -> Error {
+        Error::InvalidInput(format!("{}: argument '{arg}' {what}", self.func))
+    }
+
+    /// A required pointer.
+    pub fn non_null<T>(&self, arg: &str, p: *const T) -> Result<(), Error> {
+        if p.is_null() {
+            Err(self.invalid(arg, "is NULL"))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// A required UTF-8 C string.
+    ///
+    /// # Safety
+    /// `p` is NULL or a NUL-terminated string that outlives `'a`.
+    pub unsafe fn str<'a>(&self, arg: &str, p: *const c_char) -> Result<&'a str, Error> {
+        self.non_null(arg, p)?;
+        // SAFETY: non-NULL and NUL-terminated by the caller's promise.
+        let bytes = unsafe { CStr::from_ptr(p) };
+        bytes
+            .to_str()
+            .map_err(|e| self.invalid(arg, format!("is not valid UTF-8 ({e})")))
+    }
+
+    /// An optional (nullable) UTF-8 C string.
+    ///
+    /// # Safety
+    /// As for [`Args::str`].
+    pub unsafe fn opt_str<'a>(
+        &self,
+        arg: &str,
+        p: *const c_char,
+    ) -> Result<Option<&'a str>, Error> {
+        if p.is_null() {
+            Ok(None)
+        } else {
+            // SAFETY: forwarded.
+            unsafe { self.str(arg, p) }.map(Some)
+        }
+    }
+
+    /// An optional (nullable) JSON text.
+    ///
+    /// # Safety
+    /// As for [`Args::str`].
+    pub unsafe fn opt_json(&self, arg: &str, p: *const c_char) -> Result<Option<Value>, Error> {
+        // SAFETY: forwarded.
+        match unsafe { self.opt_str(arg, p) }? {
+            None => Ok(None),
+            Some(text) => serde_json::from_str(text)
+                .map(Some)
+                .map_err(|e| self.invalid(arg, format!("is not valid JSON: {e}"))),
+        }
+    }
+
+    /// An optional JSON object (options); `None` for NULL.
+    ///
+    /// # Safety
+    /// As for [`Args::str`].
+    pub unsafe fn opt_object(
+        &self,
+        arg: &str,
+        p: *const c_char,
+    ) -> Result<Option<serde_json::Map<String, Value>>, Error> {
+        // SAFETY: forwarded.
+        match unsafe { self.opt_json(arg, p) }? {
+            None => Ok(None),
+            Some(Value::Object(map)) => Ok(Some(map)),
+            Some(_) => Err(self.invalid(arg, "must be a JSON object")),
+        }
+    }
+}
+
+/// A new C string for `text`, owned by the caller (mcpmux_string_free).
+pub(crate) fn c_string(text: &str) -> Result<*mut c_char, Error> {
+    CString::new(text)
+        .map(CString::into_raw)
+        .map_err(|_| Error::Internal("a result contains a NUL byte".into()))
+}
+
+/// A new C string with `value` as compact JSON, owned by the caller.
+pub(crate) fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> Result<*mut c_char, Error> {
+    let text = serde_json::to_string(value)
+        .map_err(|e| Error::Internal(format!("cannot encode a result as JSON: {e}")))?;
+    c_string(&text)
+}
+
+/// Writes `value` to the out-parameter `out` (checked non-NULL before).
+///
+/// # Safety
+/// `out` is valid for one write.
+pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) {
+    // SAFETY: forwarded.
+    unsafe { out.write(value) };
+}
