@@ -5,7 +5,8 @@
 #   tests/peers/node_modules/   npm peers, from tests/peers/package-lock.json
 #                               (@modelcontextprotocol/server-everything, pinned)
 #   .deps/venv/                 Python venv with the official MCP SDK, from
-#                               tests/requirements.txt (mcp, pinned)
+#                               tests/requirements.txt (mcp[ws] and websockets,
+#                               pinned)
 #
 # Idempotent; a second run only checks stamps and returns in well under a
 # second. Works from any current directory.
@@ -102,6 +103,8 @@ if [ "$py_needed" = 1 ]; then
   rm -f "$PY_STAMP"
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$VENV_PY" -m pip install --quiet -r "$REQS" >&2
   "$VENV_PY" -c 'import mcp.server.fastmcp' || die "mcp SDK not importable after install"
+  "$VENV_PY" -c 'import websockets, mcp.server.websocket' \
+    || die "websockets (mcp[ws]) not importable after install"
   printf '%s\n' "$reqs_sha" > "$PY_STAMP"
 else
   log "python venv up to date"

@@ -209,7 +209,8 @@ impl Client {
                         stateless::VERSION
                     )))
                 }
-                Err(e) if pinned.is_some() || matches!(e, Error::TransportClosed(_)) => {
+                Err(e @ Error::TransportClosed(_)) => return Err(e),
+                Err(e) if pinned.is_some() => {
                     return Err(e.context(format!("protocol version {}", stateless::VERSION)))
                 }
                 Ok(None) | Err(_) => {

@@ -23,6 +23,20 @@ pub(crate) fn client() -> reqwest::Client {
                 .pool_idle_timeout(Duration::from_secs(90))
                 .tcp_nodelay(true)
                 .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
+                // Credentials go only where they were configured for: a
+                // redirect to another origin is not followed, and no
+                // Referer (which would carry the URL's query) is sent.
+                .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                    let first = attempt.previous().first().cloned();
+                    if attempt.previous().len() > 5 {
+                        attempt.error("too many redirects")
+                    } else if first.is_some_and(|f| same_origin(&f, attempt.url())) {
+                        attempt.follow()
+                    } else {
+                        attempt.stop()
+                    }
+                }))
+                .referer(false)
                 .build()
                 .expect("the HTTP client builds with static settings")
         })
@@ -82,8 +96,46 @@ pub(crate) fn network_error(label: &str, url: &url::Url, e: reqwest::Error) -> E
     ))
 }
 
-/// An HTTP error status with the start of its body.
-pub(crate) fn status_error(label: &str, status: reqwest::StatusCode, body: &[u8]) -> Error {
+/// Whether two URLs have the same scheme, host and port.
+pub(crate) fn same_origin(a: &url::Url, b: &url::Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+}
+
+/// The error for a response that is not a success: a redirect that was not
+/// followed (another origin), or an error status with the start of its body.
+pub(crate) async fn response_error(
+    label: &str,
+    url: &url::Url,
+    response: reqwest::Response,
+) -> Error {
+    let status = response.status();
+    if status.is_redirection() {
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|l| url.join(l).ok())
+            .map_or_else(|| "another location".to_owned(), |l| display_url(&l));
+        return Error::TransportClosed(format!(
+            "{label}: {} redirected ({status}) to {location}, another origin; not followed",
+            display_url(url)
+        ));
+    }
+    let body = read_body(label, response, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    status_error(label, url, status, &body)
+}
+
+/// An HTTP error status with the URL (without query) and the start of the body.
+pub(crate) fn status_error(
+    label: &str,
+    url: &url::Url,
+    status: reqwest::StatusCode,
+    body: &[u8],
+) -> Error {
     let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let detail = if text.is_empty() {
@@ -93,7 +145,10 @@ pub(crate) fn status_error(label: &str, status: reqwest::StatusCode, body: &[u8]
     };
     Error::ServerError {
         code: -32000 - i64::from(status.as_u16()),
-        message: format!("{label}: HTTP {status}{detail}"),
+        message: format!(
+            "{label}: {} answered HTTP {status}{detail}",
+            display_url(url)
+        ),
         data: Some(serde_json::json!({ "http_status": status.as_u16() })),
     }
 }

@@ -39,6 +39,10 @@ struct Inner {
     handshake: Mutex<Vec<Vec<u8>>>,
     tasks: Mutex<Vec<AbortHandle>>,
     closed: AtomicBool,
+    /// Why the stream was given up (an endpoint on another origin).
+    refused: Mutex<Option<Error>>,
+    /// Time allowed to open the stream.
+    timeout: Duration,
 }
 
 impl SseTransport {
@@ -62,15 +66,20 @@ impl SseTransport {
             handshake: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            refused: Mutex::new(None),
+            timeout,
         });
         let first = inner.open().await?;
         let reader = tokio::spawn(inner.clone().read_forever(first));
         inner.tasks.lock().unwrap().push(reader.abort_handle());
         let transport = Arc::new(SseTransport { inner });
-        let found = matches!(
-            tokio::time::timeout(timeout, known.wait_for(Option::is_some)).await,
-            Ok(Ok(_))
-        );
+        let refused = |inner: &Inner| inner.refused.lock().unwrap().take();
+        let waiting =
+            known.wait_for(|e| e.is_some() || transport.inner.refused.lock().unwrap().is_some());
+        let found = matches!(tokio::time::timeout(timeout, waiting).await, Ok(Ok(_)));
+        if let Some(error) = refused(&transport.inner) {
+            return Err(error);
+        }
         match found {
             true => Ok(transport),
             false => Err(Error::ProtocolError(format!(
@@ -83,20 +92,24 @@ impl SseTransport {
 
 impl Inner {
     async fn open(&self) -> Result<reqwest::Response, Error> {
-        let response = self
+        let request = self
             .http
             .get(self.url.clone())
             .headers(self.headers.clone())
-            .header(ACCEPT, "text/event-stream")
-            .send()
-            .await
-            .map_err(|e| http::network_error(&self.label, &self.url, e))?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = http::read_body(&self.label, response, 4096)
-                .await
-                .unwrap_or_default();
-            return Err(http::status_error(&self.label, status, &body));
+            .header(ACCEPT, "text/event-stream");
+        let response = match tokio::time::timeout(self.timeout, request.send()).await {
+            Ok(sent) => sent.map_err(|e| http::network_error(&self.label, &self.url, e))?,
+            Err(_) => {
+                return Err(Error::Timeout(format!(
+                    "{}: {} did not answer within {:.1} s",
+                    self.label,
+                    http::display_url(&self.url),
+                    self.timeout.as_secs_f64()
+                )))
+            }
+        };
+        if !response.status().is_success() {
+            return Err(http::response_error(&self.label, &self.url, response).await);
         }
         let kind = http::content_type(&response);
         if kind != "text/event-stream" {
@@ -114,6 +127,12 @@ impl Inner {
         loop {
             self.pump(response, &mut position).await;
             if self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(error) = self.refused.lock().unwrap().clone() {
+                if let Some(sink) = self.sink.upgrade() {
+                    sink.on_closed(error);
+                }
                 return;
             }
             let Some(sink) = self.sink.upgrade() else {
@@ -175,8 +194,23 @@ impl Inner {
             position.saw(&event);
             match event.event.as_str() {
                 "endpoint" => match self.url.join(event.data.trim()) {
-                    Ok(url) => {
+                    // Messages (and the configured headers) go only to the
+                    // origin the stream came from.
+                    Ok(url) if http::same_origin(&url, &self.url) => {
                         self.endpoint.send_replace(Some(url));
+                    }
+                    Ok(url) => {
+                        let error = Error::ProtocolError(format!(
+                            "{}: the SSE endpoint {} is on another origin than {}; refused",
+                            self.label,
+                            http::display_url(&url),
+                            http::display_url(&self.url)
+                        ));
+                        tracing::warn!(server = %self.label, "{error}");
+                        *self.refused.lock().unwrap() = Some(error);
+                        // Wake whoever waits for the endpoint.
+                        self.endpoint.send_modify(|_| {});
+                        return;
                     }
                     Err(_) => {
                         tracing::warn!(server = %self.label, "ignoring an invalid endpoint event")
@@ -219,14 +253,10 @@ impl Inner {
             .send()
             .await
             .map_err(|e| http::network_error(&self.label, &endpoint, e))?;
-        let status = response.status();
-        if status.is_success() {
+        if response.status().is_success() {
             return Ok(());
         }
-        let body = http::read_body(&self.label, response, 4096)
-            .await
-            .unwrap_or_default();
-        Err(http::status_error(&self.label, status, &body))
+        Err(http::response_error(&self.label, &endpoint, response).await)
     }
 }
 

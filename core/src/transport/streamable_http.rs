@@ -161,15 +161,21 @@ impl Transport for StreamableHttpTransport {
             for task in inner.tasks.lock().unwrap().drain(..) {
                 task.abort();
             }
-            let session = inner.state.lock().unwrap().session_id.clone();
+            let (session, version) = {
+                let state = inner.state.lock().unwrap();
+                (state.session_id.clone(), state.protocol_version.clone())
+            };
             if let Some(session) = session {
                 // Tell the server the session is over; a server that does
                 // not support it answers 405, which is fine.
-                let request = inner
+                let mut request = inner
                     .http
                     .delete(inner.url.clone())
                     .headers(inner.headers.clone())
                     .header(SESSION_ID, session);
+                if let Some(version) = version {
+                    request = request.header(PROTOCOL_VERSION, version);
+                }
                 let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
             }
             if let Some(sink) = inner.sink.upgrade() {
@@ -256,7 +262,8 @@ impl Inner {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(message.to_vec());
-        if let Some(session) = session {
+        // `initialize` always opens a new session: never send an old id with it.
+        if let Some(session) = session.filter(|_| out.method.as_deref() != Some("initialize")) {
             request = request.header(SESSION_ID, session);
         }
         if let Some(version) = &version {
@@ -290,9 +297,12 @@ impl Inner {
             .send()
             .await
             .map_err(|e| http::network_error(&self.label, &self.url, e))?;
+        // Only a successful answer assigns a session (a server may attach an
+        // id to a refusal, e.g. a 400 to `server/discover`, and then drop it).
         if let Some(id) = response
             .headers()
             .get(SESSION_ID)
+            .filter(|_| response.status().is_success())
             .and_then(|v| v.to_str().ok())
         {
             let mut state = self.state.lock().unwrap();
@@ -311,6 +321,10 @@ impl Inner {
         }
         let kind = http::content_type(&response);
         if !status.is_success() {
+            if status.is_redirection() {
+                let error = http::response_error(&self.label, &self.url, response).await;
+                return self.fail(out, error);
+            }
             let body = http::read_body(&self.label, response, 64 * 1024)
                 .await
                 .unwrap_or_default();
@@ -318,7 +332,10 @@ impl Inner {
             if kind == "application/json" && is_response_to(&body, out.id) {
                 return self.frame(&body);
             }
-            return self.fail(out, http::status_error(&self.label, status, &body));
+            return self.fail(
+                out,
+                http::status_error(&self.label, &self.url, status, &body),
+            );
         }
         match kind.as_str() {
             "text/event-stream" => self.read_stream(response, out.id).await,
@@ -400,11 +417,7 @@ impl Inner {
                     self.pump(r, &mut position).await;
                 }
                 Ok(r) => {
-                    let status = r.status();
-                    let body = http::read_body(&self.label, r, 4096)
-                        .await
-                        .unwrap_or_default();
-                    return self.fail_id(id, http::status_error(&self.label, status, &body));
+                    return self.fail_id(id, http::response_error(&self.label, &self.url, r).await)
                 }
                 Err(e) => return self.fail_id(id, e),
             }
@@ -528,11 +541,7 @@ impl Inner {
         let out = Outgoing::read(&init);
         let response = self.post(&init, &out).await?;
         if !response.status().is_success() {
-            let status = response.status();
-            let body = http::read_body(&self.label, response, 4096)
-                .await
-                .unwrap_or_default();
-            return Err(http::status_error(&self.label, status, &body));
+            return Err(http::response_error(&self.label, &self.url, response).await);
         }
         // Read the answer to completion (it may be a stream) before going on.
         let _ = http::read_body(&self.label, response, self.max_message_bytes).await;

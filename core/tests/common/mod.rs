@@ -172,3 +172,200 @@ pub fn marker(tag: &str) -> String {
         Instant::now().elapsed().as_nanos()
     )
 }
+
+// ------------------------------------------------------------ network fixtures
+
+/// A network test server (a child process listening on a local port).
+/// Killed and reaped on drop, so no test leaves one behind, even on panic.
+pub struct NetServer {
+    child: std::process::Child,
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+    output: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl NetServer {
+    /// `http://127.0.0.1:<port><path>`.
+    pub fn http(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// `ws://127.0.0.1:<port><path>`.
+    pub fn ws(&self, path: &str) -> String {
+        format!("ws://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// What the server printed so far (stdout and stderr, interleaved).
+    pub fn output(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `limit` until the output contains `needle` (async: the
+    /// test's runtime goes on running the engine meanwhile).
+    pub async fn wait_output(&self, needle: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if self.output().contains(needle) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.output().contains(needle)
+    }
+
+    /// Kills the server now (SIGKILL) and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for NetServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts `cmd` with piped output and waits (up to 30 s) until `ready`
+/// finds the listening port in one of its output lines. `None` when the
+/// process exited first (e.g. the port was taken); panics on a timeout.
+fn spawn_net(mut cmd: std::process::Command, ready: fn(&str) -> Option<u16>) -> Option<NetServer> {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let output = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = mpsc::channel::<u16>();
+    let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().unwrap());
+    let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().unwrap());
+    for pipe in [out, err] {
+        let output = output.clone();
+        let tx = tx.clone();
+        // Drains the pipe for the whole life of the process (a full pipe
+        // would block the server), noting each line.
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if let Some(port) = ready(&line) {
+                    let _ = tx.send(port);
+                }
+                let mut all = output.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+    }
+    drop(tx);
+    let mut server = NetServer {
+        child,
+        port: 0,
+        output,
+    };
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(port) => {
+            server.port = port;
+            Some(server)
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            let _ = server.child.wait();
+            eprintln!("{cmd:?} exited before listening:\n{}", server.output());
+            None
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            let out = server.output();
+            drop(server);
+            panic!("{cmd:?} did not start listening within 30 s:\n{out}")
+        }
+    }
+}
+
+fn ready_line(line: &str) -> Option<u16> {
+    line.strip_prefix("READY ")?.trim().parse().ok()
+}
+
+/// Starts a Python fixture under tests/servers/net/ (it binds a free port
+/// itself and prints `READY <port>`).
+pub fn net_fixture(script: &str, args: &[&str]) -> NetServer {
+    let mut cmd = std::process::Command::new(python());
+    cmd.arg(require(root().join("tests/servers/net").join(script)))
+        .args(args);
+    spawn_net(cmd, ready_line).unwrap_or_else(|| panic!("{script} {args:?} failed to start"))
+}
+
+/// The official Python SDK server (tests/servers/net/sdk_server.py) over
+/// `transport`: sse, streamable-http, stateless, json or websocket.
+pub fn sdk_server(transport: &str, extra: &[&str]) -> NetServer {
+    let mut args = vec!["--transport", transport];
+    args.extend_from_slice(extra);
+    net_fixture("sdk_server.py", &args)
+}
+
+/// A fault server (tests/servers/net/faults.py) with `--fault fault --on on`.
+pub fn fault_server(fault: &str, on: &str) -> NetServer {
+    net_fixture("faults.py", &["--fault", fault, "--on", on])
+}
+
+/// A TCP port that was free a moment ago (nothing listens on it now).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `server-everything` over `sse` (GET /sse, POST /message) or
+/// `streamableHttp` (/mcp), on a free port. Ready when it logs the port.
+pub fn everything_net(transport: &str) -> NetServer {
+    fn ready(line: &str) -> Option<u16> {
+        // "Server is running on port N" (sse),
+        // "MCP Streamable HTTP Server listening on port N" (streamableHttp).
+        let (_, port) = line.rsplit_once(" on port ")?;
+        port.trim().parse().ok()
+    }
+    for _ in 0..5 {
+        let port = free_port();
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(everything_entry())
+            .arg(transport)
+            .env("PORT", port.to_string());
+        // Another process may take the port first: then it exits; try again.
+        if let Some(server) = spawn_net(cmd, ready) {
+            assert_eq!(server.port, port, "{}", server.output());
+            return server;
+        }
+    }
+    panic!("server-everything {transport} did not start (5 tries)")
+}
+
+/// A `[[mcp.servers]]` entry for a network server; `extra` holds more
+/// `key = value` lines (a `[mcp.servers.headers]` table must come last).
+pub fn net_entry(name: &str, kind: &str, url: &str, extra: &str) -> String {
+    format!(
+        "[[mcp.servers]]\nname = {}\ntype = {}\nurl = {}\n{extra}\n",
+        toml_string(name),
+        toml_string(kind),
+        toml_string(url)
+    )
+}
+
+/// A `[mcp.servers.headers]` table (put it at the end of an entry).
+pub fn headers_table(headers: &[(&str, &str)]) -> String {
+    let mut out = String::from("[mcp.servers.headers]\n");
+    for (name, value) in headers {
+        out.push_str(&format!("{} = {}\n", toml_string(name), toml_string(value)));
+    }
+    out
+}

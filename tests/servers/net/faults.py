@@ -1,0 +1,315 @@
+"""Network MCP servers that misbehave, for the mcpmux network transport tests.
+Standard library only (asyncio), except `ws-drop`, which uses the
+`websockets` package (installed with mcp[ws]).
+
+    .deps/venv/bin/python tests/servers/net/faults.py --fault F [--on all|call] [--port N]
+        [--target URL] [--log FILE]
+
+Binds 127.0.0.1:N (N = 0, the default, picks a free port), then prints one
+line `READY <port>` on stdout. Every JSON-RPC method received is logged to
+stderr as `method <name>` (and appended to --log FILE when given).
+
+HTTP faults answer every path the same. With `--on call` (the default) the
+server is a correct, minimal Streamable HTTP server (JSON answers, no
+session, no GET stream: GET is 405) whose only tool `work` has the fault;
+with `--on all` every POST has the fault (so `initialize` fails).
+
+  500       HTTP 500 text/plain "internal error: database unavailable"
+  html200   HTTP 200 text/html with an HTML page (a captive portal / proxy page)
+  html502   HTTP 502 text/html with an nginx "502 Bad Gateway" page
+  sse-cut   HTTP 200 text/event-stream: one progress notification event (no
+            event id), then the connection is closed mid-body (chunked body
+            never terminated) before the JSON-RPC response
+  silent    never answers: with --on all the TCP connection is accepted and
+            nothing is ever sent (for any transport: HTTP, SSE GET, the
+            WebSocket handshake); with --on call the tools/call POST is read
+            and never answered (the connection is held until the client goes)
+  notfound  HTTP 404 text/plain "no such path" to every request
+
+Faults that point the client at another origin (--target URL, e.g. a
+header-recording server on another port; --on is ignored):
+
+  redirect       every request is answered 307 Temporary Redirect to --target
+  sse-endpoint   legacy SSE: GET answers an event stream whose `endpoint`
+                 event is --target (another origin), then holds the stream;
+                 POSTs to this server are answered 202
+
+WebSocket fault (subprotocol "mcp", any path; --on is ignored):
+
+  ws-drop   a correct MCP server with tools `wait` (never answered) and
+            `drop` (the server aborts the TCP connection, no close frame)
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+
+HTML_PAGE = b"""<!DOCTYPE html>
+<html><head><title>Sign in to the network</title></head>
+<body><h1>Welcome</h1><p>Please sign in to continue.</p></body></html>
+"""
+
+BAD_GATEWAY = b"""<html>
+<head><title>502 Bad Gateway</title></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx/1.25.3</center>
+</body>
+</html>
+"""
+
+args = None
+
+
+def log_method(method):
+    print(f"method {method}", file=sys.stderr, flush=True)
+    if args.log:
+        with open(args.log, "a", encoding="utf-8") as f:
+            f.write(method + "\n")
+
+
+def result(msg_id, value):
+    return {"jsonrpc": "2.0", "id": msg_id, "result": value}
+
+
+def error(msg_id, code, message):
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def tools():
+    schema = {"type": "object", "properties": {}}
+    if args.fault == "ws-drop":
+        return [
+            {"name": "wait", "description": "Never answered.", "inputSchema": schema},
+            {"name": "drop", "description": "Drops the connection.", "inputSchema": schema},
+        ]
+    return [{"name": "work", "description": "Has the fault.", "inputSchema": schema}]
+
+
+def answer(msg):
+    """The answer to a well-formed message, or None for a notification."""
+    method = msg.get("method")
+    msg_id = msg.get("id")
+    if msg_id is None:
+        return None
+    if method == "initialize":
+        version = msg.get("params", {}).get("protocolVersion", "2025-06-18")
+        return result(
+            msg_id,
+            {
+                "protocolVersion": version,
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": f"mcpmux-net-fault-{args.fault}", "version": "1.0.0"},
+            },
+        )
+    if method == "ping":
+        return result(msg_id, {})
+    if method == "tools/list":
+        return result(msg_id, {"tools": tools()})
+    if method == "tools/call":
+        return result(msg_id, {"content": [{"type": "text", "text": "ok"}]})
+    return error(msg_id, -32601, f"Method not found: {method}")
+
+
+# ------------------------------------------------------------------ HTTP
+
+
+async def read_request(reader):
+    """(method, path, headers, body) of one HTTP/1.1 request, None at EOF."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ", 2)
+    headers = {}
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            headers[k.strip().lower()] = v.strip()
+    body = b""
+    if "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
+            chunk = await reader.readexactly(size + 2)
+            if size == 0:
+                break
+            body += chunk[:-2]
+    return method, path, headers, body
+
+
+def http_response(status, reason, content_type, body, extra=()):
+    head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}", "Connection: close"]
+    if content_type:
+        head.append(f"Content-Type: {content_type}")
+    head.extend(extra)
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def fault_response(writer, reader, msg):
+    """Writes the configured fault for `msg`; returns when the exchange is over."""
+    fault = args.fault
+    if fault == "500":
+        writer.write(http_response(500, "Internal Server Error", "text/plain", b"internal error: database unavailable"))
+    elif fault == "html200":
+        writer.write(http_response(200, "OK", "text/html; charset=utf-8", HTML_PAGE))
+    elif fault == "html502":
+        writer.write(http_response(502, "Bad Gateway", "text/html", BAD_GATEWAY))
+    elif fault == "notfound":
+        writer.write(http_response(404, "Not Found", "text/plain", b"no such path"))
+    elif fault == "sse-cut":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        token = (msg.get("params") or {}).get("_meta", {}).get("progressToken", msg.get("id"))
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1, "total": 2},
+        }
+        event = f"event: message\ndata: {json.dumps(note)}\n\n".encode()
+        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        # Close mid-body: no terminating chunk, no JSON-RPC response.
+        writer.transport.abort()
+        return
+    elif fault == "silent":
+        # Read nothing more, answer nothing; hold until the client goes away.
+        await reader.read()
+        return
+    await writer.drain()
+
+
+async def http_client(reader, writer):
+    try:
+        if args.fault == "silent" and args.on == "all":
+            await reader.read()
+            return
+        if args.fault in ("redirect", "sse-endpoint"):
+            await pointing_elsewhere(reader, writer)
+            return
+        while True:
+            request = await read_request(reader)
+            if request is None:
+                return
+            method, _path, _headers, body = request
+            if args.fault == "notfound":
+                writer.write(http_response(404, "Not Found", "text/plain", b"no such path"))
+                await writer.drain()
+                return
+            if method == "GET":
+                writer.write(http_response(405, "Method Not Allowed", "text/plain", b"no GET stream", ("Allow: POST",)))
+                await writer.drain()
+                return
+            if method == "DELETE":
+                writer.write(http_response(200, "OK", None, b""))
+                await writer.drain()
+                return
+            try:
+                msg = json.loads(body)
+            except ValueError:
+                writer.write(http_response(400, "Bad Request", "text/plain", b"bad JSON"))
+                await writer.drain()
+                return
+            rpc_method = msg.get("method", "<response>") if isinstance(msg, dict) else "<batch>"
+            log_method(rpc_method)
+            if args.on == "all" or rpc_method == "tools/call":
+                await fault_response(writer, reader, msg)
+                return
+            reply = answer(msg)
+            if reply is None:
+                writer.write(http_response(202, "Accepted", None, b""))
+            else:
+                writer.write(http_response(200, "OK", "application/json", json.dumps(reply).encode()))
+            await writer.drain()
+            return
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        try:
+            writer.close()
+        except Exception:
+            pass
+
+
+async def pointing_elsewhere(reader, writer):
+    """The `redirect` and `sse-endpoint` faults."""
+    request = await read_request(reader)
+    if request is None:
+        return
+    method, _path, _headers, body = request
+    log_method(f"HTTP {method}")
+    if args.fault == "redirect":
+        writer.write(
+            http_response(307, "Temporary Redirect", "text/plain", b"moved", (f"Location: {args.target}",))
+        )
+    elif method == "GET":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+            + f"event: endpoint\ndata: {args.target}\n\n".encode()
+        )
+        await writer.drain()
+        await reader.read()  # hold the stream until the client goes
+        return
+    else:
+        writer.write(http_response(202, "Accepted", None, b""))
+    await writer.drain()
+
+
+# ------------------------------------------------------------------ WebSocket
+
+
+async def ws_client(ws):
+    async for text in ws:
+        msg = json.loads(text)
+        method = msg.get("method", "<response>")
+        log_method(method)
+        if method == "tools/call":
+            name = (msg.get("params") or {}).get("name")
+            if name == "drop":
+                ws.transport.abort()
+                return
+            continue  # "wait": never answered
+        reply = answer(msg)
+        if reply is not None:
+            await ws.send(json.dumps(reply))
+
+
+async def main():
+    global args
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--fault",
+        required=True,
+        choices=["500", "html200", "html502", "sse-cut", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
+    )
+    parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
+    parser.add_argument("--on", choices=["all", "call"], default="call")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log")
+    args = parser.parse_args()
+    if args.fault in ("redirect", "sse-endpoint") and not args.target:
+        parser.error(f"--fault {args.fault} needs --target URL")
+
+    if args.fault == "ws-drop":
+        from websockets.asyncio.server import serve
+
+        server = await serve(ws_client, "127.0.0.1", args.port, subprotocols=["mcp"])
+    else:
+        server = await asyncio.start_server(http_client, "127.0.0.1", args.port)
+    port = server.sockets[0].getsockname()[1]
+    print(f"READY {port}", flush=True)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
