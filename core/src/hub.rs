@@ -522,7 +522,8 @@ impl Hub {
         self.inner.rebuild_index();
     }
 
-    fn is_closed(&self) -> bool {
+    /// Whether [`close`](Hub::close) was called.
+    pub fn is_closed(&self) -> bool {
         self.inner
             .slots
             .iter()

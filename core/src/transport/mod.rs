@@ -30,7 +30,19 @@ pub async fn connect(
 ) -> Result<Arc<dyn Transport>, Error> {
     let max = config.max_message_bytes;
     Ok(match &config.transport {
-        TransportConfig::Stdio(stdio) => stdio::StdioTransport::spawn(label, stdio, max, sink)?,
+        TransportConfig::Stdio(stdio) => {
+            // Start the process from a runtime worker: the server is tied to
+            // the thread that forks it (PR_SET_PDEATHSIG), and a host's own
+            // thread may end long before the hub does.
+            let (label, stdio) = (label.to_owned(), stdio.clone());
+            let started =
+                tokio::spawn(
+                    async move { stdio::StdioTransport::spawn(&label, &stdio, max, sink) },
+                );
+            started
+                .await
+                .map_err(|e| Error::Internal(format!("starting a server failed: {e}")))??
+        }
         TransportConfig::Http(net) => {
             streamable_http::StreamableHttpTransport::new(label, net, max, sink)?
         }

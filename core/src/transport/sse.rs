@@ -39,6 +39,9 @@ struct Inner {
     handshake: Mutex<Vec<Vec<u8>>>,
     tasks: Mutex<Vec<AbortHandle>>,
     closed: AtomicBool,
+    /// The runtime the transport was made on: messages may be sent from
+    /// outside it (a call future dropped by a host thread).
+    runtime: tokio::runtime::Handle,
     /// Why the stream was given up (an endpoint on another origin).
     refused: Mutex<Option<Error>>,
     /// Time allowed to open the stream.
@@ -67,6 +70,7 @@ impl SseTransport {
             tasks: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
             refused: Mutex::new(None),
+            runtime: tokio::runtime::Handle::current(),
             timeout,
         });
         let first = inner.open().await?;
@@ -291,7 +295,7 @@ impl Transport for SseTransport {
             handshake.push(message.clone());
         }
         let this = inner.clone();
-        let task = tokio::spawn(async move {
+        let task = inner.runtime.spawn(async move {
             if let Err(e) = this.post(&message).await {
                 match (id, this.sink.upgrade()) {
                     (Some(id), Some(sink)) => sink.on_send_failed(id, e),

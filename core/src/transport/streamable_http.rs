@@ -51,6 +51,9 @@ struct Inner {
     state: Mutex<State>,
     tasks: Mutex<Vec<AbortHandle>>,
     closed: AtomicBool,
+    /// The runtime the transport was made on: messages may be sent from
+    /// outside it (a call future dropped by a host thread).
+    runtime: tokio::runtime::Handle,
     /// One re-initialization at a time.
     reinit: tokio::sync::Mutex<()>,
 }
@@ -120,6 +123,7 @@ impl StreamableHttpTransport {
                 tasks: Mutex::new(Vec::new()),
                 closed: AtomicBool::new(false),
                 reinit: tokio::sync::Mutex::new(()),
+                runtime: tokio::runtime::Handle::current(),
             }),
         }))
     }
@@ -147,7 +151,7 @@ impl Transport for StreamableHttpTransport {
         if out.method.as_deref() == Some("initialize") {
             inner.state.lock().unwrap().initialize = Some(message.clone());
         }
-        let task = tokio::spawn(inner.clone().deliver(message, out));
+        let task = inner.runtime.spawn(inner.clone().deliver(message, out));
         inner.track(task.abort_handle());
         Ok(())
     }

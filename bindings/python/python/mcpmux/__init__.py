@@ -1,0 +1,517 @@
+"""mcpmux: use the tools of many MCP servers from Python, sync or asyncio.
+
+>>> import mcpmux
+>>> with mcpmux.Hub.connect("mcpmux.toml") as hub:            # doctest: +SKIP
+...     for tool in hub.list_tools():
+...         print(tool["name"], tool["server"])
+...     result = hub.call_tool("mcp_demo_echo", {"text": "hi"})
+...     print(result["content"][0]["text"])
+
+``Hub`` is the blocking API; ``AsyncHub`` has the same methods as
+coroutines. Both run on one engine (``mcpmux-core``, Rust) that starts every
+server at once, names tools ``mcp_{server}_{tool}``, and never hangs on a
+dead or misbehaving server. Results are plain ``dict``/``list`` values:
+tool results are the MCP ``CallToolResult`` exactly as the server sent it.
+Errors are :class:`McpmuxError` subclasses, one per stable code.
+
+Threads: the engine runs on its own threads (one runtime per process); a
+blocking call releases the GIL while it waits; an async call never blocks
+the event loop. Hub objects may be shared between threads; an ``AsyncHub``
+may be used from any event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import collections.abc
+import inspect
+import os
+import threading
+import warnings
+import weakref
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+
+from . import _native
+from ._errors import (
+    Cancelled,
+    ConfigInvalid,
+    ConnectFailed,
+    Internal,
+    InvalidInput,
+    InvalidSession,
+    LimitExceeded,
+    McpmuxError,
+    ProtocolError,
+    ProviderError,
+    ReviewerNotFound,
+    RoundStillRunning,
+    ServerError,
+    Timeout,
+    ToolNotAllowed,
+    TransportClosed,
+    UnknownServer,
+    UnknownSkill,
+    UnknownTool,
+)
+
+__all__ = [
+    "Hub",
+    "AsyncHub",
+    "ERROR_CODES",
+    "McpmuxError",
+    "ConfigInvalid",
+    "InvalidInput",
+    "UnknownServer",
+    "UnknownTool",
+    "ToolNotAllowed",
+    "ConnectFailed",
+    "TransportClosed",
+    "Timeout",
+    "Cancelled",
+    "ProtocolError",
+    "ServerError",
+    "LimitExceeded",
+    "ProviderError",
+    "UnknownSkill",
+    "ReviewerNotFound",
+    "InvalidSession",
+    "RoundStillRunning",
+    "Internal",
+]
+
+#: The version of the mcpmux engine inside this package.
+__version__: str = _native.ENGINE_VERSION
+
+#: Every stable error code, as the engine lists them (DESIGN §7).
+ERROR_CODES: tuple = tuple(_native.ERROR_CODES)
+
+#: At interpreter exit, open hubs get this long (seconds) to let their
+#: servers exit after stdin is closed; what is left is then killed.
+EXIT_GRACE_SECONDS = 1.0
+
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
+
+
+def _config_args(config: Any) -> "tuple[str, Any]":
+    """``(kind, value)`` for the native ``connect``: a path, text or JSON value."""
+    if isinstance(config, Mapping):
+        return "json", config if isinstance(config, dict) else dict(config)
+    if isinstance(config, os.PathLike):
+        return "path", os.fsdecode(os.fspath(config))
+    if isinstance(config, str):
+        if os.path.isfile(config):
+            return "path", config
+        text = config.strip()
+        # One line with none of TOML's or JSON's marks: a file that is not there.
+        if text and "\n" not in text and "=" not in text and text[0] not in "{[":
+            return "path", config
+        return "text", config
+    raise InvalidInput(
+        "argument 'config' must be a path (str or os.PathLike), TOML or JSON text, "
+        f"or a dict, not {type(config).__name__!r}"
+    )
+
+
+def _warn_unclosed(hub: Any) -> None:
+    native = getattr(hub, "_native", None)
+    if native is not None and not native.closed:
+        try:
+            warnings.warn(f"unclosed {hub!r}", ResourceWarning, source=hub, stacklevel=2)
+        except Exception:  # interpreter shutting down
+            pass
+
+
+def _repr(hub: Any) -> str:
+    native = hub._native
+    if native.closed:
+        return f"<mcpmux.{type(hub).__name__} closed>"
+    servers = native.servers()
+    up = sum(1 for s in servers if s["state"] == "connected")
+    return f"<mcpmux.{type(hub).__name__} servers={len(servers)} connected={up}>"
+
+
+class Hub:
+    """Many MCP servers behind one tool list: the blocking API.
+
+    Create one with :meth:`Hub.connect`; close it with :meth:`close` or use
+    it as a context manager. Every method blocks the calling thread (with
+    the GIL released while the engine works) and may be called from several
+    threads at once. A closed hub raises :class:`TransportClosed` ("the hub
+    is closed") from every method but :meth:`close`. Ctrl-C interrupts a
+    waiting call (the request is cancelled).
+    """
+
+    __slots__ = ("_native", "__weakref__")
+
+    def __init__(self, native: Any) -> None:
+        """Internal: use :meth:`Hub.connect`."""
+        if not isinstance(native, _native.Hub):
+            raise InvalidInput("use mcpmux.Hub.connect(config) to create a Hub")
+        self._native = native
+
+    @classmethod
+    def connect(cls, config: Config) -> "Hub":
+        """Starts every enabled server of ``config`` at once and returns the hub.
+
+        ``config`` is a path (``str`` or ``pathlib.Path``) to a TOML or JSON
+        file, TOML or JSON text, or a ``dict`` in either shape
+        (``{"mcpServers": {...}}`` or ``{"mcp": {"servers": [...]}}``). A
+        ``str`` naming an existing file is read as a path. A server that
+        fails to start is marked ``failed`` (see :meth:`servers`); only an
+        invalid config raises (:class:`ConfigInvalid`).
+        """
+        kind, value = _config_args(config)
+        return cls(_native.Hub.connect(kind, value))
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    def servers(self) -> List[Dict[str, Any]]:
+        """The status of every configured server, in config order.
+
+        The same objects as ``mcpmux servers --json``: ``name``, ``type``,
+        ``state`` (``connected``, ``failed``, ``disabled``),
+        ``protocol_version``, ``server_info``, ``tool_count``, ``error``,
+        ``error_code``.
+        """
+        return self._native.servers()
+
+    def list_tools(self) -> List[Dict[str, Any]]:
+        """Every tool of every connected server, in config order.
+
+        The same objects as ``mcpmux tools --json``: ``name``
+        (``mcp_{server}_{tool}``), ``server``, ``tool``, ``title``,
+        ``description``, ``input_schema``, ``output_schema``, ``annotations``.
+        """
+        return self._native.list_tools()
+
+    def tools_for(self, format: str) -> Any:
+        """The tool list rendered for an LLM API: ``"anthropic"``,
+        ``"openai"`` (chat completions), ``"openai-responses"`` or ``"mcp"``."""
+        return self._native.tools_for(format)
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = None,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Dict[str, Any]:
+        """Calls tool ``name`` (its hub name) with ``arguments`` (a dict).
+
+        Returns the MCP ``CallToolResult`` as the server sent it. A tool's own
+        failure is a result with ``isError: True``, not an exception;
+        routing, transport and protocol failures raise :class:`McpmuxError`
+        subclasses (:class:`UnknownTool`, :class:`Timeout`, ...).
+        ``timeout`` (seconds) replaces the server's ``timeout_seconds`` for
+        this call; progress notifications reset it. ``on_progress(progress,
+        total, message)`` is called on this thread for each progress
+        notification.
+        """
+        return self._native.call_tool(name, arguments, timeout, on_progress)
+
+    def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Resources of every server (or of ``server``), each with a ``server`` key."""
+        return self._native.list_resources(server)
+
+    def list_resource_templates(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Resource templates of every server (or of ``server``), each with a ``server`` key."""
+        return self._native.list_resource_templates(server)
+
+    def read_resource(self, uri: str, server: Optional[str] = None) -> Dict[str, Any]:
+        """Reads ``uri`` (from ``server``, or from the server that lists it);
+        returns the ``resources/read`` result (``{"contents": [...]}``)."""
+        return self._native.read_resource(uri, server)
+
+    def list_prompts(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Prompts of every server (or of ``server``), each with a ``server`` key."""
+        return self._native.list_prompts(server)
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, str]] = None,
+        server: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Gets prompt ``name`` with ``arguments``; returns the ``prompts/get`` result."""
+        return self._native.get_prompt(name, arguments, server)
+
+    def refresh(self, server: str) -> None:
+        """Reconnects ``server`` and lists its tools again."""
+        self._native.refresh(server)
+
+    def close(self) -> None:
+        """Closes every server (stdin, then SIGTERM, then SIGKILL for stdio)
+        and waits until they are gone. Calling it again does nothing."""
+        self._native.close()
+
+    def __enter__(self) -> "Hub":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def __del__(self) -> None:
+        _warn_unclosed(self)
+
+
+# ---------------------------------------------------------------- asyncio
+
+_bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = (
+    weakref.WeakKeyDictionary()
+)
+_bridges_lock = threading.Lock()
+_get_running_loop = asyncio.get_running_loop
+
+
+def _bridge_for(loop: asyncio.AbstractEventLoop) -> Any:
+    """The native bridge of ``loop`` (created and registered on first use)."""
+    bridge = _bridges.get(loop)
+    if bridge is None:
+        with _bridges_lock:
+            bridge = _bridges.get(loop)
+            if bridge is None:
+                bridge = _native.Bridge()
+                loop.add_reader(bridge.fileno(), bridge.drain)
+                _bridges[loop] = bridge
+    return bridge
+
+
+_background: "set[asyncio.Future[Any]]" = set()
+
+
+def _loop_progress(callback: Optional[ProgressCallback]) -> Optional[ProgressCallback]:
+    """A progress callback for the loop's thread; a coroutine it returns runs as a task."""
+    if callback is None:
+        return None
+
+    def call(progress: float, total: Optional[float], message: Optional[str]) -> None:
+        result = callback(progress, total, message)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+    return call
+
+
+class _Connecting(collections.abc.Coroutine):
+    """What :meth:`AsyncHub.connect` returns: a coroutine (``await`` it, or
+    hand it to ``asyncio.create_task`` / ``asyncio.run``) that is also an
+    async context manager (``async with AsyncHub.connect(config) as hub:``
+    closes the hub at the end)."""
+
+    __slots__ = ("_coro", "_hub")
+
+    def __init__(self, coro: Any) -> None:
+        self._coro = coro
+        self._hub: Optional[AsyncHub] = None
+
+    def send(self, value: Any) -> Any:
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Any:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> "AsyncHub":
+        self._hub = await self._coro
+        return self._hub
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        if self._hub is not None:
+            await self._hub.close()
+
+
+class AsyncHub:
+    """Many MCP servers behind one tool list: the asyncio API.
+
+    The same methods as :class:`Hub`, as coroutines. Create one with
+    ``hub = await AsyncHub.connect(config)``, or use ``async with
+    AsyncHub.connect(config) as hub:`` to close it at the end. Calls never
+    block the event loop;
+    any number may be in flight (``asyncio.gather``). Cancelling the task
+    that awaits a call cancels the request (the server is sent
+    ``notifications/cancelled``). Needs an event loop with ``add_reader``
+    (the default loop on Linux and macOS, and uvloop).
+    """
+
+    __slots__ = ("_native", "_loop", "_bridge", "__weakref__")
+
+    def __init__(self, native: Any) -> None:
+        """Internal: use :meth:`AsyncHub.connect`."""
+        if not isinstance(native, _native.Hub):
+            raise InvalidInput("use await mcpmux.AsyncHub.connect(config) to create an AsyncHub")
+        self._native = native
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._bridge: Any = None
+
+    @classmethod
+    def connect(cls, config: Config) -> _Connecting:
+        """Starts every enabled server of ``config`` at once; gives the hub.
+
+        ``hub = await AsyncHub.connect(config)``, or ``async with
+        AsyncHub.connect(config) as hub:`` (closed at the end). It is a
+        coroutine, so ``asyncio.create_task`` and ``asyncio.wait_for`` take
+        it; cancelling it stops the servers it started. See
+        :meth:`Hub.connect` for what ``config`` may be.
+        """
+        return _Connecting(cls._connect(config))
+
+    @classmethod
+    async def _connect(cls, config: Config) -> "AsyncHub":
+        kind, value = _config_args(config)
+        return cls(await _run(_native.Hub.connect, kind, value))
+
+    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._bridge = _bridge_for(loop)
+        self._loop = loop
+
+    def _aio(self) -> "tuple[asyncio.Future[Any], Any]":
+        loop = _get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        return loop.create_future(), self._bridge
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._native.closed
+
+    async def servers(self) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.servers`."""
+        return self._native.servers()
+
+    async def list_tools(self) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_tools`."""
+        return self._native.list_tools()
+
+    async def tools_for(self, format: str) -> Any:
+        """See :meth:`Hub.tools_for`."""
+        return self._native.tools_for(format)
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = None,
+        on_progress: Optional[ProgressCallback] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.call_tool`. ``on_progress`` runs on the event
+        loop's thread; if it returns an awaitable, that runs as a task."""
+        loop = _get_running_loop()
+        if loop is not self._loop:
+            self._bind(loop)
+        future = loop.create_future()
+        pending = self._native.call_tool(
+            name,
+            arguments,
+            timeout,
+            on_progress and _loop_progress(on_progress),
+            (future, self._bridge),
+        )
+        if pending is None:  # finished at once (e.g. an unknown tool)
+            return future.result()
+        try:
+            return await future
+        except BaseException:
+            pending.cancel()
+            raise
+
+    async def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_resources`."""
+        return await self._call(self._native.list_resources, server)
+
+    async def list_resource_templates(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_resource_templates`."""
+        return await self._call(self._native.list_resource_templates, server)
+
+    async def read_resource(self, uri: str, server: Optional[str] = None) -> Dict[str, Any]:
+        """See :meth:`Hub.read_resource`."""
+        return await self._call(self._native.read_resource, uri, server)
+
+    async def list_prompts(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_prompts`."""
+        return await self._call(self._native.list_prompts, server)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, str]] = None,
+        server: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.get_prompt`."""
+        return await self._call(self._native.get_prompt, name, arguments, server)
+
+    async def refresh(self, server: str) -> None:
+        """See :meth:`Hub.refresh`."""
+        await self._call(self._native.refresh, server)
+
+    async def close(self) -> None:
+        """See :meth:`Hub.close`."""
+        await self._call(self._native.close)
+
+    async def _call(self, method: Callable[..., Any], *args: Any) -> Any:
+        aio = self._aio()
+        pending = method(*args, aio)
+        if pending is None:
+            return aio[0].result()
+        try:
+            return await aio[0]
+        except BaseException:
+            pending.cancel()
+            raise
+
+    async def __aenter__(self) -> "AsyncHub":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return _repr(self)
+
+    def __del__(self) -> None:
+        _warn_unclosed(self)
+
+
+async def _run(method: Callable[..., Any], *args: Any) -> Any:
+    """Runs a native method that takes ``aio`` last, on the running loop."""
+    loop = _get_running_loop()
+    future = loop.create_future()
+    pending = method(*args, (future, _bridge_for(loop)))
+    if pending is None:
+        return future.result()
+    try:
+        return await future
+    except BaseException:
+        pending.cancel()
+        raise
+
+
+# ---------------------------------------------------------------- process hooks
+
+
+def _after_fork_in_child() -> None:
+    _native.after_fork_in_child()
+    _bridges.clear()
+
+
+atexit.register(lambda: _native.shutdown(EXIT_GRACE_SECONDS))
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+

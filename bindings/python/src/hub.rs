@@ -1,0 +1,529 @@
+//! `_native.Hub`: one engine hub, for the Python `mcpmux.Hub` (sync) and
+//! `mcpmux.AsyncHub` (asyncio) classes.
+//!
+//! Every method that talks to servers takes a last argument `aio`: `None`
+//! runs it to completion on the calling thread with the GIL released and
+//! returns its value; a tuple `(asyncio_future, bridge)` starts it and
+//! returns at once (see [`crate::bridge::submit`]).
+//!
+//! Ownership: the Python object owns one clone of the engine hub. `close()`
+//! closes the servers; after it every method raises `TransportClosed`
+//! ("the hub is closed"). A hub garbage-collected while open is closed in
+//! the background; at interpreter exit [`shutdown`] closes what is left.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use mcpmux_core::{CallOptions, Config, Error, Hub, ProgressUpdate};
+use pyo3::prelude::*;
+use tokio::sync::mpsc;
+
+use crate::bridge::{self, Bridge, Exec, Op, Outcome};
+use crate::{convert, errors, runtime};
+
+/// How often a blocking call looks for signals (Ctrl-C) while it waits.
+const SIGNAL_CHECK: Duration = Duration::from_millis(100);
+
+/// The async form of a call: the asyncio future to complete and the loop's bridge.
+type Aio<'py> = (Bound<'py, PyAny>, Bound<'py, Bridge>);
+
+/// Every hub of this process that may still be open, for [`shutdown`].
+static LIVE: Mutex<Vec<Weak<HubState>>> = Mutex::new(Vec::new());
+
+struct HubState {
+    hub: Hub,
+    closed: AtomicBool,
+    /// The fork generation that created it (see [`runtime`]).
+    generation: u64,
+}
+
+impl HubState {
+    fn stale(&self) -> bool {
+        self.generation != runtime::generation()
+    }
+}
+
+impl Drop for HubState {
+    fn drop(&mut self) {
+        if self.stale() {
+            // Connected by the parent before fork(): its servers are the
+            // parent's; neither close nor kill them from here.
+            std::mem::forget(self.hub.clone());
+            return;
+        }
+        let _enter = runtime::get().ok().map(|rt| rt.enter());
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            // Garbage-collected while open: close gracefully in the background.
+            if let Ok(rt) = runtime::get() {
+                let hub = self.hub.clone();
+                rt.spawn(async move { hub.close().await });
+            }
+        }
+    }
+}
+
+/// An engine hub (see the module docs). Created by `Hub.connect`.
+#[pyclass(frozen, module = "mcpmux._native", name = "Hub")]
+pub struct NativeHub {
+    state: Arc<HubState>,
+}
+
+impl NativeHub {
+    /// Wraps a connected engine hub and registers it for [`shutdown`].
+    pub fn wrap(hub: Hub) -> NativeHub {
+        let state = Arc::new(HubState {
+            hub,
+            closed: AtomicBool::new(false),
+            generation: runtime::generation(),
+        });
+        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&state));
+        NativeHub { state }
+    }
+
+    /// The engine hub, unless this hub is closed (or from before fork()).
+    fn hub(&self) -> Result<&Hub, Error> {
+        if self.state.closed.load(Ordering::Acquire) {
+            return Err(errors::closed());
+        }
+        if self.state.stale() {
+            return Err(Error::TransportClosed(
+                "this hub was connected before fork(); connect again in this process".into(),
+            ));
+        }
+        Ok(&self.state.hub)
+    }
+
+    fn hub_py(&self, py: Python<'_>) -> PyResult<Hub> {
+        self.hub().cloned().map_err(|e| errors::to_py(py, &e))
+    }
+}
+
+#[pymethods]
+impl NativeHub {
+    /// Connects every enabled server of a config. `kind` says what `config`
+    /// is: `"path"` (a file), `"text"` (TOML or JSON) or `"json"` (a value
+    /// to serialize). Servers are started from engine threads.
+    #[staticmethod]
+    #[pyo3(signature = (kind, config, aio=None))]
+    fn connect(
+        py: Python<'_>,
+        kind: &str,
+        config: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let parsed = match kind {
+            "path" => Config::load(convert::string(config, "config")?),
+            "text" => Config::parse(&convert::string(config, "config")?),
+            "json" => Config::parse(&convert::to_json(config, "config")?.to_string()),
+            other => Err(Error::InvalidInput(format!(
+                "unknown config kind '{other}'"
+            ))),
+        }
+        .map_err(|e| errors::to_py(py, &e))?;
+        let op: Op = Box::pin(async move { Hub::connect(parsed).await.map(Outcome::Hub) });
+        run(py, op, aio, Exec::Worker)
+    }
+
+    /// Whether `close()` was called (or the hub is unusable after fork()).
+    #[getter]
+    fn closed(&self) -> bool {
+        self.hub().is_err()
+    }
+
+    /// The status of every configured server (`mcpmux servers --json`).
+    fn servers(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let hub = self.hub_py(py)?;
+        json_out(py, &hub.servers())
+    }
+
+    /// Every tool of every connected server (`mcpmux tools --json`).
+    fn list_tools(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let hub = self.hub_py(py)?;
+        let tools = now(hub.list_tools());
+        json_out(py, &tools)
+    }
+
+    /// The tool list rendered for an LLM API.
+    fn tools_for(&self, py: Python<'_>, format: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let format = convert::string(format, "format")?;
+        let hub = self.hub_py(py)?;
+        let value = hub.tools_for(&format).map_err(|e| errors::to_py(py, &e))?;
+        json_out(py, &value)
+    }
+
+    /// Calls a tool by its hub name; returns the MCP `CallToolResult`.
+    /// `on_progress(progress, total, message)` runs on the calling thread
+    /// (sync) or on the event loop's thread (async).
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None))]
+    fn call_tool(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        on_progress: Option<Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let name = convert::string(name, "name")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let on_progress = on_progress.filter(|c| !c.is_none());
+        if let Some(cb) = &on_progress {
+            if !cb.is_callable() {
+                return Err(errors::invalid(
+                    py,
+                    format!(
+                        "argument 'on_progress' must be callable or None, not {}",
+                        convert::type_name(cb)
+                    ),
+                ));
+            }
+        }
+        let hub = self.hub_py(py)?;
+        let mut opts = CallOptions {
+            timeout,
+            ..CallOptions::default()
+        };
+        match aio {
+            Some((future, bridge)) => {
+                if let Some(cb) = on_progress {
+                    opts.on_progress = Some(bridge::progress_to_bridge(&bridge, cb.unbind()));
+                }
+                let op: Op = Box::pin(async move {
+                    hub.call_tool(&name, arguments.as_ref(), &opts)
+                        .await
+                        .map(Outcome::Tool)
+                });
+                bridge::submit(py, &future, &bridge, op, Exec::Here)
+            }
+            None => {
+                let mut progress = None;
+                if let Some(cb) = on_progress {
+                    let (tx, rx) = mpsc::unbounded_channel::<ProgressUpdate>();
+                    opts.on_progress = Some(Arc::new(move |u| {
+                        let _ = tx.send(u);
+                    }));
+                    progress = Some((cb.unbind(), rx));
+                }
+                let op: Op = Box::pin(async move {
+                    hub.call_tool(&name, arguments.as_ref(), &opts)
+                        .await
+                        .map(Outcome::Tool)
+                });
+                block(py, op, Exec::Here, progress)?.into_py(py)
+            }
+        }
+    }
+
+    /// Resources of every server, or of `server`.
+    #[pyo3(signature = (server=None, aio=None))]
+    fn list_resources(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let list = hub.list_resources(server.as_deref()).await?;
+            Ok(json_outcome(&list))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Resource templates of every server, or of `server`.
+    #[pyo3(signature = (server=None, aio=None))]
+    fn list_resource_templates(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let list = hub.list_resource_templates(server.as_deref()).await?;
+            Ok(json_outcome(&list))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Reads a resource (`resources/read` result).
+    #[pyo3(signature = (uri, server=None, aio=None))]
+    fn read_resource(
+        &self,
+        py: Python<'_>,
+        uri: &Bound<'_, PyAny>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let uri = convert::string(uri, "uri")?;
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let value = hub.read_resource(&uri, server.as_deref()).await?;
+            Ok(json_outcome(&value))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Prompts of every server, or of `server`.
+    #[pyo3(signature = (server=None, aio=None))]
+    fn list_prompts(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let list = hub.list_prompts(server.as_deref()).await?;
+            Ok(json_outcome(&list))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Gets a prompt (`prompts/get` result).
+    #[pyo3(signature = (name, arguments=None, server=None, aio=None))]
+    fn get_prompt(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let name = convert::string(name, "name")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let value = hub
+                .get_prompt(&name, arguments.as_ref(), server.as_deref())
+                .await?;
+            Ok(json_outcome(&value))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Reconnects `server` and lists its tools again (on an engine thread,
+    /// since it starts a process).
+    #[pyo3(signature = (server, aio=None))]
+    fn refresh(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            hub.refresh(&server).await?;
+            Ok(Outcome::Unit)
+        });
+        run(py, op, aio, Exec::Worker)
+    }
+
+    /// Closes every server and waits until they are gone. Idempotent: a
+    /// second call returns at once.
+    #[pyo3(signature = (aio=None))]
+    fn close(&self, py: Python<'_>, aio: Option<Aio<'_>>) -> PyResult<Py<PyAny>> {
+        let stale = self.state.stale();
+        let op: Op = if stale || self.state.closed.swap(true, Ordering::AcqRel) {
+            Box::pin(async { Ok(Outcome::Unit) })
+        } else {
+            let hub = self.state.hub.clone();
+            Box::pin(async move {
+                hub.close().await;
+                Ok(Outcome::Unit)
+            })
+        };
+        // On an engine thread: closing waits for processes to exit.
+        run(py, op, aio, Exec::Worker)
+    }
+}
+
+/// Runs `op` blocking (no `aio`) or as an asyncio future.
+fn run(py: Python<'_>, op: Op, aio: Option<Aio<'_>>, exec: Exec) -> PyResult<Py<PyAny>> {
+    match aio {
+        Some((future, bridge)) => bridge::submit(py, &future, &bridge, op, exec),
+        None => block(py, op, exec, None)?.into_py(py),
+    }
+}
+
+/// A progress callback of a blocking call and the updates for it.
+type Progress = (Py<PyAny>, mpsc::UnboundedReceiver<ProgressUpdate>);
+
+/// Runs `op` to completion with the GIL released. Every
+/// [`SIGNAL_CHECK`] it looks for signals, so Ctrl-C interrupts the wait
+/// (and cancels the request); progress callbacks run on this thread.
+fn block(py: Python<'_>, op: Op, exec: Exec, progress: Option<Progress>) -> PyResult<Outcome> {
+    let rt = runtime::get().map_err(|e| errors::to_py(py, &e))?;
+    let op = bridge::guarded(op);
+    let nested = tokio::runtime::Handle::try_current().is_ok();
+    let result: Result<Result<Outcome, Error>, PyErr> = py.detach(move || {
+        if exec == Exec::Here && !nested {
+            return rt.block_on(wait(op, progress));
+        }
+        // On an engine thread; wait for it from here.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = rt.spawn(async move {
+            let _ = tx.send(op.await);
+        });
+        let waited = if nested {
+            // Already inside some tokio runtime (not ours): block this thread
+            // on a plain channel instead of entering a runtime.
+            let (tx2, rx2) = std::sync::mpsc::channel();
+            rt.spawn(async move {
+                let _ = tx2.send(wait(rx, progress).await);
+            });
+            rx2.recv().unwrap_or_else(|_| {
+                Ok(Ok(Err(Error::Internal(
+                    "the engine task ended without an answer".into(),
+                ))))
+            })
+        } else {
+            rt.block_on(wait(rx, progress))
+        };
+        if waited.is_err() {
+            task.abort();
+        }
+        waited.map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "the engine task ended without an answer".into(),
+                ))
+            })
+        })
+    });
+    match result {
+        Ok(Ok(outcome)) => Ok(outcome),
+        Ok(Err(e)) => Err(errors::to_py(py, &e)),
+        Err(interrupted) => Err(interrupted),
+    }
+}
+
+/// Awaits `fut`, checking for signals and running progress callbacks.
+async fn wait<F: Future + Unpin>(
+    mut fut: F,
+    mut progress: Option<Progress>,
+) -> Result<F::Output, PyErr> {
+    let mut tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
+    loop {
+        let update = async {
+            match progress.as_mut() {
+                Some((_, rx)) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            out = &mut fut => {
+                // Progress that arrived just before the result is delivered first.
+                if let Some((cb, rx)) = progress.as_mut() {
+                    while let Ok(u) = rx.try_recv() {
+                        Python::attach(|py| bridge::call_progress(py, cb, u));
+                    }
+                }
+                return Ok(out);
+            }
+            Some(u) = update => {
+                if let Some((cb, _)) = &progress {
+                    Python::attach(|py| bridge::call_progress(py, cb, u));
+                }
+            }
+            _ = tick.tick() => Python::attach(|py| py.check_signals())?,
+        }
+    }
+}
+
+/// Runs a future of the engine that never waits (such as `list_tools`,
+/// which reads the hub's index) on this thread.
+fn now<F: Future>(fut: F) -> F::Output {
+    let mut fut = pin!(fut);
+    let _enter = runtime::get().ok().map(|rt| rt.enter());
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            return v;
+        }
+        // Not expected; should the engine ever wait here, wait politely.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn json_outcome<T: serde::Serialize + ?Sized>(value: &T) -> Outcome {
+    match serde_json::to_string(value) {
+        Ok(text) => Outcome::Json(text),
+        Err(_) => Outcome::Json("null".into()),
+    }
+}
+
+fn json_out<T: serde::Serialize + ?Sized>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
+    json_outcome(value).into_py(py)
+}
+
+/// Closes every hub of this process that is still open, all at once,
+/// giving them `grace_seconds` to exit after their stdin is closed; what is
+/// left then is killed (SIGKILL to its process group). Registered with
+/// `atexit` by the Python layer, so that interpreter exit never hangs and
+/// leaves no server behind.
+#[pyfunction]
+pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
+    let hubs: Vec<Hub> = {
+        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
+        live.drain(..)
+            .filter_map(|w| w.upgrade())
+            .filter(|s| !s.stale() && !s.closed.swap(true, Ordering::AcqRel))
+            .map(|s| s.hub.clone())
+            .collect()
+    };
+    if hubs.is_empty() {
+        return Ok(());
+    }
+    let rt = runtime::get().map_err(|e| errors::to_py(py, &e))?;
+    let grace = Duration::try_from_secs_f64(grace_seconds).unwrap_or(Duration::from_secs(1));
+    py.detach(move || {
+        let all = async move {
+            let closes = hubs.iter().map(|h| {
+                let h = h.clone();
+                async move { h.close().await }
+            });
+            // Dropping the unfinished closes (on timeout) drops the last
+            // handles on their servers, which kills their process groups.
+            let _ = tokio::time::timeout(grace, join_all(closes)).await;
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            all.await;
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(grace + Duration::from_secs(2));
+    });
+    Ok(())
+}
+
+/// Awaits every future of `futs` concurrently.
+async fn join_all<F: Future<Output = ()>>(futs: impl IntoIterator<Item = F>) {
+    let mut set = Vec::new();
+    for f in futs {
+        set.push(Box::pin(f));
+    }
+    std::future::poll_fn(|cx| {
+        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
+        if set.is_empty() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+}

@@ -1,0 +1,44 @@
+//! `mcpmux._native`: the extension module behind the `mcpmux` Python package.
+//!
+//! The documented public API is the Python layer (`python/mcpmux/__init__.py`,
+//! typed in `__init__.pyi`); it calls this module. This crate stays thin
+//! (DESIGN §1): argument conversion ([`convert`]), handing engine errors to
+//! the Python exception classes ([`errors`]), and async bridging
+//! ([`bridge`]). The engine itself is `mcpmux-core`.
+//!
+//! Threads: one tokio multi-thread runtime per process ([`runtime`]),
+//! created on first use and never dropped; its threads run the transports.
+//! A sync call runs the engine's future on the calling thread (`block_on`)
+//! with the GIL released. An async call's future is polled on the event
+//! loop's thread, or runs as a runtime task when it may start a server;
+//! outcomes reach the loop through a [`bridge::Bridge`]. Engine threads
+//! never take the GIL.
+
+mod bridge;
+mod convert;
+mod errors;
+mod hub;
+mod runtime;
+
+use pyo3::prelude::*;
+
+/// The `mcpmux._native` module: `Hub`, `Bridge`, `Pending`, and the
+/// process-wide helpers `shutdown`, `after_fork_in_child` and `version`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<hub::NativeHub>()?;
+    m.add_class::<bridge::Bridge>()?;
+    m.add_class::<bridge::Pending>()?;
+    m.add_function(wrap_pyfunction!(hub::shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;
+    m.add("ENGINE_VERSION", mcpmux_core::VERSION)?;
+    m.add("ERROR_CODES", mcpmux_core::error::ALL_CODES.to_vec())?;
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    m.add("BUILD_PROFILE", profile)?;
+    Ok(())
+}

@@ -1,0 +1,177 @@
+"""The asyncio API (mcpmux.AsyncHub) against the demo server and server-everything."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+import mcpmux
+from conftest import config, demo, everything
+
+
+async def test_connect_await_and_call():
+    hub = await mcpmux.AsyncHub.connect(config(demo=demo()))
+    try:
+        assert isinstance(hub, mcpmux.AsyncHub)
+        servers = await hub.servers()
+        assert servers[0]["state"] == "connected"
+        tools = await hub.list_tools()
+        assert "mcp_demo_echo" in [t["name"] for t in tools]
+        result = await hub.call_tool("mcp_demo_echo", {"text": "async"})
+        assert result == {"content": [{"type": "text", "text": "async"}]}
+        assert (await hub.call_tool("mcp_demo_add", {"a": 20, "b": 22}))["structuredContent"] == {"sum": 42}
+        assert (await hub.call_tool("mcp_demo_fail"))["isError"] is True
+    finally:
+        await hub.close()
+    assert hub.closed
+
+
+async def test_async_with_closes():
+    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+        assert (await hub.call_tool("mcp_demo_echo", {"text": "x"}))["content"][0]["text"] == "x"
+    assert hub.closed
+    # connect is a real coroutine: tasks and wait_for take it
+    # connect is a coroutine too: tasks and wait_for take it
+    hub2 = await asyncio.wait_for(asyncio.create_task(mcpmux.AsyncHub.connect(config(demo=demo()))), 30)
+    async with hub2:
+        assert not hub2.closed
+    assert hub2.closed
+    async with await mcpmux.AsyncHub.connect(config(demo=demo())) as hub3:
+        assert not hub3.closed
+    assert hub3.closed
+
+
+async def test_200_concurrent_calls_on_two_servers():
+    async with mcpmux.AsyncHub.connect(config(demo=demo(), everything=everything())) as hub:
+        calls = []
+        for i in range(200):
+            if i % 4 == 0:
+                calls.append(hub.call_tool("mcp_everything_echo", {"message": f"m{i}"}))
+            else:
+                calls.append(hub.call_tool("mcp_demo_echo", {"text": f"t{i}"}))
+        results = await asyncio.gather(*calls)
+        for i, r in enumerate(results):
+            expected = f"Echo: m{i}" if i % 4 == 0 else f"t{i}"
+            assert r["content"][0]["text"] == expected
+
+
+async def test_concurrent_slow_calls_overlap():
+    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        results = await asyncio.gather(
+            *(hub.call_tool("mcp_demo_slow", {"seconds": 0.5, "steps": 0}) for _ in range(20))
+        )
+        elapsed = loop.time() - start
+        assert all(r["content"][0]["text"].startswith("done") for r in results)
+        # 20 calls of 0.5 s each, in parallel: nowhere near 10 s.
+        assert elapsed < 5, elapsed
+
+
+async def test_event_loop_is_not_blocked_during_a_call():
+    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        t = asyncio.ensure_future(ticker())
+        await hub.call_tool("mcp_demo_slow", {"seconds": 0.5, "steps": 0})
+        t.cancel()
+        assert ticks >= 10
+
+
+async def test_resources_prompts_refresh_and_tools_for():
+    async with mcpmux.AsyncHub.connect(config(demo=demo(), everything=everything())) as hub:
+        resources = await hub.list_resources()
+        assert {r["server"] for r in resources} == {"demo", "everything"}
+        templates = await hub.list_resource_templates("demo")
+        assert templates[0]["uriTemplate"] == "demo://item/{id}"
+        readme = await hub.read_resource("demo://readme", "demo")
+        assert "demo server" in readme["contents"][0]["text"]
+        prompts = await hub.list_prompts("everything")
+        assert prompts and all(p["server"] == "everything" for p in prompts)
+        greet = await hub.get_prompt("greet", {"name": "Grace"}, "demo")
+        assert "Grace" in str(greet)
+        await hub.refresh("demo")
+        assert (await hub.call_tool("mcp_demo_echo", {"text": "r"}))["content"][0]["text"] == "r"
+        assert (await hub.tools_for("anthropic"))[0]["name"].startswith("mcp_")
+
+
+async def test_progress_on_the_loop_thread_sync_and_async_callbacks():
+    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+        seen = []
+        async_seen = []
+        me = threading.get_ident()
+
+        def cb(p, total, message):
+            seen.append((p, total, message, threading.get_ident()))
+
+        async def acb(p, total, message):
+            async_seen.append(p)
+
+        await hub.call_tool("mcp_demo_slow", {"seconds": 0.3, "steps": 3}, on_progress=cb)
+        assert [s[0] for s in seen] == [1, 2, 3]
+        assert all(s[3] == me and s[1] == 3 for s in seen)
+        await hub.call_tool("mcp_demo_slow", {"seconds": 0.3, "steps": 3}, on_progress=acb)
+        await asyncio.sleep(0.05)
+        assert async_seen == [1, 2, 3]
+
+
+def test_one_hub_on_several_loops_one_after_another():
+    async def connect():
+        return await mcpmux.AsyncHub.connect(config(demo=demo()))
+
+    hub = asyncio.run(connect())
+    try:
+        for i in range(3):
+
+            async def call(i=i):
+                return await hub.call_tool("mcp_demo_echo", {"text": f"loop{i}"})
+
+            assert asyncio.run(call())["content"][0]["text"] == f"loop{i}"
+    finally:
+        asyncio.run(hub.close())
+
+
+def test_loops_in_several_threads_at_once():
+    hub = asyncio.run(mcpmux.AsyncHub.connect(config(demo=demo())))
+    errors = []
+
+    def run(i: int) -> None:
+        async def many():
+            results = await asyncio.gather(*(hub.call_tool("mcp_demo_echo", {"text": f"{i}-{j}"}) for j in range(50)))
+            assert [r["content"][0]["text"] for r in results] == [f"{i}-{j}" for j in range(50)]
+
+        try:
+            asyncio.run(many())
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    asyncio.run(hub.close())
+    assert not errors
+
+
+async def test_errors_raise_from_await():
+    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+        with pytest.raises(mcpmux.UnknownTool):
+            await hub.call_tool("mcp_demo_nope")
+        with pytest.raises(mcpmux.Timeout):
+            await hub.call_tool("mcp_demo_slow", {"seconds": 5, "steps": 0}, timeout=0.2)
+        with pytest.raises(mcpmux.ServerError) as info:
+            await hub.read_resource("demo://missing", "demo")
+        assert info.value.rpc_code == -32002
+        with pytest.raises(mcpmux.InvalidInput):
+            await hub.call_tool("mcp_demo_echo", ["not", "a", "dict"])
+        with pytest.raises(mcpmux.ConfigInvalid):
+            await mcpmux.AsyncHub.connect({"nothing": 1})
