@@ -517,7 +517,11 @@ async fn connects_servers_concurrently() {
     let start = Instant::now();
     let hub = Hub::connect(config(&entries)).await.unwrap();
     let took = start.elapsed();
-    assert!(hub.servers().iter().all(|s| s.state == "connected"), "{:?}", hub.servers());
+    assert!(
+        hub.servers().iter().all(|s| s.state == "connected"),
+        "{:?}",
+        hub.servers()
+    );
     assert!(took < Duration::from_millis(4000), "connect took {took:?}");
     hub.close().await;
 }
