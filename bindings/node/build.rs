@@ -1,0 +1,5 @@
+//! Build script: napi-build sets the linker flags a Node addon needs.
+
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,225 @@
+// Type definitions for the `mcpmux` package (the public API of index.js /
+// index.mjs). The native addon's own generated types are in native.d.ts.
+
+/** The stable error codes (DESIGN §7), the same in every mcpmux front end. */
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'INVALID_INPUT'
+  | 'UNKNOWN_SERVER'
+  | 'UNKNOWN_TOOL'
+  | 'TOOL_NOT_ALLOWED'
+  | 'CONNECT_FAILED'
+  | 'TRANSPORT_CLOSED'
+  | 'TIMEOUT'
+  | 'CANCELLED'
+  | 'PROTOCOL_ERROR'
+  | 'SERVER_ERROR'
+  | 'LIMIT_EXCEEDED'
+  | 'PROVIDER_ERROR'
+  | 'UNKNOWN_SKILL'
+  | 'REVIEWER_NOT_FOUND'
+  | 'INVALID_SESSION'
+  | 'ROUND_STILL_RUNNING'
+  | 'INTERNAL'
+
+/** Every error code, in the engine's order. */
+export declare const ERROR_CODES: readonly ErrorCode[]
+
+/** The version of the mcpmux engine inside the native addon. */
+export declare const version: string
+
+/**
+ * An error from mcpmux. Every rejection of a {@link Hub} method is one.
+ *
+ * @example
+ * try { await hub.callTool('mcp_fs_read', { path }) }
+ * catch (e) { if (e instanceof McpmuxError && e.code === 'TIMEOUT') retry() }
+ */
+export declare class McpmuxError extends Error {
+  constructor(code: ErrorCode, message: string, extra?: { rpcCode?: number; data?: unknown; cause?: unknown })
+  readonly name: 'McpmuxError'
+  /** What went wrong, as a stable code (DESIGN §7). */
+  readonly code: ErrorCode
+  /** The JSON-RPC error code the server sent (`SERVER_ERROR` only). */
+  readonly rpcCode?: number
+  /** The `data` member of the server's JSON-RPC error, when it sent one. */
+  readonly data?: unknown
+}
+
+/** One server entry of the JSON config shape (`.mcp.json`). */
+export interface ServerEntry {
+  /** `stdio` (default when `command` is set), `http`, `streamable-http`, `sse`, `websocket`, `ws`. */
+  type?: string
+  command?: string
+  args?: string[]
+  env?: Record<string, string>
+  cwd?: string
+  url?: string
+  headers?: Record<string, string>
+  enabled?: boolean
+  /** Per-request timeout; progress notifications reset it. */
+  timeout_seconds?: number
+  max_total_timeout_seconds?: number
+  max_message_bytes?: number
+  protocol_version?: string
+  [key: string]: unknown
+}
+
+/**
+ * A config object: the JSON shape other MCP clients use
+ * (`{ mcpServers: { name: entry } }`) or the TOML shape as an object
+ * (`{ mcp: { servers: [{ name, ...entry }] } }`). `${VAR}` and
+ * `${VAR:-default}` expand in every string.
+ */
+export type ConfigObject =
+  | { mcpServers: Record<string, ServerEntry>; [key: string]: unknown }
+  | { mcp: { servers: Array<ServerEntry & { name: string }>; [key: string]: unknown }; [key: string]: unknown }
+
+/**
+ * What {@link Hub.connect} accepts: a file path or `file:` URL (TOML, or
+ * JSON for `.json`), TOML or JSON text (a string with a line break, or one
+ * that starts with `{` or `[`), or a config object.
+ */
+export type Config = string | URL | ConfigObject
+
+/** The health of one configured server (an object of `mcpmux servers --json`). */
+export interface ServerStatus {
+  name: string
+  type: 'stdio' | 'http' | 'sse' | 'websocket'
+  state: 'connected' | 'failed' | 'disabled'
+  protocol_version: string | null
+  server_info: { name: string; version: string; [key: string]: unknown } | null
+  tool_count: number
+  /** Why it failed, when it did. */
+  error: string | null
+  error_code: ErrorCode | null
+}
+
+/** One tool as the hub offers it (an object of `mcpmux tools --json`). */
+export interface HubTool {
+  /** Hub-wide name, `mcp_{server}_{tool}`: pass it to {@link Hub.callTool}. */
+  name: string
+  server: string
+  /** The server's own name for the tool. */
+  tool: string
+  title: string | null
+  description: string | null
+  input_schema: Record<string, unknown>
+  output_schema: Record<string, unknown> | null
+  annotations: Record<string, unknown> | null
+}
+
+/** An MCP content block (`text`, `image`, `audio`, `resource_link`, `resource`). */
+export interface ContentBlock {
+  type: string
+  text?: string
+  [key: string]: unknown
+}
+
+/** The MCP `CallToolResult`, exactly as the server sent it. */
+export interface CallToolResult {
+  content: ContentBlock[]
+  structuredContent?: Record<string, unknown>
+  /** `true` when the tool itself failed (the call still resolves). */
+  isError?: boolean
+  _meta?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+/** A progress notification of a pending call. */
+export interface Progress {
+  progress: number
+  total?: number
+  message?: string
+}
+
+export interface CallOptions {
+  /** Time allowed without a response or progress (default: the server's `timeout_seconds`). */
+  timeoutMs?: number
+  /**
+   * Cancels the call: the server is sent `notifications/cancelled` and the
+   * promise rejects at once with an {@link McpmuxError} `CANCELLED` whose
+   * `cause` is the signal's reason.
+   */
+  signal?: AbortSignal
+  /** Called on the JavaScript thread for each progress notification. */
+  onProgress?: (progress: Progress) => void
+}
+
+export interface ServerOption {
+  /** Only this server (by its configured name). */
+  server?: string
+}
+
+/** A resource, resource template or prompt as the server lists it, plus `server`. */
+export interface Listed {
+  server: string
+  name: string
+  [key: string]: unknown
+}
+
+/**
+ * Many MCP servers behind one tool list. Every method returns a Promise;
+ * engine work runs on the addon's own threads, never on the event loop.
+ * An open hub never keeps the process alive; its servers end with the
+ * process, or when the hub is garbage collected. Call {@link Hub.close}
+ * to stop them gracefully.
+ */
+export declare class Hub {
+  private constructor()
+
+  /**
+   * Starts every enabled server at once. A server that fails to start is
+   * marked failed (see {@link Hub.servers}) and the others work; only an
+   * invalid config rejects (`CONFIG_INVALID`).
+   */
+  static connect(config: Config): Promise<Hub>
+
+  /** Whether {@link Hub.close} was called. */
+  readonly closed: boolean
+
+  /** The status of every configured server, in config order. */
+  servers(): Promise<ServerStatus[]>
+
+  /** Every tool of every connected server. */
+  listTools(): Promise<HubTool[]>
+
+  /** The tool list rendered for an LLM API. */
+  toolsFor(format: 'anthropic' | 'openai' | 'openai-responses' | 'mcp'): Promise<Array<Record<string, unknown>>>
+
+  /**
+   * Calls a tool by its hub name. A tool's own failure resolves with
+   * `isError: true`; transport and protocol failures reject with an
+   * {@link McpmuxError} (`UNKNOWN_TOOL`, `TIMEOUT`, `CANCELLED`,
+   * `TRANSPORT_CLOSED`, `PROTOCOL_ERROR`, `SERVER_ERROR`, ...).
+   */
+  callTool(name: string, args?: Record<string, unknown> | null, options?: CallOptions): Promise<CallToolResult>
+
+  /** Every resource of every server (or of `options.server`). */
+  listResources(options?: ServerOption): Promise<Listed[]>
+
+  /** Every resource template of every server (or of `options.server`). */
+  listResourceTemplates(options?: ServerOption): Promise<Listed[]>
+
+  /** Reads a resource (the MCP `ReadResourceResult`). */
+  readResource(uri: string, options?: ServerOption): Promise<{ contents: Array<Record<string, unknown>>; [key: string]: unknown }>
+
+  /** Every prompt of every server (or of `options.server`). */
+  listPrompts(options?: ServerOption): Promise<Listed[]>
+
+  /** Gets a prompt (the MCP `GetPromptResult`). */
+  getPrompt(
+    name: string,
+    args?: Record<string, string> | null,
+    options?: ServerOption,
+  ): Promise<{ messages: Array<Record<string, unknown>>; description?: string; [key: string]: unknown }>
+
+  /** Reconnects a server and lists its tools again. */
+  refresh(server: string): Promise<void>
+
+  /**
+   * Closes every server (stdin, then SIGTERM, then SIGKILL) and waits until
+   * they are gone. Later calls reject with `TRANSPORT_CLOSED`.
+   */
+  close(): Promise<void>
+}

@@ -1,0 +1,9 @@
+// ES module entry of mcpmux: the same objects as the CommonJS entry
+// (index.js), so `instanceof McpmuxError` holds whichever way it was loaded.
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const mcpmux = require('./index.js')
+
+export const { Hub, McpmuxError, ERROR_CODES, version } = mcpmux
+export default mcpmux

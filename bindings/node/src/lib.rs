@@ -1,0 +1,752 @@
+//! # mcpmux-node
+//!
+//! The native half of the `mcpmux` npm package (napi-rs). It stays thin:
+//! argument conversion, async bridging, and error mapping (in [`error`]).
+//! The public JavaScript API (`Hub`, `McpmuxError`, AbortSignal handling)
+//! lives in `index.js`, which drives the classes below; they are not meant
+//! to be used directly.
+//!
+//! ## How an operation reaches JavaScript
+//!
+//! The engine's I/O (server processes, pipes, timers) runs on a tokio
+//! runtime owned by this addon (threads named `mcpmux-node`), never on the
+//! JavaScript thread. Each asynchronous operation gets a numeric id from
+//! JavaScript and ends as one completion `(id, outcome)` on the
+//! [`Dispatcher`]'s queue. The first push into an empty queue wakes the
+//! JavaScript thread once (one threadsafe-function call), which then takes
+//! the whole queue as one batch and settles the matching promises: under
+//! load many completions share one wake-up. Results travel as raw JSON
+//! text that JavaScript parses itself.
+//!
+//! - Connect, list, read, prompt, refresh and close run as tasks on the
+//!   runtime; the task posts the completion.
+//! - `callTool` is the hot path: its future (core's `Hub::call_tool`) is
+//!   polled on the JavaScript thread, once when the call is made (which
+//!   writes the request straight to the server's pipe with one
+//!   non-blocking `write`) and again whenever the runtime wakes it (the
+//!   response, a timeout): the waker queues the call on the dispatcher, and
+//!   the JavaScript thread polls it while it takes the batch. So a call
+//!   costs no task hand-off and no extra thread hop; each poll only does
+//!   non-blocking work (routing, encoding, a pipe write, reading the
+//!   response the runtime already received). Dropping the future (on
+//!   abort) sends `notifications/cancelled`.
+//!
+//! ## Keeping the process alive
+//!
+//! The dispatcher's threadsafe function is created unreferenced: an idle
+//! hub, open or closed, never keeps Node running. The wrapper calls
+//! [`Dispatcher::hold`] while at least one operation is pending and
+//! [`Dispatcher::release`] when none is, so a pending `await` does keep the
+//! process alive, as Node users expect. When the process exits with a hub
+//! still open, its server processes die with it (core starts them in their
+//! own process group with a parent-death signal tied to the runtime's
+//! threads, which live as long as the process); a hub that becomes garbage
+//! kills its servers when it is finalized.
+
+mod error;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use futures::FutureExt;
+use mcpmux_core::{CallOptions, Config, Error, Hub, ProgressUpdate, ToolResult};
+use napi::bindgen_prelude::{Function, JsValuesTupleIntoVec, ToNapiValue};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::{sys, Env, Status};
+use napi_derive::napi;
+use serde_json::Value;
+
+use crate::error::{error_json, internal, invalid_input};
+
+/// Outcome kinds as JavaScript sees them in a batch (`index.js` mirrors these).
+const KIND_JSON: u32 = 0;
+const KIND_ERROR: u32 = 1;
+const KIND_HUB: u32 = 2;
+const KIND_VOID: u32 = 3;
+const KIND_PROGRESS: u32 = 4;
+
+/// The longest per-call timeout accepted (about 31 years), so that the
+/// conversion to a [`Duration`] cannot overflow.
+const MAX_TIMEOUT_MS: f64 = 1e12;
+
+/// What one operation hands back to JavaScript.
+enum Outcome {
+    /// A tool result (its JSON text goes to JavaScript unchanged).
+    Tool(ToolResult),
+    /// A result as JSON text (JavaScript parses it).
+    Json(String),
+    /// An error as the JSON text of [`error::error_json`].
+    Failed(String),
+    /// A connected hub, wrapped into a [`NativeHub`] on the JavaScript thread.
+    Hub(Hub),
+    /// Success without a value.
+    Done,
+    /// A progress notification of a pending call, as JSON text (does not
+    /// settle the call).
+    Progress(String),
+}
+
+impl Outcome {
+    fn from_result(result: Result<Outcome, Error>) -> Outcome {
+        result.unwrap_or_else(|e| Outcome::Failed(error_json(&e)))
+    }
+}
+
+/// One finished operation, waiting for the JavaScript thread.
+struct Completion {
+    id: u32,
+    outcome: Outcome,
+}
+
+/// Work waiting for the JavaScript thread.
+#[derive(Default)]
+struct Queue {
+    /// Finished operations.
+    done: Vec<Completion>,
+    /// Calls whose future was woken and must be polled again.
+    ready: Vec<Arc<CallTask>>,
+}
+
+impl Queue {
+    fn is_empty(&self) -> bool {
+        self.done.is_empty() && self.ready.is_empty()
+    }
+}
+
+/// The state shared by the dispatcher, the native hubs and the worker tasks.
+struct Shared {
+    /// What the JavaScript thread has not taken yet.
+    queue: Mutex<Queue>,
+    /// The sink, to give to hubs created on the JavaScript thread.
+    sink: OnceLock<Weak<Sink>>,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The queue plus the threadsafe function that wakes JavaScript.
+struct Sink {
+    shared: Arc<Shared>,
+    tsfn: ThreadsafeFunction<(), (), Batch, Status, false, true>,
+}
+
+impl Sink {
+    /// Queues a completion. Any thread.
+    fn post(&self, id: u32, outcome: Outcome) {
+        self.push(|q| q.done.push(Completion { id, outcome }));
+    }
+
+    /// Queues a woken call for polling. Any thread.
+    fn schedule(&self, task: Arc<CallTask>) {
+        self.push(|q| q.ready.push(task));
+    }
+
+    /// Wakes the JavaScript thread when the queue was empty (otherwise a
+    /// wake-up is already on its way).
+    fn push(&self, add: impl FnOnce(&mut Queue)) {
+        let was_empty = {
+            let mut queue = self.shared.queue();
+            let was_empty = queue.is_empty();
+            add(&mut queue);
+            was_empty
+        };
+        if was_empty {
+            // Fails only while the environment is being torn down, when no
+            // one is left to settle.
+            let _ = self.tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+}
+
+type CallFuture = Pin<Box<dyn Future<Output = Result<Outcome, Error>> + Send>>;
+
+/// A hub's pending calls that can be cancelled, by id.
+type CallTable = Arc<Mutex<HashMap<u32, Arc<CallTask>>>>;
+
+/// One pending `callTool`: its future, polled on the JavaScript thread only
+/// (see the crate docs). Its waker (any thread) queues it on the sink.
+struct CallTask {
+    id: u32,
+    sink: Arc<Sink>,
+    /// `None` once finished or cancelled.
+    future: Mutex<Option<CallFuture>>,
+    /// Already in the sink's ready list.
+    queued: AtomicBool,
+    /// The hub's table of cancellable calls, when this call is one.
+    cancellable: Option<CallTable>,
+}
+
+impl Wake for CallTask {
+    fn wake(self: Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            let sink = self.sink.clone();
+            sink.schedule(self);
+        }
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.queued.swap(true, Ordering::AcqRel) {
+            self.sink.schedule(self.clone());
+        }
+    }
+}
+
+impl CallTask {
+    /// Polls the call once; its outcome when it finished. JavaScript thread,
+    /// inside the runtime's context.
+    fn poll(self: &Arc<Self>) -> Option<Outcome> {
+        self.queued.store(false, Ordering::Release);
+        let mut slot = self.future.lock().unwrap_or_else(|p| p.into_inner());
+        let future = slot.as_mut()?;
+        let waker = Waker::from(self.clone());
+        let mut cx = Context::from_waker(&waker);
+        let outcome =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx))) {
+                Ok(Poll::Pending) => return None,
+                Ok(Poll::Ready(result)) => Outcome::from_result(result),
+                Err(_) => Outcome::Failed(error_json(&internal("mcpmux panicked (a bug)"))),
+            };
+        *slot = None;
+        drop(slot);
+        if let Some(table) = &self.cancellable {
+            table
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&self.id);
+        }
+        Some(outcome)
+    }
+}
+
+/// Completions taken off the queue, handed to JavaScript as two arguments:
+/// the JSON text of a flat array `[id, kind, payload, ...]` (results and
+/// errors are embedded as the JSON they already are, so JavaScript parses
+/// the whole batch at once), and an array of the [`NativeHub`]s that
+/// `kind` 2 payloads index (`undefined` when there are none).
+pub struct Batch {
+    items: Vec<Completion>,
+    sink: Option<Arc<Sink>>,
+}
+
+impl JsValuesTupleIntoVec for Batch {
+    // napi-rs calls this on the JavaScript thread with the live `env` of the
+    // threadsafe-function callback; the trait's signature is napi-rs's.
+    #[allow(clippy::not_unsafe_ptr_arg_deref)]
+    fn into_vec(self, env: sys::napi_env) -> napi::Result<Vec<sys::napi_value>> {
+        use std::fmt::Write as _;
+        let size: usize = self
+            .items
+            .iter()
+            .map(|c| {
+                16 + match &c.outcome {
+                    Outcome::Tool(r) => r.json().len(),
+                    Outcome::Json(t) | Outcome::Failed(t) | Outcome::Progress(t) => t.len(),
+                    Outcome::Hub(_) | Outcome::Done => 4,
+                }
+            })
+            .sum();
+        let mut text = String::with_capacity(size + 2);
+        let mut hubs = Vec::new();
+        text.push('[');
+        for (i, Completion { id, outcome }) in self.items.into_iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            let kind = match &outcome {
+                Outcome::Tool(_) | Outcome::Json(_) => KIND_JSON,
+                Outcome::Failed(_) => KIND_ERROR,
+                Outcome::Progress(_) => KIND_PROGRESS,
+                Outcome::Done => KIND_VOID,
+                Outcome::Hub(_) if self.sink.is_some() => KIND_HUB,
+                Outcome::Hub(_) => KIND_ERROR,
+            };
+            let _ = write!(text, "{id},{kind},");
+            match outcome {
+                Outcome::Tool(result) => text.push_str(result.json()),
+                Outcome::Json(t) | Outcome::Failed(t) | Outcome::Progress(t) => text.push_str(&t),
+                Outcome::Done => text.push_str("null"),
+                Outcome::Hub(hub) => match &self.sink {
+                    Some(sink) => {
+                        let _ = write!(text, "{}", hubs.len());
+                        hubs.push(NativeHub {
+                            hub: Some(hub),
+                            sink: sink.clone(),
+                            cancellable: Arc::default(),
+                        });
+                    }
+                    None => text.push_str(&error_json(&internal("the dispatcher is gone"))),
+                },
+            }
+        }
+        text.push(']');
+        let text = unsafe { String::to_napi_value(env, text) }?;
+        let hubs = if hubs.is_empty() {
+            unsafe { <()>::to_napi_value(env, ()) }?
+        } else {
+            unsafe { Vec::<NativeHub>::to_napi_value(env, hubs) }?
+        };
+        Ok(vec![text, hubs])
+    }
+}
+
+fn check(status: sys::napi_status) -> napi::Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(napi::Error::new(
+            Status::from(status),
+            "Node-API call failed while building a batch",
+        ))
+    }
+}
+
+/// The addon's tokio runtime (multi-threaded, at most four worker threads
+/// named `mcpmux-node`, or `$MCPMUX_NODE_WORKER_THREADS`): created on first
+/// use and never shut down, because core ties each server's parent-death
+/// signal to the thread that started it, so the workers must live as long
+/// as the process. Its threads never keep Node's event loop alive.
+fn runtime() -> Result<&'static tokio::runtime::Handle, Error> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let workers = std::env::var("MCPMUX_NODE_WORKER_THREADS")
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|n| *n > 0)
+                .unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
+                });
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name("mcpmux-node")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            let handle = rt.handle().clone();
+            // Never dropped: see above.
+            std::mem::forget(rt);
+            handle.spawn(pacemaker::beat());
+            Ok(handle)
+        })
+        .as_ref()
+        .map_err(|e| internal(format!("cannot start the mcpmux runtime: {e}")))
+}
+
+/// Keeps one timer of the runtime due within a second while calls are being
+/// made. Every call registers its timeout timer from the JavaScript thread,
+/// and tokio wakes its timer driver when a new timer is due before the
+/// earliest one the driver sleeps for: with a beat always due sooner than
+/// any call's timeout (unless a call asks for less than a second), no call
+/// has to wake the runtime for that. After ten idle beats it stops until
+/// the next call.
+mod pacemaker {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio::sync::Notify;
+
+    const BEAT: Duration = Duration::from_secs(1);
+    const IDLE_BEATS: u32 = 10;
+
+    static BUSY: AtomicBool = AtomicBool::new(false);
+    static ASLEEP: AtomicBool = AtomicBool::new(false);
+    static WAKE: Notify = Notify::const_new();
+
+    /// Notes a call (any thread; cheap).
+    pub(super) fn touch() {
+        if !BUSY.load(Ordering::Relaxed) {
+            BUSY.store(true, Ordering::Relaxed);
+        }
+        if ASLEEP.load(Ordering::Relaxed) && ASLEEP.swap(false, Ordering::AcqRel) {
+            WAKE.notify_one();
+        }
+    }
+
+    /// The beat, on the runtime for as long as the process lives.
+    pub(super) async fn beat() {
+        let mut idle = 0;
+        loop {
+            tokio::time::sleep(BEAT).await;
+            if BUSY.swap(false, Ordering::Relaxed) {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle >= IDLE_BEATS {
+                let wake = WAKE.notified();
+                tokio::pin!(wake);
+                wake.as_mut().enable();
+                ASLEEP.store(true, Ordering::Release);
+                wake.await;
+                idle = 0;
+            }
+        }
+    }
+}
+
+/// Runs `fut` on the runtime and posts its outcome as completion `id`. A
+/// panic inside becomes an `INTERNAL` error, so no promise is left pending.
+fn spawn_op<F>(sink: &Arc<Sink>, id: u32, fut: F)
+where
+    F: Future<Output = Result<Outcome, Error>> + Send + 'static,
+{
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return sink.post(id, Outcome::Failed(error_json(&e))),
+    };
+    let sink = sink.clone();
+    rt.spawn(async move {
+        let outcome = match AssertUnwindSafe(fut).catch_unwind().await {
+            Ok(result) => Outcome::from_result(result),
+            Err(_) => Outcome::Failed(error_json(&internal("mcpmux panicked (a bug)"))),
+        };
+        sink.post(id, outcome);
+    });
+}
+
+/// Serializes `value` as the JSON text of an outcome.
+fn json_outcome<T: serde::Serialize>(value: &T) -> Result<Outcome, Error> {
+    serde_json::to_string(value)
+        .map(Outcome::Json)
+        .map_err(|e| internal(format!("cannot serialize a result: {e}")))
+}
+
+/// Parses optional JSON object text passed by the wrapper for `argument`.
+fn parse_object(argument: &str, text: Option<String>) -> Result<Option<Value>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    let value: Value = serde_json::from_str(&text)
+        .map_err(|e| invalid_input(argument, format!("not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(invalid_input(argument, "must be an object"));
+    }
+    Ok(Some(value))
+}
+
+/// Receives every completion of this addon instance and hands them to one
+/// JavaScript function. Created once by `index.js` at load; owned by
+/// JavaScript (the native hubs keep its queue alive while they run).
+#[napi]
+pub struct Dispatcher {
+    sink: Arc<Sink>,
+}
+
+#[napi]
+impl Dispatcher {
+    /// Creates the dispatcher. `onBatch(batch, hubs)` is called on the
+    /// JavaScript thread: `batch` is the JSON text of a flat array
+    /// `[id, kind, payload, ...]` (kind 0: a result, 1: an error object
+    /// `{code, message, rpcCode?, data?}`, 2: an index into `hubs`,
+    /// 3: nothing, 4: a progress object); it must not throw. Starts
+    /// unreferenced (see [`hold`](Self::hold)).
+    #[napi(constructor)]
+    pub fn new(
+        #[napi(ts_arg_type = "(batch: string, hubs: NativeHub[] | undefined) => void")]
+        on_batch: Function<'_, Batch, ()>,
+    ) -> napi::Result<Self> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            sink: OnceLock::new(),
+        });
+        let for_js = shared.clone();
+        let tsfn = on_batch
+            .build_threadsafe_function::<()>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build_callback(move |_ctx| {
+                let Queue { mut done, ready } = std::mem::take(&mut *for_js.queue());
+                if !ready.is_empty() {
+                    let _guard = runtime().ok().map(|rt| rt.enter());
+                    for task in ready {
+                        if let Some(outcome) = task.poll() {
+                            done.push(Completion {
+                                id: task.id,
+                                outcome,
+                            });
+                        }
+                    }
+                }
+                let sink = for_js.sink.get().and_then(Weak::upgrade);
+                Ok(Batch { items: done, sink })
+            })?;
+        let sink = Arc::new(Sink { shared, tsfn });
+        let _ = sink.shared.sink.set(Arc::downgrade(&sink));
+        Ok(Dispatcher { sink })
+    }
+
+    /// Keeps the Node process alive until [`release`](Self::release)
+    /// (called by the wrapper when the first operation becomes pending).
+    /// JavaScript thread only.
+    #[napi]
+    pub fn hold(&self, env: Env) -> napi::Result<()> {
+        check(unsafe { sys::napi_ref_threadsafe_function(env.raw(), self.sink.tsfn.raw()) })
+    }
+
+    /// Lets the Node process exit again (no operation is pending).
+    /// JavaScript thread only.
+    #[napi]
+    pub fn release(&self, env: Env) -> napi::Result<()> {
+        check(unsafe { sys::napi_unref_threadsafe_function(env.raw(), self.sink.tsfn.raw()) })
+    }
+
+    /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or
+    /// an error. `config` is a file path when `isPath`, else TOML or JSON text.
+    #[napi]
+    pub fn connect(&self, id: u32, config: String, is_path: bool) {
+        spawn_op(&self.sink, id, async move {
+            let config = if is_path {
+                Config::load(&config)?
+            } else {
+                Config::parse(&config)?
+            };
+            Ok(Outcome::Hub(Hub::connect(config).await?))
+        });
+    }
+}
+
+/// One connected hub (the core `Hub`), owned by its JavaScript `Hub`
+/// wrapper. Every method returns at once; asynchronous ones post completion
+/// `id` to the dispatcher. When the JavaScript object is garbage collected
+/// without `close()`, the hub is dropped, which kills its server processes.
+#[napi]
+pub struct NativeHub {
+    hub: Option<Hub>,
+    sink: Arc<Sink>,
+    /// Pending calls that can be cancelled, by id.
+    cancellable: CallTable,
+}
+
+impl Drop for NativeHub {
+    fn drop(&mut self) {
+        // Dropping the hub may touch tokio resources; give it the runtime.
+        if let Some(hub) = self.hub.take() {
+            match runtime() {
+                Ok(rt) => {
+                    let _guard = rt.enter();
+                    drop(hub);
+                }
+                Err(_) => drop(hub),
+            }
+        }
+    }
+}
+
+impl NativeHub {
+    fn hub(&self) -> Hub {
+        self.hub
+            .clone()
+            .expect("a NativeHub holds its hub until dropped")
+    }
+
+    fn op<F, Fut>(&self, id: u32, f: F)
+    where
+        F: FnOnce(Hub) -> Fut,
+        Fut: Future<Output = Result<Outcome, Error>> + Send + 'static,
+    {
+        spawn_op(&self.sink, id, f(self.hub()));
+    }
+}
+
+#[napi]
+impl NativeHub {
+    /// The status of every configured server as JSON text (the objects of
+    /// `mcpmux servers --json`). Synchronous: it only reads memory.
+    #[napi]
+    pub fn servers(&self) -> String {
+        serde_json::to_string(&self.hub().servers()).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Lists every tool (the objects of `mcpmux tools --json`).
+    #[napi]
+    pub fn list_tools(&self, id: u32) {
+        self.op(
+            id,
+            |hub| async move { json_outcome(&hub.list_tools().await) },
+        );
+    }
+
+    /// Renders the tool list for `format` (`anthropic`, `openai`,
+    /// `openai-responses`, `mcp`).
+    #[napi]
+    pub fn tools_for(&self, id: u32, format: String) {
+        self.op(
+            id,
+            |hub| async move { json_outcome(&hub.tools_for(&format)?) },
+        );
+    }
+
+    /// Calls tool `name` with `args` (JSON object text, or none). The result
+    /// is the MCP `CallToolResult` JSON text exactly as the server sent it.
+    /// With `progress`, progress notifications are posted under the same id;
+    /// with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
+    #[napi]
+    pub fn call_tool(
+        &self,
+        id: u32,
+        name: String,
+        args: Option<String>,
+        timeout_ms: Option<f64>,
+        progress: bool,
+        cancellable: bool,
+    ) {
+        let on_progress = progress.then(|| {
+            let sink = self.sink.clone();
+            Arc::new(move |update: ProgressUpdate| {
+                let mut v = serde_json::json!({ "progress": update.progress });
+                if let Some(total) = update.total {
+                    v["total"] = total.into();
+                }
+                if let Some(message) = update.message {
+                    v["message"] = message.into();
+                }
+                sink.post(id, Outcome::Progress(v.to_string()));
+            }) as mcpmux_core::ProgressCallback
+        });
+        let hub = self.hub();
+        let call: CallFuture = Box::pin(async move {
+            let timeout = match timeout_ms {
+                None => None,
+                Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMEOUT_MS => {
+                    Some(Duration::from_secs_f64(ms / 1000.0))
+                }
+                Some(_) => {
+                    return Err(invalid_input(
+                        "timeoutMs",
+                        "must be a positive number of milliseconds",
+                    ))
+                }
+            };
+            let args = parse_object("args", args)?;
+            let opts = CallOptions {
+                timeout,
+                on_progress,
+                ..CallOptions::default()
+            };
+            let result = hub.call_tool(&name, args.as_ref(), &opts).await?;
+            Ok(Outcome::Tool(result))
+        });
+        let task = Arc::new(CallTask {
+            id,
+            sink: self.sink.clone(),
+            future: Mutex::new(Some(call)),
+            queued: AtomicBool::new(false),
+            cancellable: cancellable.then(|| self.cancellable.clone()),
+        });
+        if cancellable {
+            self.cancellable
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, task.clone());
+        }
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return self.sink.post(id, Outcome::Failed(error_json(&e))),
+        };
+        // The first poll writes the request; the runtime wakes the rest.
+        pacemaker::touch();
+        let _guard = rt.enter();
+        if let Some(outcome) = task.poll() {
+            self.sink.post(id, outcome);
+        }
+    }
+
+    /// Abandons pending call `id` (made with `cancellable`): its future is
+    /// dropped, which sends `notifications/cancelled` to the server. Nothing
+    /// is posted for it afterwards. Unknown ids are ignored.
+    #[napi]
+    pub fn cancel(&self, id: u32) {
+        let task = self
+            .cancellable
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        if let Some(task) = task {
+            let future = task.future.lock().unwrap_or_else(|p| p.into_inner()).take();
+            // Dropped inside the runtime's context: it unregisters its timer.
+            let _guard = runtime().ok().map(|rt| rt.enter());
+            drop(future);
+        }
+    }
+
+    /// Lists resources of every server, or of `server`.
+    #[napi]
+    pub fn list_resources(&self, id: u32, server: Option<String>) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.list_resources(server.as_deref()).await?)
+        });
+    }
+
+    /// Lists resource templates of every server, or of `server`.
+    #[napi]
+    pub fn list_resource_templates(&self, id: u32, server: Option<String>) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.list_resource_templates(server.as_deref()).await?)
+        });
+    }
+
+    /// Reads resource `uri` (from `server`, or the server that lists it).
+    #[napi]
+    pub fn read_resource(&self, id: u32, uri: String, server: Option<String>) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.read_resource(&uri, server.as_deref()).await?)
+        });
+    }
+
+    /// Lists prompts of every server, or of `server`.
+    #[napi]
+    pub fn list_prompts(&self, id: u32, server: Option<String>) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.list_prompts(server.as_deref()).await?)
+        });
+    }
+
+    /// Gets prompt `name` with `args` (JSON object text, or none).
+    #[napi]
+    pub fn get_prompt(&self, id: u32, name: String, args: Option<String>, server: Option<String>) {
+        self.op(id, |hub| async move {
+            let args = parse_object("args", args)?;
+            json_outcome(
+                &hub.get_prompt(&name, args.as_ref(), server.as_deref())
+                    .await?,
+            )
+        });
+    }
+
+    /// Reconnects `server` and lists its tools again.
+    #[napi]
+    pub fn refresh(&self, id: u32, server: String) {
+        self.op(id, |hub| async move {
+            hub.refresh(&server).await?;
+            Ok(Outcome::Done)
+        });
+    }
+
+    /// Closes every server and waits until they are gone.
+    #[napi]
+    pub fn close(&self, id: u32) {
+        self.op(id, |hub| async move {
+            hub.close().await;
+            Ok(Outcome::Done)
+        });
+    }
+}
+
+/// The stable error code strings (DESIGN §7), as core lists them.
+#[napi]
+pub fn error_codes() -> Vec<&'static str> {
+    mcpmux_core::error::ALL_CODES.to_vec()
+}
+
+/// The version of the mcpmux engine inside this addon.
+#[napi]
+pub fn engine_version() -> &'static str {
+    mcpmux_core::VERSION
+}

@@ -1,0 +1,59 @@
+// Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
+// index.d.ts describes the API as the tests use it, and rejects misuse.
+import { Hub, McpmuxError, ERROR_CODES, version } from 'mcpmux'
+import type { CallToolResult, ErrorCode, HubTool, Progress, ServerStatus } from 'mcpmux'
+
+export async function usage(): Promise<void> {
+  const hub: Hub = await Hub.connect({ mcpServers: { demo: { command: 'mcpmux-demo-server', timeout_seconds: 30 } } })
+  await Hub.connect('mcpmux.toml')
+  await Hub.connect(new URL('file:///etc/mcpmux.toml'))
+  await Hub.connect({ mcp: { servers: [{ name: 'demo', command: 'x' }] } })
+
+  const servers: ServerStatus[] = await hub.servers()
+  const state: 'connected' | 'failed' | 'disabled' = servers[0].state
+  const tools: HubTool[] = await hub.listTools()
+  const anthropic = await hub.toolsFor('anthropic')
+  const controller = new AbortController()
+  const result: CallToolResult = await hub.callTool(tools[0].name, { text: 'hi' }, {
+    timeoutMs: 1000,
+    signal: controller.signal,
+    onProgress: (p: Progress) => console.log(p.progress, p.total, p.message),
+  })
+  const text: string | undefined = result.content[0].text
+  const failed: boolean | undefined = result.isError
+  await hub.callTool('mcp_demo_crash')
+  await hub.listResources({ server: 'demo' })
+  await hub.listResourceTemplates()
+  const read = await hub.readResource('demo://readme', { server: 'demo' })
+  console.log(read.contents.length)
+  const prompt = await hub.getPrompt('greet', { name: 'Ada' })
+  console.log(prompt.messages.length)
+  await hub.refresh('demo')
+  await hub.close()
+  const closed: boolean = hub.closed
+
+  try {
+    await hub.callTool('x')
+  } catch (e) {
+    if (e instanceof McpmuxError) {
+      const code: ErrorCode = e.code
+      const rpc: number | undefined = e.rpcCode
+      console.log(code, rpc, e.message, e.data)
+    }
+  }
+  const codes: readonly ErrorCode[] = ERROR_CODES
+  const v: string = version
+  console.log(state, anthropic, text, failed, closed, codes, v)
+
+  // @ts-expect-error the tool name is a string
+  await hub.callTool(42)
+  // @ts-expect-error unknown option
+  await hub.callTool('x', {}, { timeout: 5 })
+  // @ts-expect-error unknown format
+  await hub.toolsFor('gemini')
+  // @ts-expect-error a Hub comes from Hub.connect
+  new Hub()
+  // @ts-expect-error not an error code
+  const bad: ErrorCode = 'OOPS'
+  console.log(bad)
+}
