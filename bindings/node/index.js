@@ -325,27 +325,30 @@ class Hub {
    * @returns {Promise<object>}
    */
   callTool(name, args, options) {
-    let argsText, timeoutMs, signal, onProgress
+    let argsText
+    let timeoutMs, signal, onProgress
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
-      const opts = optionsObject('options', options)
-      timeoutMs = opts.timeoutMs
-      if (timeoutMs !== undefined && timeoutMs !== null) {
-        if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
-          throw invalid('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`)
-        }
-      } else timeoutMs = undefined
-      signal = opts.signal
-      if (signal !== undefined && signal !== null) {
-        if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {
-          throw invalid('signal', 'must be an AbortSignal')
-        }
-      } else signal = undefined
-      onProgress = opts.onProgress
-      if (onProgress !== undefined && onProgress !== null) {
-        if (typeof onProgress !== 'function') throw invalid('onProgress', 'must be a function')
-      } else onProgress = undefined
+      if (options !== undefined && options !== null) {
+        const opts = optionsObject('options', options)
+        timeoutMs = opts.timeoutMs
+        if (timeoutMs !== undefined && timeoutMs !== null) {
+          if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+            throw invalid('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`)
+          }
+        } else timeoutMs = undefined
+        signal = opts.signal
+        if (signal !== undefined && signal !== null) {
+          if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {
+            throw invalid('signal', 'must be an AbortSignal')
+          }
+        } else signal = undefined
+        onProgress = opts.onProgress
+        if (onProgress !== undefined && onProgress !== null) {
+          if (typeof onProgress !== 'function') throw invalid('onProgress', 'must be a function')
+        } else onProgress = undefined
+      }
     } catch (err) {
       return Promise.reject(err)
     }

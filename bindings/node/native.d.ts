@@ -31,8 +31,8 @@ export declare class Dispatcher {
    */
   hold(): void
   /**
-   * Lets the Node process exit again (no operation is pending).
-   * JavaScript thread only.
+   * Lets the Node process exit again (called by the wrapper once nothing
+   * is pending). JavaScript thread only.
    */
   release(): void
   /**
@@ -44,9 +44,11 @@ export declare class Dispatcher {
 
 /**
  * One connected hub (the core `Hub`), owned by its JavaScript `Hub`
- * wrapper. Every method returns at once; asynchronous ones post completion
- * `id` to the dispatcher. When the JavaScript object is garbage collected
- * without `close()`, the hub is dropped, which kills its server processes.
+ * wrapper. Its methods are called on the JavaScript thread and return at
+ * once; asynchronous ones post completion `id` to the dispatcher. When the
+ * JavaScript object is garbage collected without `close()`, the hub is
+ * dropped (on the JavaScript thread, in the finalizer), which kills its
+ * server processes.
  */
 export declare class NativeHub {
   /**
