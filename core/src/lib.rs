@@ -32,6 +32,7 @@ pub mod hub;
 pub mod jsonrpc;
 pub mod llm;
 pub mod param_headers;
+pub mod policy;
 pub mod protocol;
 pub mod stateless;
 pub mod tool_names;

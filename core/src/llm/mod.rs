@@ -1,4 +1,6 @@
-//! What mcpmux says to LLM APIs. For now: the hub's tool list rendered in
-//! each provider's tool format.
+//! What mcpmux says to LLM APIs: the provider-neutral conversation and
+//! [`provider::Provider`] trait of the session agent loop, and the hub's
+//! tool list rendered in each provider's tool format.
 
+pub mod provider;
 pub mod tool_format;
