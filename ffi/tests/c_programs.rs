@@ -137,6 +137,11 @@ fn c_server_crash_mid_call() {
 }
 
 #[test]
+fn c_review_session_with_host_reviewer() {
+    c_test("test_session");
+}
+
+#[test]
 fn c_server_everything() {
     c_test("test_everything");
 }
