@@ -26,6 +26,10 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The file the configuration came from, when it came from a file.
     pub source: Option<PathBuf>,
+    /// The `[session]` table (JSON: top-level `"session"` object) as
+    /// written, after `${VAR}` expansion of its strings; read by the
+    /// session module and the policy. Empty when absent.
+    pub session: Map<String, Value>,
 }
 
 /// One server entry.
@@ -259,7 +263,14 @@ fn parse_with(
             entries.push((name.clone(), at, entry.clone()));
         }
     }
-    if !found_any {
+    let session = match doc.get("session") {
+        None => Map::new(),
+        Some(Value::Object(m)) => expand_session(&ctx, m)?,
+        Some(_) => return Err(ctx.err("'session' must be a table")),
+    };
+    // A file with only a [session] table is valid: sessions then run
+    // without tools.
+    if !found_any && doc.get("session").is_none() {
         return Err(ctx.err("no servers: expected [[mcp.servers]] entries (TOML) or an \"mcpServers\" object (JSON)"));
     }
 
@@ -278,7 +289,34 @@ fn parse_with(
     Ok(Config {
         servers,
         source: None,
+        session,
     })
+}
+
+/// Expands `${VAR}` in the string values of the `[session]` table (nested
+/// tables and arrays included), naming `session.<key>` on errors.
+fn expand_session(ctx: &Ctx<'_>, table: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    fn walk(ctx: &Ctx<'_>, v: &Value, at: &str) -> Result<Value, Error> {
+        Ok(match v {
+            Value::String(s) => Value::String(ctx.expand(s, "session", at)?),
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| walk(ctx, x, &format!("{at}[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| Ok((k.clone(), walk(ctx, x, &format!("{at}.{k}"))?)))
+                    .collect::<Result<_, Error>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+    table
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), walk(ctx, v, k)?)))
+        .collect()
 }
 
 struct Defaults {

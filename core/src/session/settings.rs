@@ -1,0 +1,232 @@
+//! Reviewer and loop settings: the call's parameters over the config's
+//! `[session]` table over built-in defaults. The resolved settings are
+//! stored in `session.json` (never an API key or an environment value;
+//! only the *name* of the key's variable) and reused by later rounds.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::policy::PolicySettings;
+
+/// Default reviewer when neither the call nor `[session]` names one.
+pub const DEFAULT_REVIEWER: &str = "command";
+/// Default turns of the agent loop per round.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+/// Default seconds without progress before a round is `stalled`.
+pub const DEFAULT_STALL_SECONDS: f64 = 600.0;
+/// Default seconds a round may run before `timeout`.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 18_000.0;
+/// Default rounds of a plan/impl review before a stalemate.
+pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+/// Default `command` reviewer.
+pub const DEFAULT_COMMAND: &str = "codex";
+/// The reviewers mcpmux knows.
+pub const REVIEWERS: &[&str] = &["openai", "anthropic", "command", "host"];
+
+/// Everything a round runner needs besides the config's servers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    /// `openai`, `anthropic`, `command` or `host`.
+    pub reviewer: String,
+    /// Model name (provider default when absent).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Reasoning effort.
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// API base URL (API reviewers).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the variable holding the API key (the value is never stored).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Agent-loop turns per round.
+    pub max_turns: u32,
+    /// Seconds without progress before `stalled`.
+    pub stall_seconds: f64,
+    /// Seconds a round may run.
+    pub timeout_seconds: f64,
+    /// Rounds of a plan/impl review before `done`/`stalemate`.
+    pub max_rounds: u32,
+    /// The `command` reviewer's program.
+    pub command: String,
+    /// Its arguments for round 1 (the prompt goes on stdin).
+    pub args: Vec<String>,
+    /// Its arguments for later rounds; `<thread_id>` is replaced.
+    pub resume_args: Vec<String>,
+    /// Policy: most tool calls per round.
+    #[serde(default)]
+    pub max_tool_calls: Option<u64>,
+    /// Policy: seconds allowed per tool call.
+    #[serde(default)]
+    pub call_timeout_seconds: Option<f64>,
+    /// Policy: largest tool output shown to the model.
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+    /// Policy: the session's scope.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl Settings {
+    /// The policy part.
+    pub fn policy(&self) -> PolicySettings {
+        PolicySettings {
+            max_tool_calls: self.max_tool_calls,
+            call_timeout: self.call_timeout_seconds.map(Duration::from_secs_f64),
+            max_output_bytes: self.max_output_bytes,
+            scope: self.scope.clone(),
+        }
+    }
+
+    /// The environment variable holding the API key.
+    pub fn key_env(&self) -> String {
+        self.api_key_env
+            .clone()
+            .unwrap_or_else(|| match self.reviewer.as_str() {
+                "anthropic" => "ANTHROPIC_API_KEY".into(),
+                _ => "OPENAI_API_KEY".into(),
+            })
+    }
+}
+
+struct Layer<'a> {
+    map: &'a Map<String, Value>,
+    origin: &'a str,
+    err: fn(String) -> Error,
+}
+
+impl Layer<'_> {
+    fn string(&self, key: &str) -> Result<Option<String>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a string",
+                self.origin
+            ))),
+        }
+    }
+    fn number(&self, key: &str) -> Result<Option<f64>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                _ => Err((self.err)(format!(
+                    "{}: '{key}' must be a positive number",
+                    self.origin
+                ))),
+            },
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a positive number",
+                self.origin
+            ))),
+        }
+    }
+    fn integer(&self, key: &str) -> Result<Option<u64>, Error> {
+        match self.number(key)? {
+            Some(x) if x.fract() == 0.0 => Ok(Some(x as u64)),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a positive integer",
+                self.origin
+            ))),
+            None => Ok(None),
+        }
+    }
+    fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        (self.err)(format!(
+                            "{}: '{key}' must be an array of strings",
+                            self.origin
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be an array of strings",
+                self.origin
+            ))),
+        }
+    }
+}
+
+/// Resolves settings from the call's `params` (keys `reviewer`, `model`,
+/// `effort`, `timeout_seconds`) over `[session]` over the defaults.
+/// `base_url` falls back to `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
+pub fn resolve(
+    session: &Map<String, Value>,
+    params: &Map<String, Value>,
+) -> Result<Settings, Error> {
+    let cfg = Layer {
+        map: session,
+        origin: "config [session]",
+        err: Error::ConfigInvalid,
+    };
+    let call = Layer {
+        map: params,
+        origin: "params",
+        err: Error::InvalidInput,
+    };
+    let reviewer = call
+        .string("reviewer")?
+        .or(cfg.string("reviewer")?)
+        .unwrap_or_else(|| DEFAULT_REVIEWER.into());
+    if !REVIEWERS.contains(&reviewer.as_str()) {
+        return Err(Error::ReviewerNotFound(format!(
+            "unknown reviewer '{reviewer}' (expected one of: {})",
+            REVIEWERS.join(", ")
+        )));
+    }
+    let env_base = match reviewer.as_str() {
+        "openai" => std::env::var("OPENAI_BASE_URL").ok(),
+        "anthropic" => std::env::var("ANTHROPIC_BASE_URL").ok(),
+        _ => None,
+    }
+    .filter(|s| !s.is_empty());
+    let command = cfg
+        .string("command")?
+        .unwrap_or_else(|| DEFAULT_COMMAND.into());
+    Ok(Settings {
+        model: call.string("model")?.or(cfg.string("model")?),
+        effort: call.string("effort")?.or(cfg.string("effort")?),
+        base_url: cfg.string("base_url")?.or(env_base),
+        api_key_env: cfg.string("api_key_env")?,
+        max_turns: cfg
+            .integer("max_turns")?
+            .unwrap_or(DEFAULT_MAX_TURNS as u64) as u32,
+        stall_seconds: cfg
+            .number("stall_seconds")?
+            .unwrap_or(DEFAULT_STALL_SECONDS),
+        timeout_seconds: call
+            .number("timeout_seconds")?
+            .or(cfg.number("timeout_seconds")?)
+            .unwrap_or(DEFAULT_TIMEOUT_SECONDS),
+        max_rounds: cfg
+            .integer("max_rounds")?
+            .unwrap_or(DEFAULT_MAX_ROUNDS as u64) as u32,
+        args: cfg
+            .strings("args")?
+            .unwrap_or_else(|| vec!["exec".into(), "--json".into(), "-".into()]),
+        resume_args: cfg.strings("resume_args")?.unwrap_or_else(|| {
+            ["exec", "--json", "resume", "<thread_id>", "-"]
+                .map(String::from)
+                .to_vec()
+        }),
+        command,
+        max_tool_calls: cfg.integer("max_tool_calls")?,
+        call_timeout_seconds: cfg.number("call_timeout_seconds")?,
+        max_output_bytes: cfg.integer("max_output_bytes")?.map(|x| x as usize),
+        scope: cfg.string("scope")?,
+        reviewer,
+    })
+}
