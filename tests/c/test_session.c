@@ -4,9 +4,9 @@
  * and then answers with a fenced JSON verdict; the session files on disk;
  * the asynchronous variants; and the error codes of the session verbs.
  */
-#include <sys/stat.h>
-
 #include "common.h"
+
+#include <sys/stat.h>
 
 /* What the host callback saw and how it answers. */
 typedef struct {

@@ -189,9 +189,8 @@ impl NativeSessions {
     #[napi]
     pub fn host_resolve(&self, call_id: u32, completion_json: String) {
         if let Some(tx) = self.host.as_ref().and_then(|h| h.take(call_id)) {
-            let answer = serde_json::from_str(&completion_json).map_err(|e| {
-                Error::ProviderError(format!("host: the answer is not JSON: {e}"))
-            });
+            let answer = serde_json::from_str(&completion_json)
+                .map_err(|e| Error::ProviderError(format!("host: the answer is not JSON: {e}")));
             let _ = tx.send(answer);
         }
     }

@@ -352,12 +352,7 @@ impl NativeHub {
 }
 
 /// Runs `op` blocking (no `aio`) or as an asyncio future.
-pub(crate) fn run(
-    py: Python<'_>,
-    op: Op,
-    aio: Option<Aio<'_>>,
-    exec: Exec,
-) -> PyResult<Py<PyAny>> {
+pub(crate) fn run(py: Python<'_>, op: Op, aio: Option<Aio<'_>>, exec: Exec) -> PyResult<Py<PyAny>> {
     match aio {
         Some((future, bridge)) => bridge::submit(py, &future, &bridge, op, exec),
         None => block(py, op, exec, None)?.into_py(py),

@@ -95,9 +95,9 @@ impl NativeSessions {
         };
         let host = match host.filter(|h| !h.is_none()) {
             None => None,
-            Some(h) if h.is_callable() => Some(Arc::new(HostProvider::new(host_callback(
-                h.unbind(),
-            ))) as SharedProvider),
+            Some(h) if h.is_callable() => {
+                Some(Arc::new(HostProvider::new(host_callback(h.unbind()))) as SharedProvider)
+            }
             Some(h) => {
                 return Err(errors::invalid(
                     py,
@@ -135,7 +135,12 @@ impl NativeSessions {
             "wait" => Box::pin(async move { json(session::wait(&ctx, &params).await?) }),
             "reply" => Box::pin(async move { json(session::reply(&ctx, &params).await?) }),
             "end" => Box::pin(async move { json(session::end(&ctx, &params).await?) }),
-            other => return Err(errors::invalid(py, format!("unknown session verb '{other}'"))),
+            other => {
+                return Err(errors::invalid(
+                    py,
+                    format!("unknown session verb '{other}'"),
+                ))
+            }
         };
         // On an engine thread: rounds are spawned onto the runtime, and a
         // round may start server processes.
