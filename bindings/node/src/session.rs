@@ -87,7 +87,7 @@ fn host_callback(bridge: Arc<HostBridge>) -> HostCallback {
 }
 
 /// A session context (a configuration and the host reviewer), owned by
-/// its JavaScript `Sessions` wrapper. Created by [`new_sessions`]. Its verb
+/// its JavaScript `Sessions` wrapper. Created by `Dispatcher.sessions()`. Its verb
 /// methods return at once and post completion `id` to the dispatcher.
 #[napi]
 pub struct NativeSessions {

@@ -138,6 +138,9 @@ test('reply while a round runs is ROUND_STILL_RUNNING', { timeout: 60_000 }, asy
       return APPROVE
     },
   })
+  // A round in the background does not keep Node alive by itself (a
+  // pending wait() does); this test awaits a bare promise meanwhile.
+  const keepAlive = setInterval(() => {}, 1000)
   const begun = await sessions.begin({ skill: 'review-plan', reviewer: 'host', input: planInput('slow'), working_dir: work })
   await inside
   const running = await sessions.wait({ session_dir: begun.session_dir, max_wait_seconds: 1 })
@@ -146,6 +149,7 @@ test('reply while a round runs is ROUND_STILL_RUNNING', { timeout: 60_000 }, asy
   await rejectsWith(sessions.reply({ session_dir: begun.session_dir, input: '---\nRESPONSE: early\n---\n' }), 'ROUND_STILL_RUNNING')
   release()
   const done = await waitDone(sessions, begun.session_dir)
+  clearInterval(keepAlive)
   assert.equal(done.review.verdict, 'APPROVE')
 })
 
