@@ -172,6 +172,33 @@ fn c_example_builds_and_runs() {
 }
 
 #[test]
+fn c_session_example_builds_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("session");
+    compile(&[workspace_root().join("examples/c/session.c")], &exe, &[]);
+    let demo = demo_server();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(
+        &exe,
+        &[demo.to_str().unwrap(), work.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(
+        out.contains("\"verdict\":\"APPROVE\""),
+        "the example's reviewer approves:\n{out}"
+    );
+    assert!(
+        out.contains("\"finalized\":true"),
+        "the example ends the session:\n{out}"
+    );
+    assert!(
+        work.join(".mcpmux/sessions").is_dir(),
+        "the session is on disk"
+    );
+}
+
+#[test]
 fn c_example_links_statically() {
     let lib_dir = artifact_dir();
     let archive = lib_dir.join("libmcpmux.a");
