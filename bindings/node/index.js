@@ -560,7 +560,9 @@ class Sessions {
     let text
     let isPath = false
     if (opts.config !== undefined && opts.config !== null) ({ text, isPath } = configSource(opts.config))
-    let nativeSessions = null
+    // The host function answers through the dispatcher, not through the
+    // native context, so that the context can be collected.
+    let nativeSessions
     const onHost =
       typeof host === 'function'
         ? (callId, requestJson) => {
@@ -568,7 +570,7 @@ class Sessions {
             try {
               result = host(JSON.parse(requestJson))
             } catch (err) {
-              nativeSessions.hostReject(callId, thrownMessage(err))
+              dispatcher.hostReject(callId, thrownMessage(err))
               return
             }
             Promise.resolve(result).then(
@@ -577,12 +579,12 @@ class Sessions {
                 try {
                   answer = hostAnswerJson(value)
                 } catch (err) {
-                  nativeSessions.hostReject(callId, thrownMessage(err))
+                  dispatcher.hostReject(callId, thrownMessage(err))
                   return
                 }
-                nativeSessions.hostResolve(callId, answer)
+                dispatcher.hostResolve(callId, answer)
               },
-              (err) => nativeSessions.hostReject(callId, thrownMessage(err)),
+              (err) => dispatcher.hostReject(callId, thrownMessage(err)),
             )
           }
         : undefined

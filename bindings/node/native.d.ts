@@ -44,6 +44,17 @@ export declare class Dispatcher {
    */
   sessions(config: string | undefined | null, isPath: boolean, host?: ((callId: number, requestJson: string) => void) | undefined | null): NativeSessions
   /**
+   * Answers host call `callId` (see [`sessions`](Self::sessions)) with a
+   * completion: JSON text of `{text, tool_calls?}` or of a string.
+   * Unknown ids are ignored.
+   */
+  hostResolve(callId: number, completionJson: string): void
+  /**
+   * Fails host call `callId` with `message` (the host function threw or
+   * its promise rejected): the round fails with that message.
+   */
+  hostReject(callId: number, message: string): void
+  /**
    * Starts connecting a hub; completion `id` carries a [`NativeHub`] or
    * an error. `config` is a file path when `isPath`, else TOML or JSON text.
    */
@@ -117,16 +128,6 @@ export declare class NativeSessions {
   reply(id: number, params: string): void
   /** Ends a session (`{session_dir, outcome?}`). */
   end(id: number, params: string): void
-  /**
-   * Answers host call `callId` with a completion: JSON text of
-   * `{text, tool_calls?}` or of a string. Unknown ids are ignored.
-   */
-  hostResolve(callId: number, completionJson: string): void
-  /**
-   * Fails host call `callId` with `message` (the host function threw or
-   * its promise rejected): the round fails with that message.
-   */
-  hostReject(callId: number, message: string): void
 }
 
 /** The version of the mcpmux engine inside this addon. */

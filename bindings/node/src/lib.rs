@@ -524,6 +524,23 @@ impl Dispatcher {
         session::new_sessions(self.sink.clone(), config, is_path, host)
     }
 
+    /// Answers host call `callId` (see [`sessions`](Self::sessions)) with a
+    /// completion: JSON text of `{text, tool_calls?}` or of a string.
+    /// Unknown ids are ignored.
+    #[napi]
+    pub fn host_resolve(&self, call_id: u32, completion_json: String) {
+        let answer = serde_json::from_str(&completion_json)
+            .map_err(|e| Error::ProviderError(format!("host: the answer is not JSON: {e}")));
+        session::host_answer(call_id, answer);
+    }
+
+    /// Fails host call `callId` with `message` (the host function threw or
+    /// its promise rejected): the round fails with that message.
+    #[napi]
+    pub fn host_reject(&self, call_id: u32, message: String) {
+        session::host_answer(call_id, Err(Error::ProviderError(message)));
+    }
+
     /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or
     /// an error. `config` is a file path when `isPath`, else TOML or JSON text.
     #[napi]

@@ -8,8 +8,8 @@
 //! request an id, parks a oneshot sender under it and calls the wrapper's
 //! function through a threadsafe function, so it runs on the JavaScript
 //! thread and never blocks it. The wrapper calls the user's function,
-//! awaits its result and answers with [`NativeSessions::host_resolve`] or
-//! [`NativeSessions::host_reject`], which wake the round. The threadsafe
+//! awaits its result and answers with the dispatcher's `hostResolve` or
+//! `hostReject` ([`host_answer`]), which wake the round. The threadsafe
 //! function is weak: a round waiting for the host never keeps Node alive
 //! by itself (a pending `wait()` does).
 
@@ -37,35 +37,42 @@ type HostArgs = FnArgs<(u32, String)>;
 /// What a host call waits for.
 type HostAnswer = oneshot::Sender<Result<Value, Error>>;
 
-/// The JavaScript host function and the calls waiting for its answers.
+/// Host calls waiting for their answers, by call id, for every context of
+/// the addon: the answer comes back through the dispatcher
+/// ([`host_answer`]), so the wrapper's host function needs no reference to
+/// its `NativeSessions` (which would keep it from being collected).
+static HOST_CALLS: Mutex<Option<HashMap<u32, HostAnswer>>> = Mutex::new(None);
+static NEXT_HOST_CALL: AtomicU32 = AtomicU32::new(1);
+
+fn host_calls() -> std::sync::MutexGuard<'static, Option<HashMap<u32, HostAnswer>>> {
+    HOST_CALLS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Delivers the answer of host call `call_id` (unknown ids are ignored).
+pub(crate) fn host_answer(call_id: u32, answer: Result<Value, Error>) {
+    let tx = host_calls().as_mut().and_then(|m| m.remove(&call_id));
+    if let Some(tx) = tx {
+        let _ = tx.send(answer);
+    }
+}
+
+/// The JavaScript host function of one context.
 struct HostBridge {
     tsfn: ThreadsafeFunction<HostArgs, (), HostArgs, Status, false, true>,
-    pending: Mutex<HashMap<u32, HostAnswer>>,
-    next: AtomicU32,
 }
 
 impl HostBridge {
-    fn take(&self, call_id: u32) -> Option<HostAnswer> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&call_id)
-    }
-
     /// Asks JavaScript for one completion (any thread).
     async fn ask(&self, request: Value) -> Result<Value, Error> {
         let (tx, rx) = oneshot::channel();
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, tx);
+        let id = NEXT_HOST_CALL.fetch_add(1, Ordering::Relaxed);
+        host_calls().get_or_insert_with(HashMap::new).insert(id, tx);
         let status = self.tsfn.call(
             FnArgs::from((id, request.to_string())),
             ThreadsafeFunctionCallMode::NonBlocking,
         );
         if status != Status::Ok {
-            self.take(id);
+            host_calls().as_mut().and_then(|m| m.remove(&id));
             return Err(Error::ProviderError(format!(
                 "host: cannot call the JavaScript host reviewer ({status})"
             )));
@@ -93,14 +100,13 @@ fn host_callback(bridge: Arc<HostBridge>) -> HostCallback {
 pub struct NativeSessions {
     ctx: Arc<SessionContext>,
     sink: Arc<Sink>,
-    host: Option<Arc<HostBridge>>,
 }
 
 /// Creates a session context. `config` (optional) is a file path when
 /// `isPath`, else TOML or JSON text. `host` (optional) is called on the
 /// JavaScript thread as `host(callId, requestJson)` for each completion of
-/// a `host` reviewer; it must answer later with `hostResolve` or
-/// `hostReject`. A bad config throws an error whose message is the JSON
+/// a `host` reviewer; it must answer later with the dispatcher's
+/// `hostResolve` or `hostReject`. A bad config throws an error whose message is the JSON
 /// text `{code, message}`.
 pub(crate) fn new_sessions(
     sink: Arc<Sink>,
@@ -122,13 +128,9 @@ pub(crate) fn new_sessions(
                 .callee_handled::<false>()
                 .weak::<true>()
                 .build_callback(|ctx| Ok(ctx.value))?,
-            pending: Mutex::new(HashMap::new()),
-            next: AtomicU32::new(1),
         })),
     };
-    let provider = bridge
-        .clone()
-        .map(|b| Arc::new(HostProvider::new(host_callback(b))) as SharedProvider);
+    let provider = bridge.map(|b| Arc::new(HostProvider::new(host_callback(b))) as SharedProvider);
     Ok(NativeSessions {
         ctx: Arc::new(SessionContext {
             config,
@@ -136,7 +138,6 @@ pub(crate) fn new_sessions(
             runner: Runner::InProcess,
         }),
         sink,
-        host: bridge,
     })
 }
 
@@ -182,25 +183,5 @@ impl NativeSessions {
     #[napi]
     pub fn end(&self, id: u32, params: String) {
         self.verb(id, "end", params);
-    }
-
-    /// Answers host call `callId` with a completion: JSON text of
-    /// `{text, tool_calls?}` or of a string. Unknown ids are ignored.
-    #[napi]
-    pub fn host_resolve(&self, call_id: u32, completion_json: String) {
-        if let Some(tx) = self.host.as_ref().and_then(|h| h.take(call_id)) {
-            let answer = serde_json::from_str(&completion_json)
-                .map_err(|e| Error::ProviderError(format!("host: the answer is not JSON: {e}")));
-            let _ = tx.send(answer);
-        }
-    }
-
-    /// Fails host call `callId` with `message` (the host function threw or
-    /// its promise rejected): the round fails with that message.
-    #[napi]
-    pub fn host_reject(&self, call_id: u32, message: String) {
-        if let Some(tx) = self.host.as_ref().and_then(|h| h.take(call_id)) {
-            let _ = tx.send(Err(Error::ProviderError(message)));
-        }
     }
 }

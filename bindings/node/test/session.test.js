@@ -169,3 +169,28 @@ test('a host reviewer that throws fails the round with its message', { timeout: 
     assert.equal(status.next, 'stopped')
   }
 })
+
+test('a Sessions with a host reviewer can be garbage collected', { timeout: 60_000 }, () => {
+  // The threadsafe function holds the wrapper's host function; that function
+  // must not hold the native context, or neither could ever be collected.
+  const { spawnSync } = require('node:child_process')
+  const script = `
+    const { Sessions } = require(${JSON.stringify(h.PKG_DIR)})
+    const registry = new FinalizationRegistry((what) => console.log('collected ' + what))
+    ;(() => {
+      const s = new Sessions({ host: () => 'x' })
+      registry.register(s, 'wrapper')
+      registry.register(s._native, 'native')
+    })()
+    ;(async () => {
+      for (let i = 0; i < 50; i++) {
+        global.gc()
+        await new Promise((r) => setTimeout(r, 20))
+      }
+    })()
+  `
+  const r = spawnSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8', timeout: 30_000 })
+  assert.equal(r.status, 0, r.stderr)
+  assert.match(r.stdout, /collected wrapper/)
+  assert.match(r.stdout, /collected native/)
+})
