@@ -193,3 +193,15 @@ def test_async_api_with_async_host(tmp_path: Path) -> None:
         assert seen_loops == [asyncio.get_running_loop()]
 
     asyncio.run(main())
+
+
+def test_sessions_can_be_collected() -> None:
+    import gc
+    import weakref
+
+    for cls in (mcpmux.Sessions, mcpmux.AsyncSessions):
+        sessions = cls(host=lambda request: APPROVE)
+        ref = weakref.ref(sessions)
+        del sessions
+        gc.collect()
+        assert ref() is None, cls

@@ -585,7 +585,7 @@ class Sessions:
     :class:`RoundStillRunning`, :class:`ConfigInvalid`).
     """
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "__weakref__")
 
     def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None:
         self._native = _native_sessions(config, host, lambda: None)
@@ -656,11 +656,19 @@ class AsyncSessions:
     ``async def`` host reviewer runs on the loop this object was first used
     on; a plain function runs on an engine thread (GIL taken)."""
 
-    __slots__ = ("_native", "_loop")
+    __slots__ = ("_native", "_loop", "__weakref__")
 
     def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._native = _native_sessions(config, host, lambda: self._loop)
+        # A weak reference: the native context holds the host adapter, which
+        # must not hold this object (a cycle the collector cannot see).
+        me = weakref.ref(self)
+
+        def loop_of() -> Optional[asyncio.AbstractEventLoop]:
+            this = me()
+            return this._loop if this is not None else None
+
+        self._native = _native_sessions(config, host, loop_of)
 
     async def _call(self, verb: str, params: Dict[str, Any]) -> Dict[str, Any]:
         loop = _get_running_loop()
