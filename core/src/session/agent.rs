@@ -110,8 +110,21 @@ async fn turns(
     let max_turns = spec.settings.max_turns;
     loop {
         let mut st = state::read_state(dir, n)?;
-        policy.set_calls_made(st.tool_calls);
         let thread: Vec<Message> = store::read_json(&Paths(dir).thread())?;
+        // Count from the transcript itself: it is the one file written
+        // atomically with each turn, so a runner killed between writing it
+        // and state.json still resumes with the right counts.
+        let this_round = thread.get(st.thread_start + 1..).unwrap_or(&[]);
+        st.turns = this_round
+            .iter()
+            .filter(|m| m.role == Some(Role::Assistant))
+            .count() as u32;
+        st.tool_calls = this_round
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .filter(|c| c.name != SUBMIT_REVIEW)
+            .count() as u64;
+        policy.set_calls_made(st.tool_calls);
         // A final answer may already be stored (the runner died before
         // writing the result).
         if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
