@@ -92,7 +92,6 @@ fn round_outlives_serve_and_unknown_methods_are_refused() {
         .as_str()
         .unwrap()
         .to_owned();
-    drop(ask);
     drop(stdin);
     assert!(child.wait().unwrap().success());
     // serve has exited; the detached round completes on its own.
