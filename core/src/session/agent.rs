@@ -12,7 +12,7 @@
 //! does not answer, the round fails with `failure_reason = "max_turns"`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::join_all;
 use serde_json::{json, Value};
@@ -110,8 +110,21 @@ async fn turns(
     let max_turns = spec.settings.max_turns;
     loop {
         let mut st = state::read_state(dir, n)?;
-        policy.set_calls_made(st.tool_calls);
         let thread: Vec<Message> = store::read_json(&Paths(dir).thread())?;
+        // Count from the transcript itself: it is the one file written
+        // atomically with each turn, so a runner killed between writing it
+        // and state.json still resumes with the right counts.
+        let this_round = thread.get(st.thread_start + 1..).unwrap_or(&[]);
+        st.turns = this_round
+            .iter()
+            .filter(|m| m.role == Some(Role::Assistant))
+            .count() as u32;
+        st.tool_calls = this_round
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .filter(|c| c.name != SUBMIT_REVIEW)
+            .count() as u64;
+        policy.set_calls_made(st.tool_calls);
         // A final answer may already be stored (the runner died before
         // writing the result).
         if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
@@ -282,27 +295,6 @@ async fn run_call(
     answer(result.0, result.1)
 }
 
-/// Whether a provider error is worth another try (rate limits, overload,
-/// server errors, time-outs).
-fn retryable(e: &Error) -> bool {
-    match e {
-        Error::Timeout(_) => true,
-        Error::ProviderError(m) => [
-            "429",
-            "500",
-            "502",
-            "503",
-            "504",
-            "529",
-            "overloaded",
-            "rate limit",
-        ]
-        .iter()
-        .any(|s| m.to_ascii_lowercase().contains(s)),
-        _ => false,
-    }
-}
-
 async fn complete_with_retry(
     provider: &SharedProvider,
     request: &CompletionRequest,
@@ -310,24 +302,12 @@ async fn complete_with_retry(
     n: u32,
     progress: &Progress,
 ) -> Result<crate::llm::provider::Completion, Error> {
+    // The HTTP providers retry 429/5xx themselves (llm::api); a failure
+    // here is final for the turn.
     let sink = |event: ProviderEvent| {
         progress.tick();
         let _ = event;
     };
-    let mut attempt = 0u32;
-    loop {
-        match provider.complete(request, &sink).await {
-            Ok(c) => return Ok(c),
-            Err(e) if retryable(&e) && attempt < 2 => {
-                attempt += 1;
-                state::event(
-                    dir,
-                    n,
-                    json!({"type": "retry", "attempt": attempt, "error": e.to_string()}),
-                );
-                tokio::time::sleep(Duration::from_millis(500 * u64::from(attempt))).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    let _ = (dir, n);
+    provider.complete(request, &sink).await
 }

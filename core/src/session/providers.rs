@@ -2,9 +2,15 @@
 //! an API client with its key read from the environment at run time (the
 //! key is never stored).
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use super::settings::Settings;
 use super::SessionContext;
 use crate::error::Error;
+use crate::llm::anthropic::Anthropic;
+use crate::llm::api::ApiSettings;
+use crate::llm::openai::OpenAi;
 use crate::llm::provider::SharedProvider;
 
 /// The API key of an API reviewer, from the variable `settings` names.
@@ -28,11 +34,19 @@ pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider,
             )
         }),
         "openai" | "anthropic" => {
-            let _key = api_key(settings)?;
-            Err(Error::ReviewerNotFound(format!(
-                "reviewer '{}' is not available in this build",
-                settings.reviewer
-            )))
+            let api = ApiSettings {
+                base_url: settings.base_url.clone(),
+                api_key: Some(api_key(settings)?),
+                model: settings.model.clone(),
+                stream: settings.stream,
+                // The watchdog owns stalls; the client must not give up first.
+                request_timeout: Some(Duration::from_secs_f64(settings.stall_seconds)),
+            };
+            Ok(if settings.reviewer == "openai" {
+                Arc::new(OpenAi::new(api)?) as SharedProvider
+            } else {
+                Arc::new(Anthropic::new(api)?) as SharedProvider
+            })
         }
         other => Err(Error::ReviewerNotFound(format!(
             "unknown reviewer '{other}'"

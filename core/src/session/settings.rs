@@ -43,6 +43,9 @@ pub struct Settings {
     /// Name of the variable holding the API key (the value is never stored).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Ask API reviewers for streamed responses (`[session] stream`, default true).
+    #[serde(default = "yes")]
+    pub stream: bool,
     /// Agent-loop turns per round.
     pub max_turns: u32,
     /// Seconds without progress before `stalled`.
@@ -91,6 +94,10 @@ impl Settings {
                 _ => "OPENAI_API_KEY".into(),
             })
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 struct Layer<'a> {
@@ -201,6 +208,15 @@ pub fn resolve(
         effort: call.string("effort")?.or(cfg.string("effort")?),
         base_url: cfg.string("base_url")?.or(env_base),
         api_key_env: cfg.string("api_key_env")?,
+        stream: match session.get("stream") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(Error::ConfigInvalid(
+                    "config [session]: 'stream' must be true or false".into(),
+                ))
+            }
+        },
         max_turns: cfg
             .integer("max_turns")?
             .unwrap_or(DEFAULT_MAX_TURNS as u64) as u32,
