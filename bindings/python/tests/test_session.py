@@ -205,3 +205,22 @@ def test_sessions_can_be_collected() -> None:
         del sessions
         gc.collect()
         assert ref() is None, cls
+
+
+def test_blocking_sessions_with_async_host(tmp_path: Path) -> None:
+    async def host(request: Dict[str, Any]) -> str:
+        await asyncio.sleep(0.01)
+        return APPROVE
+
+    sessions = mcpmux.Sessions(host=host)
+    begun = sessions.begin(skill="review-plan", reviewer="host", input=PLAN_INPUT.format(request="b"), working_dir=tmp_path)
+    status = wait_done(sessions, begun["session_dir"])
+    assert status["review"]["verdict"] == "APPROVE", status
+
+
+def test_host_with_a_bad_answer_fails_the_round(tmp_path: Path) -> None:
+    sessions = mcpmux.Sessions(host=lambda request: 42)
+    begun = sessions.begin(skill="review-plan", reviewer="host", input=PLAN_INPUT.format(request="c"), working_dir=tmp_path)
+    status = wait_done(sessions, begun["session_dir"])
+    assert status["status"] == "failed", status
+    assert "must return a dict" in json.dumps(status)
