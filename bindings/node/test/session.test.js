@@ -155,18 +155,22 @@ test('reply while a round runs is ROUND_STILL_RUNNING', { timeout: 60_000 }, asy
 
 test('a host reviewer that throws fails the round with its message', { timeout: 60_000 }, async () => {
   const work = h.tempDir()
-  for (const host of [
-    () => {
-      throw new Error('the host model exploded')
-    },
-    async () => Promise.reject(new Error('the host model exploded')),
-    () => 42,
-  ]) {
+  const cases = [
+    [
+      () => {
+        throw new Error('the host model exploded')
+      },
+      /the host model exploded/,
+    ],
+    [async () => Promise.reject(new Error('the host model exploded')), /the host model exploded/],
+    [() => 42, /must return an object \{text, tool_calls\?\} or a string, got number/],
+  ]
+  for (const [host, message] of cases) {
     const sessions = new Sessions({ host })
     const begun = await sessions.begin({ skill: 'review-plan', reviewer: 'host', input: planInput('f'), working_dir: work })
     const status = await waitDone(sessions, begun.session_dir)
     assert.equal(status.status, 'failed', JSON.stringify(status))
-    assert.match(JSON.stringify(status), /the host model exploded|must return an object/)
+    assert.match(JSON.stringify(status), message)
     assert.equal(status.next, 'stopped')
   }
 })
