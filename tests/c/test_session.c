@@ -310,7 +310,7 @@ int main(void) {
     const char *demo = need_env("MCPMUX_DEMO_SERVER");
     char config[1400];
     snprintf(config, sizeof config,
-             "[[mcp.servers]]\nname = \"demo\"\ncommand = \"%s\"\nallow_tools = [\"echo\", \"mcp_demo_echo\"]\n"
+             "[[mcp.servers]]\nname = \"demo\"\ncommand = \"%s\"\nallow_tools = [\"echo\"]\n"
              "[session]\nmax_turns = 4\n",
              demo);
 

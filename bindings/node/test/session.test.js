@@ -21,7 +21,7 @@ const planInput = (request) => `---\nUSER_REQUEST: ${request}\n---\n## PLAN\n1. 
 
 function sessionConfig() {
   return {
-    mcpServers: { demo: { command: h.DEMO, allow_tools: ['echo', 'mcp_demo_echo'] } },
+    mcpServers: { demo: { command: h.DEMO, allow_tools: ['echo'] } },
     session: { max_turns: 4 },
   }
 }

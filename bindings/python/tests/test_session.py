@@ -28,7 +28,7 @@ PLAN_INPUT = "---\nUSER_REQUEST: {request}\n---\n## PLAN\n1. Write hello.py\n2. 
 
 def session_config() -> Dict[str, Any]:
     return {
-        "mcpServers": {"demo": {"command": DEMO, "allow_tools": ["echo", "mcp_demo_echo"]}},
+        "mcpServers": {"demo": {"command": DEMO, "allow_tools": ["echo"]}},
         "session": {"max_turns": 4},
     }
 
