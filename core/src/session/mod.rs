@@ -256,7 +256,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         template: custom,
         mode,
         working_dir,
-        settings,
+        settings: settings::for_storage(&settings),
         round: 1,
         thread_id,
         created_at: store::now(),
