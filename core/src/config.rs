@@ -316,7 +316,16 @@ fn expand_session(ctx: &Ctx<'_>, table: &Map<String, Value>) -> Result<Map<Strin
     table
         .iter()
         .map(|(k, v)| Ok((k.clone(), walk(ctx, v, k)?)))
-        .collect()
+        .collect::<Result<_, Error>>()
+        // `expand` words its errors for servers; say where this one is.
+        .map_err(|e| match e {
+            Error::ConfigInvalid(m) => Error::ConfigInvalid(m.replacen(
+                "server 'session': field '",
+                "[session]: field '",
+                1,
+            )),
+            other => other,
+        })
 }
 
 struct Defaults {
@@ -771,6 +780,28 @@ mod tests {
         let e = err(r#"{"mcpServers":{"a":{"command":"x","env":{"A":"${TOKEN"}}}}"#);
         assert!(e.contains("env.A") && e.contains("unterminated"), "{e}");
         assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn session_table_alone_is_a_config() {
+        let c = parse(
+            "[session]\nreviewer = \"openai\"\nmodel = \"${MODEL:-gpt}\"\nargs = [\"${TOKEN}\"]\n",
+        )
+        .unwrap();
+        assert!(c.servers.is_empty());
+        assert_eq!(c.session["reviewer"], "openai");
+        assert_eq!(c.session["model"], "gpt");
+        assert_eq!(c.session["args"][0], "s3cret-value");
+        let j = parse(r#"{"mcpServers": {"a": {"command": "x"}}, "session": {"max_turns": 3}}"#)
+            .unwrap();
+        assert_eq!(j.session["max_turns"], 3);
+        let e = err("[session]\nmodel = \"${NOT_SET_ANYWHERE}\"\n");
+        assert!(
+            e.contains("[session]: field 'model'") && e.contains("NOT_SET_ANYWHERE"),
+            "{e}"
+        );
+        let e = err("session = 3\n");
+        assert!(e.contains("'session' must be a table"), "{e}");
     }
 
     #[test]

@@ -216,3 +216,55 @@ fn errors_are_json_on_stderr() {
         assert!(Instant::now() < end, "{v:#}");
     }
 }
+
+#[test]
+fn end_while_running_kills_the_detached_runner() {
+    let sb = Sandbox::with_config(&config());
+    let input = sb.write("q.md", "A slow question");
+    let out = sb
+        .mcpmux(&["review", "begin", "--skill", "review-think", "--input"])
+        .arg(&input)
+        .env("PATH", path_with_fake_codex())
+        .env("FAKE_CODEX_DELAY", "30")
+        .run();
+    out.ok();
+    let dir = out.json()["session_dir"].as_str().unwrap().to_owned();
+    let state = Path::new(&dir).join("round-001/state.json");
+    let end = Instant::now() + Duration::from_secs(10);
+    let pid = loop {
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+        if let Some(pid) = s["pid"].as_u64() {
+            break pid;
+        }
+        assert!(Instant::now() < end, "runner never started: {s}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = sb.mcpmux(&["review", "end", &dir]).run();
+    out.ok();
+    let e = out.json();
+    assert_eq!(e["finalized"], true, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("running"), "{e}");
+    assert!(Path::new(&dir).join("meta.json").is_file());
+    let gone = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    {
+        assert!(Instant::now() < gone, "runner {pid} still alive after end");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let w = sb
+        .mcpmux(&["review", "wait", &dir, "--max-wait-seconds", "0"])
+        .run();
+    w.ok();
+    assert_eq!(w.json()["status"], "failed");
+    let r = sb
+        .mcpmux(&["review", "reply", &dir, "--input", "-"])
+        .stdin("x")
+        .run();
+    r.expect_exit(2);
+    assert_eq!(r.error()["code"], "INVALID_SESSION");
+}

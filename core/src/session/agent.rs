@@ -128,7 +128,7 @@ async fn turns(
         // A final answer may already be stored (the runner died before
         // writing the result).
         if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
-            if let Some(f) = final_of(last, &thread) {
+            if let Some(f) = final_of(last) {
                 return Ok(f);
             }
         }
@@ -158,7 +158,7 @@ async fn turns(
             tools,
             max_tokens: 8192,
         };
-        let completion = complete_with_retry(provider, &request, dir, n, progress).await?;
+        let completion = complete(provider, &request, progress).await?;
         progress.tick();
         if !completion.text.trim().is_empty() {
             let snippet: String = completion.text.chars().take(300).collect();
@@ -209,14 +209,14 @@ async fn turns(
         st.tool_calls += calls_made;
         st.progress_observed = true;
         state::write_state(dir, n, &st)?;
-        if let Some(f) = final_of(&assistant, &new_thread) {
+        if let Some(f) = final_of(&assistant) {
             return Ok(f);
         }
     }
 }
 
 /// The review when `message` submitted one.
-fn final_of(message: &Message, _thread: &[Message]) -> Option<Finish> {
+fn final_of(message: &Message) -> Option<Finish> {
     if let Some(call) = message.tool_calls.iter().find(|c| c.name == SUBMIT_REVIEW) {
         return Some(Finish::Completed {
             review: review::from_submit(&call.arguments),
@@ -295,19 +295,14 @@ async fn run_call(
     answer(result.0, result.1)
 }
 
-async fn complete_with_retry(
+/// One completion; every streamed event counts as progress. The HTTP
+/// providers retry 429 and 5xx answers themselves (`llm::api`), so a
+/// failure here is final for the turn.
+async fn complete(
     provider: &SharedProvider,
     request: &CompletionRequest,
-    dir: &Path,
-    n: u32,
     progress: &Progress,
 ) -> Result<crate::llm::provider::Completion, Error> {
-    // The HTTP providers retry 429/5xx themselves (llm::api); a failure
-    // here is final for the turn.
-    let sink = |event: ProviderEvent| {
-        progress.tick();
-        let _ = event;
-    };
-    let _ = (dir, n);
+    let sink = |_event: ProviderEvent| progress.tick();
     provider.complete(request, &sink).await
 }

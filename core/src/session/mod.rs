@@ -243,15 +243,22 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     );
 
     let dir = store::create_session_dir(&working_dir, &name)?;
+    // API and host reviewers run mcpmux's own thread: the session's name
+    // identifies it. A command reviewer reports its own id.
+    let thread_id = (settings.reviewer != "command").then(|| {
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
     let spec = Spec {
         version: 1,
         skill: skill.clone(),
         template: custom,
         mode,
         working_dir,
-        settings,
+        settings: settings::for_storage(&settings),
         round: 1,
-        thread_id: None,
+        thread_id,
         created_at: store::now(),
         ended: false,
     };

@@ -60,7 +60,10 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     let Some(_lock) = RunnerLock::try_acquire(dir)? else {
         return Ok(());
     };
-    let spec = state::read_spec(dir)?;
+    let mut spec = state::read_spec(dir)?;
+    let empty = serde_json::Map::new();
+    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    super::settings::fill_runtime(&mut spec.settings, table)?;
     let n = spec.round;
     let mut st = state::read_state(dir, n)?;
     if st.status != "running" {

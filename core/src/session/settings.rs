@@ -37,7 +37,9 @@ pub struct Settings {
     /// Reasoning effort.
     #[serde(default)]
     pub effort: Option<String>,
-    /// API base URL (API reviewers).
+    /// API base URL (API reviewers). Not stored when it carries
+    /// credentials (user info or a query string); runners then read it
+    /// again from the config or the environment ([`fill_runtime`]).
     #[serde(default)]
     pub base_url: Option<String>,
     /// Name of the variable holding the API key (the value is never stored).
@@ -56,9 +58,14 @@ pub struct Settings {
     pub max_rounds: u32,
     /// The `command` reviewer's program.
     pub command: String,
-    /// Its arguments for round 1 (the prompt goes on stdin).
+    /// Its arguments for round 1 (the prompt goes on stdin). Not stored:
+    /// they may carry expanded `${VAR}` values; runners read them again
+    /// from the config ([`fill_runtime`]).
+    #[serde(skip)]
     pub args: Vec<String>,
-    /// Its arguments for later rounds; `<thread_id>` is replaced.
+    /// Its arguments for later rounds; `<thread_id>` is replaced. Not
+    /// stored, like `args`.
+    #[serde(skip)]
     pub resume_args: Vec<String>,
     /// Policy: most tool calls per round.
     #[serde(default)]
@@ -200,13 +207,14 @@ pub fn resolve(
         _ => None,
     }
     .filter(|s| !s.is_empty());
+    let base_url = cfg.string("base_url")?.or(env_base);
     let command = cfg
         .string("command")?
         .unwrap_or_else(|| DEFAULT_COMMAND.into());
     Ok(Settings {
         model: call.string("model")?.or(cfg.string("model")?),
         effort: call.string("effort")?.or(cfg.string("effort")?),
-        base_url: cfg.string("base_url")?.or(env_base),
+        base_url,
         api_key_env: cfg.string("api_key_env")?,
         stream: match session.get("stream") {
             None | Some(Value::Null) => true,
@@ -230,14 +238,10 @@ pub fn resolve(
         max_rounds: cfg
             .integer("max_rounds")?
             .unwrap_or(DEFAULT_MAX_ROUNDS as u64) as u32,
-        args: cfg
-            .strings("args")?
-            .unwrap_or_else(|| vec!["exec".into(), "--json".into(), "-".into()]),
-        resume_args: cfg.strings("resume_args")?.unwrap_or_else(|| {
-            ["exec", "--json", "resume", "<thread_id>", "-"]
-                .map(String::from)
-                .to_vec()
-        }),
+        args: cfg.strings("args")?.unwrap_or_else(default_args),
+        resume_args: cfg
+            .strings("resume_args")?
+            .unwrap_or_else(default_resume_args),
         command,
         max_tool_calls: cfg.integer("max_tool_calls")?,
         call_timeout_seconds: cfg.number("call_timeout_seconds")?,
@@ -245,4 +249,96 @@ pub fn resolve(
         scope: cfg.string("scope")?,
         reviewer,
     })
+}
+
+/// Default `args` of the `command` reviewer (codex reads the prompt from stdin).
+pub fn default_args() -> Vec<String> {
+    ["exec", "--json", "-"].map(String::from).to_vec()
+}
+
+/// Default `resume_args` of the `command` reviewer.
+pub fn default_resume_args() -> Vec<String> {
+    ["exec", "--json", "resume", "<thread_id>", "-"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Whether a URL carries credentials (user info or a query string) and so
+/// must not be written to disk.
+pub fn url_has_secrets(url: &str) -> bool {
+    url::Url::parse(url)
+        .is_ok_and(|u| !u.username().is_empty() || u.password().is_some() || u.query().is_some())
+}
+
+/// Completes stored settings for a runner: the `command` reviewer's
+/// arguments and a base URL that was not stored, from the config's
+/// `[session]` table (or the environment, or the defaults).
+pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+    let cfg = Layer {
+        map: session,
+        origin: "config [session]",
+        err: Error::ConfigInvalid,
+    };
+    settings.args = cfg.strings("args")?.unwrap_or_else(default_args);
+    settings.resume_args = cfg
+        .strings("resume_args")?
+        .unwrap_or_else(default_resume_args);
+    if settings.base_url.is_none() {
+        let env = match settings.reviewer.as_str() {
+            "openai" => std::env::var("OPENAI_BASE_URL").ok(),
+            "anthropic" => std::env::var("ANTHROPIC_BASE_URL").ok(),
+            _ => None,
+        }
+        .filter(|s| !s.is_empty());
+        settings.base_url = cfg.string("base_url")?.or(env);
+    }
+    Ok(())
+}
+
+/// The settings as stored in `session.json`: without a base URL that
+/// carries credentials.
+pub fn for_storage(settings: &Settings) -> Settings {
+    let mut s = settings.clone();
+    if s.base_url.as_deref().is_some_and(url_has_secrets) {
+        s.base_url = None;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn call_over_config_over_defaults_and_nothing_secret_stored() {
+        let table = json!({"reviewer": "openai", "model": "cfg-model", "max_turns": 4,
+            "base_url": "https://llm.example/v1?api-key=SECRET", "args": ["--token", "SECRET"]});
+        let params = json!({"model": "call-model", "timeout_seconds": 60});
+        let s = resolve(table.as_object().unwrap(), params.as_object().unwrap()).unwrap();
+        assert_eq!(s.model.as_deref(), Some("call-model"));
+        assert_eq!(s.max_turns, 4);
+        assert_eq!(s.timeout_seconds, 60.0);
+        assert_eq!(s.stall_seconds, DEFAULT_STALL_SECONDS);
+        assert_eq!(s.key_env(), "OPENAI_API_KEY");
+        let stored = serde_json::to_string(&for_storage(&s)).unwrap();
+        assert!(!stored.contains("SECRET"), "{stored}");
+        let mut back: Settings = serde_json::from_str(&stored).unwrap();
+        fill_runtime(&mut back, table.as_object().unwrap()).unwrap();
+        assert_eq!(back.base_url, s.base_url);
+        assert_eq!(back.args, ["--token", "SECRET"]);
+        let e = resolve(
+            &Map::new(),
+            json!({"reviewer": "pigeon"}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
+        let e = resolve(
+            json!({"max_turns": "ten"}).as_object().unwrap(),
+            &Map::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(e.to_string().contains("max_turns"), "{e}");
+    }
 }
