@@ -458,11 +458,11 @@ impl SessionPolicy {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_none_or(|pairs| pairs.contains(&(tool.server.clone(), tool.tool.clone())));
-        if !was_offered {
-            return not_allowed(Refusal::UnknownTool.reason());
-        }
         if let Decision::Refused(r) = self.decide(tool) {
             return not_allowed(r.reason());
+        }
+        if !was_offered {
+            return not_allowed(Refusal::UnknownTool.reason());
         }
         let mut opts = CallOptions {
             policy: None,

@@ -2,12 +2,13 @@
 //! model sees the output and before anything is stored.
 //!
 //! Built-in rules, in priority order (when two matches overlap, the union is
-//! redacted under the earlier rule's name): `private_key`, `aws_access_key_id`,
+//! redacted under the name of the one that starts first, or is longer, or
+//! comes first in this list): `private_key`, `aws_access_key_id`,
 //! `aws_secret_access_key`, `github_token`, `gitlab_token`, `slack_token`,
 //! `stripe_key`, `anthropic_key`, `openai_key`, `jwt`, `url_password`,
 //! `authorization`; then the operator's extra rules; then `high_entropy`.
 //!
-//! `high_entropy` flags a run of `[A-Za-z0-9+/=_-]` that, with `=`, `-`, `_`,
+//! `high_entropy` flags a run of `[A-Za-z0-9+/_-]` (with any `=` padding) that, with `=`, `-`, `_`,
 //! `/` and `+` trimmed from its ends, is at least [`HIGH_ENTROPY_MIN_LEN`]
 //! characters long, uses at least two of lower case, upper case and digits,
 //! is not only hex digits and dashes (commit SHAs, UUIDs and hashes stay),
@@ -177,7 +178,7 @@ pub fn builtin_rule_names() -> Vec<&'static str> {
 
 fn token_regex() -> &'static Regex {
     static TOKEN: OnceLock<Regex> = OnceLock::new();
-    TOKEN.get_or_init(|| Regex::new(r"[A-Za-z0-9+/=_\-]{24,}").expect("token pattern"))
+    TOKEN.get_or_init(|| Regex::new(r"[A-Za-z0-9+/_\-]{24,}=*").expect("token pattern"))
 }
 
 /// Whether `token` passes the high-entropy check described in the module docs.
@@ -390,17 +391,15 @@ impl Redactor {
     }
 }
 
-/// Sorts hits and merges overlapping ones; the merged hit keeps the
-/// highest-priority (lowest) rule.
+/// Sorts hits and merges overlapping ones. A merged hit is named after the
+/// outermost one (earliest start, then longest), then the higher-priority
+/// rule: `Authorization: Bearer <jwt>` is an `authorization`.
 fn merge(mut hits: Vec<Hit>) -> Vec<Hit> {
-    hits.sort_by_key(|h| (h.start, h.end));
+    hits.sort_by_key(|h| (h.start, std::cmp::Reverse(h.end), h.rule));
     let mut out: Vec<Hit> = Vec::with_capacity(hits.len());
     for h in hits {
         match out.last_mut() {
-            Some(last) if h.start < last.end => {
-                last.end = last.end.max(h.end);
-                last.rule = last.rule.min(h.rule);
-            }
+            Some(last) if h.start < last.end => last.end = last.end.max(h.end),
             _ => out.push(h),
         }
     }
