@@ -83,7 +83,7 @@ async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &s
     let wd = tempfile::tempdir().unwrap();
     let text = format!(
         "{}\n[session]\nreviewer = {}\nbase_url = {}\napi_key_env = {}\nmodel = \"mock-model\"\nstream = {stream}\n{extra}\n",
-        common::demo_entry("demo", ""),
+        common::demo_entry("demo", "allow_tools = [\"echo\", \"add\", \"fail\"]"),
         common::q(kind),
         common::q(&mock.base_url(kind)),
         common::q(KEY_VAR),
@@ -178,7 +178,8 @@ async fn tools_over_several_turns_then_approve() {
             body(1)
         );
         assert!(
-            body(2).contains("UNKNOWN_TOOL") && body(2).contains("kaboom"),
+            body(2).contains("TOOL_NOT_ALLOWED: tool 'mcp_demo_nonexistent'")
+                && body(2).contains("kaboom"),
             "{kind}: {}",
             body(2)
         );
