@@ -416,6 +416,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         self.send_json(status, obj, extra_headers)
 
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass  # trailers
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
     # ----- requests -------------------------------------------------------
 
     def do_GET(self):
@@ -426,8 +440,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         state = self.state
-        length = int(self.headers.get("Content-Length") or 0)
-        raw_bytes = self.rfile.read(length) if length > 0 else b""
+        raw_bytes = self.read_body()
         raw = raw_bytes.decode("utf-8", "replace")
         path = self.path.split("?")[0]
         if path.endswith("/chat/completions"):
@@ -728,7 +741,9 @@ def anthropic_events(answer, body, step):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Scripted OpenAI / Anthropic wire-format LLM endpoint for tests.")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--script", required=True, help="JSON script file (see the module docstring)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: pick a free one)")
     parser.add_argument("--host", default="127.0.0.1")

@@ -46,6 +46,7 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// A Messages API client.
+#[derive(Debug)]
 pub struct Anthropic {
     endpoint: Endpoint,
     model: String,
@@ -238,6 +239,9 @@ impl Anthropic {
                     let input = b.get("input").cloned().unwrap_or_else(|| json!({}));
                     let (arguments, arguments_error) = match input {
                         Value::Object(_) => (input, None),
+                        // Some proxies pass the model's argument text on
+                        // as a string.
+                        Value::String(text) => parse_arguments(&text),
                         other => parse_arguments(&other.to_string()),
                     };
                     completion.tool_calls.push(ToolCall {
