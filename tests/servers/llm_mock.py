@@ -621,7 +621,7 @@ def openai_events(answer, body, step):
         err = step["stream_error"]
         if isinstance(err, str):
             err = {"message": err, "type": "server_error"}
-        yield "data: " + json.dumps({"error": dict({"param": None, "code": None}, **err)}) + "\n\n"
+        yield "data: " + json.dumps({"error": dict({"param": None, "code": None}, **err)}, separators=(",", ":")) + "\n\n"
         return
     if step.get("truncate"):
         return

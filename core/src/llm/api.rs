@@ -282,7 +282,10 @@ impl Endpoint {
                 }
             };
             if attempt >= MAX_ATTEMPTS {
-                return Err(err.context_suffix(format!(" (after {MAX_ATTEMPTS} attempts)")));
+                return Err(with_suffix(
+                    err,
+                    &format!(" (after {MAX_ATTEMPTS} attempts)"),
+                ));
             }
             let pause = pause
                 .map(|p| p.min(MAX_RETRY_AFTER))
@@ -483,17 +486,11 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-trait Suffix {
-    fn context_suffix(self, suffix: String) -> Error;
-}
-
-impl Suffix for Error {
-    /// The same error with `suffix` appended to a provider message.
-    fn context_suffix(self, suffix: String) -> Error {
-        match self {
-            Error::ProviderError(m) => Error::ProviderError(m + &suffix),
-            other => other,
-        }
+/// A provider error with `suffix` appended (other errors unchanged).
+fn with_suffix(err: Error, suffix: &str) -> Error {
+    match err {
+        Error::ProviderError(m) => Error::ProviderError(m + suffix),
+        other => other,
     }
 }
 
