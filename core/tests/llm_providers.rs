@@ -382,6 +382,25 @@ async fn tool_calls_and_results_round_trip() {
 }
 
 #[tokio::test]
+async fn whole_json_answer_to_a_stream_request() {
+    let script = |_, _| {
+        json!([{"text": "not streamed", "ignore_stream": true,
+                "tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]}])
+    };
+    each_case(&STREAMED, script, |mock| async move {
+        let kind = mock.kind;
+        let p = provider(kind, settings(&mock, kind, true));
+        let (result, events) = complete(p.as_ref(), &request(vec![Message::user("hi")])).await;
+        let c = result.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(c.text, "not streamed");
+        assert_eq!(c.tool_calls[0].arguments, json!({"text": "x"}));
+        assert_eq!(text_of(&events).0, "not streamed");
+        assert_eq!(mock.requests()[0]["body"]["stream"], true);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn rate_limit_is_retried_after_retry_after() {
     each_case(
         &CASES,

@@ -94,6 +94,8 @@ Step fields (all optional; ``{}`` answers an empty text):
   ``data: {"error": ...}``), then the stream ends.
 - ``"truncate": true``: streaming only: end the stream after the content,
   without the final chunk / ``message_stop`` / ``[DONE]``.
+- ``"ignore_stream": true``: answer whole JSON even to a streaming
+  request (as some OpenAI-compatible servers do).
 - ``"raw_body": "..."``: answer this text verbatim (``"status"`` default
   200, ``"content_type"`` default ``application/json``).
 - ``"chunk_chars": N``: delta size for this step.
@@ -539,7 +541,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         answer = Answer(step, provider)
         if delay:
             time.sleep(delay)
-        if not stream:
+        if not stream or step.get("ignore_stream"):
             if provider == "openai":
                 self.send_json(200, openai_whole(answer, body))
             else:

@@ -27,7 +27,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::llm::api::{parse_arguments, ApiSettings, Endpoint};
+use crate::llm::api::{is_json, parse_arguments, ApiSettings, Endpoint};
 use crate::llm::provider::{
     Completion, CompletionFuture, CompletionRequest, EventSink, Provider, ProviderEvent, Role,
     ToolCall,
@@ -202,7 +202,8 @@ impl Anthropic {
     ) -> Result<Completion, Error> {
         let body = self.body(request);
         let response = self.endpoint.post(&body, events).await?;
-        if self.stream {
+        // A server that ignores `stream` answers with whole JSON.
+        if self.stream && !is_json(&response) {
             self.read_stream(response, events).await
         } else {
             let v = self.endpoint.read_json(response, events).await?;
