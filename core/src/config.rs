@@ -560,6 +560,8 @@ fn server_entry(
         .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    // Policy keys are checked now, so a typo fails at load time.
+    crate::policy::ServerPolicy::from_map(&extra, ctx.origin, n)?;
     for key in extra.keys() {
         tracing::debug!(server = n, key = %key, "config key not used by the engine");
     }

@@ -3,12 +3,10 @@
 //! run as a process. Every test checks what the provider returned and what
 //! the endpoint received (the mock's request log).
 //!
-//! Each test runs its four cases (two providers, streamed or not) at once,
-//! each against its own mock process, to keep the file fast.
+//! Each test runs its four cases (two providers, streamed or not) at once
+//! against one mock process, each case with its own script (selected by
+//! model name), to keep the file fast.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,113 +21,21 @@ use mcpmux_core::llm::provider::{
 use mcpmux_core::Error;
 use serde_json::{json, Value};
 
-// ----- the mock -----------------------------------------------------------
+mod llm_mock;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned()
-}
+use llm_mock::Mock;
 
-fn python() -> PathBuf {
-    let venv = root().join(".deps/venv/bin/python");
-    if venv.exists() {
-        venv
-    } else {
-        PathBuf::from("python3")
+fn base_url(mock: &Mock, kind: Kind) -> String {
+    match kind {
+        Kind::OpenAi => mock.openai_base_url(),
+        Kind::Anthropic => mock.anthropic_base_url(),
     }
 }
 
-/// One running `llm_mock.py`, killed on drop.
-struct Mock {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Mock {
-    /// Starts a mock serving `script` (waiting off the async runtime, so
-    /// that the other cases running at the same time keep going).
-    async fn start(script: Value) -> Mock {
-        Self::start_with(script, &[]).await
-    }
-
-    async fn start_with(script: Value, extra: &[&str]) -> Mock {
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        tokio::task::spawn_blocking(move || Self::spawn(script, &extra))
-            .await
-            .unwrap()
-    }
-
-    fn spawn(script: Value, extra: &[String]) -> Mock {
-        let dir = tempfile::tempdir().unwrap();
-        let script_path = dir.path().join("script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
-        let mut child = Command::new(python())
-            .arg(root().join("tests/servers/llm_mock.py"))
-            .arg("--script")
-            .arg(&script_path)
-            .arg("--log")
-            .arg(dir.path().join("requests.jsonl"))
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start llm_mock.py");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("llm_mock.py printed no port within 10 s");
-        let port = serde_json::from_str::<Value>(&line)
-            .ok()
-            .and_then(|v| v["port"].as_u64())
-            .unwrap_or_else(|| panic!("llm_mock.py printed {line:?}, not {{\"port\": N}}"));
-        Mock {
-            child,
-            port: port as u16,
-            dir,
-        }
-    }
-
-    fn base_url(&self, kind: Kind) -> String {
-        match kind {
-            Kind::OpenAi => format!("http://127.0.0.1:{}/v1", self.port),
-            Kind::Anthropic => format!("http://127.0.0.1:{}", self.port),
-        }
-    }
-
-    fn endpoint(&self, kind: Kind) -> String {
-        match kind {
-            Kind::OpenAi => format!("http://127.0.0.1:{}/v1/chat/completions", self.port),
-            Kind::Anthropic => format!("http://127.0.0.1:{}/v1/messages", self.port),
-        }
-    }
-
-    /// The requests the mock received, as it logged them.
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    fn rewrite(&self, script: Value) {
-        std::fs::write(self.dir.path().join("script.json"), script.to_string()).unwrap();
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+fn endpoint(mock: &Mock, kind: Kind) -> String {
+    match kind {
+        Kind::OpenAi => format!("{}/chat/completions", mock.openai_base_url()),
+        Kind::Anthropic => format!("{}/v1/messages", mock.anthropic_base_url()),
     }
 }
 
@@ -189,13 +95,13 @@ impl Case {
     }
 
     fn endpoint(&self, kind: Kind) -> String {
-        self.mock.endpoint(kind)
+        endpoint(&self.mock, kind)
     }
 }
 
 fn settings(case: &Case, kind: Kind, stream: bool) -> ApiSettings {
     ApiSettings {
-        base_url: Some(case.mock.base_url(kind)),
+        base_url: Some(base_url(&case.mock, kind)),
         api_key: Some(KEY.into()),
         model: Some(case.model.clone()),
         stream,
@@ -296,7 +202,8 @@ where
 async fn plain_text_answer() {
     const ANSWER: &str = "The plan looks sound; two small remarks follow.";
     let script =
-        |_, stream| json!([{ "text": ANSWER, "expect": {"stream": stream, "auth": true} }]);
+        // Streamed events 30 ms apart arrive as separate chunks of bytes.
+        |_, stream| json!([{ "text": ANSWER, "expect": {"stream": stream, "auth": true}, "stream_chunk_delay_ms": if stream { 30 } else { 0 } }]);
     each_case(&CASES, script, |mock| async move {
         let (kind, stream, answer) = (mock.kind, mock.stream, ANSWER);
         let p = provider(kind, settings(&mock, kind, stream));
@@ -316,7 +223,7 @@ async fn plain_text_answer() {
         if stream {
             assert!(deltas > 3, "{kind:?}: text arrived in {deltas} deltas");
             assert!(
-                progress_count(&events) > 3,
+                progress_count(&events) >= 3,
                 "{kind:?}: progress while streaming"
             );
         } else {
@@ -470,6 +377,25 @@ async fn tool_calls_and_results_round_trip() {
                 );
             }
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn whole_json_answer_to_a_stream_request() {
+    let script = |_, _| {
+        json!([{"text": "not streamed", "ignore_stream": true,
+                "tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]}])
+    };
+    each_case(&STREAMED, script, |mock| async move {
+        let kind = mock.kind;
+        let p = provider(kind, settings(&mock, kind, true));
+        let (result, events) = complete(p.as_ref(), &request(vec![Message::user("hi")])).await;
+        let c = result.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(c.text, "not streamed");
+        assert_eq!(c.tool_calls[0].arguments, json!({"text": "x"}));
+        assert_eq!(text_of(&events).0, "not streamed");
+        assert_eq!(mock.requests()[0]["body"]["stream"], true);
     })
     .await;
 }
@@ -822,7 +748,7 @@ async fn default_models_named_scripts_expectations_and_reload() {
     )
     .await;
     let at = |kind| ApiSettings {
-        base_url: Some(mock.base_url(kind)),
+        base_url: Some(base_url(&mock, kind)),
         ..Default::default()
     };
     let p = provider(Kind::OpenAi, at(Kind::OpenAi));

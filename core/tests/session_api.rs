@@ -6,9 +6,7 @@
 //! deadline, 429 then OK, and 500s.
 
 mod common;
-
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod llm_mock;
 
 use mcpmux_core::session::{self, Runner, SessionContext};
 use mcpmux_core::Config;
@@ -16,60 +14,6 @@ use serde_json::{json, Value};
 
 const KEY_VAR: &str = "MCPMUX_TEST_SESSION_LLM_KEY";
 const KEY: &str = "sk-test-session-secret-0123456789";
-
-struct Mock {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Mock {
-    fn start(steps: Value) -> Mock {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("script.json");
-        std::fs::write(&script, steps.to_string()).unwrap();
-        let mut child = Command::new(common::python())
-            .arg(common::root().join("tests/servers/llm_mock.py"))
-            .arg("--script")
-            .arg(&script)
-            .arg("--log")
-            .arg(dir.path().join("requests.jsonl"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start llm_mock.py");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let port = serde_json::from_str::<Value>(&line).unwrap()["port"]
-            .as_u64()
-            .unwrap() as u16;
-        Mock { child, port, dir }
-    }
-
-    fn base_url(&self, kind: &str) -> String {
-        match kind {
-            "openai" => format!("http://127.0.0.1:{}/v1", self.port),
-            _ => format!("http://127.0.0.1:{}", self.port),
-        }
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 struct Case {
     wait: Value,
@@ -79,13 +23,17 @@ struct Case {
 
 async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &str) -> Case {
     std::env::set_var(KEY_VAR, KEY);
-    let mock = Mock::start(steps);
+    let mock = llm_mock::Mock::start(steps).await;
     let wd = tempfile::tempdir().unwrap();
     let text = format!(
         "{}\n[session]\nreviewer = {}\nbase_url = {}\napi_key_env = {}\nmodel = \"mock-model\"\nstream = {stream}\n{extra}\n",
-        common::demo_entry("demo", ""),
+        common::demo_entry("demo", "allow_tools = [\"echo\", \"add\", \"fail\"]"),
         common::q(kind),
-        common::q(&mock.base_url(kind)),
+        common::q(&if kind == "openai" {
+            mock.openai_base_url()
+        } else {
+            mock.anthropic_base_url()
+        }),
         common::q(KEY_VAR),
     );
     let ctx = SessionContext {
@@ -178,7 +126,8 @@ async fn tools_over_several_turns_then_approve() {
             body(1)
         );
         assert!(
-            body(2).contains("UNKNOWN_TOOL") && body(2).contains("kaboom"),
+            body(2).contains("TOOL_NOT_ALLOWED: tool 'mcp_demo_nonexistent'")
+                && body(2).contains("kaboom"),
             "{kind}: {}",
             body(2)
         );

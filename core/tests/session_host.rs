@@ -39,7 +39,7 @@ fn ctx(config: Option<Config>, cb: Option<HostCallback>) -> SessionContext {
 fn demo_config(extra_session: &str) -> Config {
     let text = format!(
         "{}\n[session]\nreviewer = \"host\"\n{extra_session}\n",
-        common::demo_entry("demo", "")
+        common::demo_entry("demo", "allow_tools = [\"echo\", \"add\", \"fail\"]")
     );
     Config::parse(&text).unwrap()
 }
@@ -148,6 +148,8 @@ async fn host_reviewer_full_cycle_with_demo_tools() {
             .iter()
             .map(|t| t["name"].as_str().unwrap())
             .collect();
+        // The policy offers only the allowed tools.
+        assert!(!names.contains(&"mcp_demo_crash"), "{names:?}");
         assert!(
             names.contains(&"mcp_demo_echo") && names.contains(&"submit_review"),
             "{names:?}"
@@ -171,7 +173,7 @@ async fn host_reviewer_full_cycle_with_demo_tools() {
             results[0]["content"]
                 .as_str()
                 .unwrap()
-                .contains("UNKNOWN_TOOL"),
+                .contains("TOOL_NOT_ALLOWED: tool 'mcp_demo_nope'"),
             "{results}"
         );
         assert_eq!(results[1]["is_error"], true);
@@ -197,6 +199,9 @@ async fn host_reviewer_full_cycle_with_demo_tools() {
     let thread: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(d.join("thread.json")).unwrap()).unwrap();
     assert_eq!(thread.len(), 7, "prompt + 3 × (assistant, results)");
+    // Every tool call was audited by the policy.
+    let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
+    assert!(audit.lines().count() >= 4, "{audit}");
     // No temporary files left behind.
     for entry in std::fs::read_dir(&d)
         .unwrap()

@@ -120,7 +120,7 @@ async fn server_everything_as_review_tools() {
             "everything",
             "node",
             &[&common::everything_entry(), "stdio"],
-            ""
+            "allow_tools = [\"echo\", \"get-sum\"]\nconfirm_read_only = [\"echo\", \"get-sum\"]"
         )
     );
     let ctx = SessionContext {

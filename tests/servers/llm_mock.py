@@ -94,6 +94,8 @@ Step fields (all optional; ``{}`` answers an empty text):
   ``data: {"error": ...}``), then the stream ends.
 - ``"truncate": true``: streaming only: end the stream after the content,
   without the final chunk / ``message_stop`` / ``[DONE]``.
+- ``"ignore_stream": true``: answer whole JSON even to a streaming
+  request (as some OpenAI-compatible servers do).
 - ``"raw_body": "..."``: answer this text verbatim (``"status"`` default
   200, ``"content_type"`` default ``application/json``).
 - ``"chunk_chars": N``: delta size for this step.
@@ -416,6 +418,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         self.send_json(status, obj, extra_headers)
 
+    def read_body(self):
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass  # trailers
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
     # ----- requests -------------------------------------------------------
 
     def do_GET(self):
@@ -426,8 +442,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         state = self.state
-        length = int(self.headers.get("Content-Length") or 0)
-        raw_bytes = self.rfile.read(length) if length > 0 else b""
+        raw_bytes = self.read_body()
         raw = raw_bytes.decode("utf-8", "replace")
         path = self.path.split("?")[0]
         if path.endswith("/chat/completions"):
@@ -526,7 +541,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         answer = Answer(step, provider)
         if delay:
             time.sleep(delay)
-        if not stream:
+        if not stream or step.get("ignore_stream"):
             if provider == "openai":
                 self.send_json(200, openai_whole(answer, body))
             else:
@@ -608,7 +623,7 @@ def openai_events(answer, body, step):
         err = step["stream_error"]
         if isinstance(err, str):
             err = {"message": err, "type": "server_error"}
-        yield "data: " + json.dumps({"error": dict({"param": None, "code": None}, **err)}) + "\n\n"
+        yield "data: " + json.dumps({"error": dict({"param": None, "code": None}, **err)}, separators=(",", ":")) + "\n\n"
         return
     if step.get("truncate"):
         return
@@ -728,7 +743,9 @@ def anthropic_events(answer, body, step):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="Scripted OpenAI / Anthropic wire-format LLM endpoint for tests.")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--script", required=True, help="JSON script file (see the module docstring)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: pick a free one)")
     parser.add_argument("--host", default="127.0.0.1")

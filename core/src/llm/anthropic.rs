@@ -27,7 +27,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::llm::api::{parse_arguments, ApiSettings, Endpoint};
+use crate::llm::api::{is_json, parse_arguments, ApiSettings, Endpoint};
 use crate::llm::provider::{
     Completion, CompletionFuture, CompletionRequest, EventSink, Provider, ProviderEvent, Role,
     ToolCall,
@@ -46,6 +46,7 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// A Messages API client.
+#[derive(Debug)]
 pub struct Anthropic {
     endpoint: Endpoint,
     model: String,
@@ -201,7 +202,8 @@ impl Anthropic {
     ) -> Result<Completion, Error> {
         let body = self.body(request);
         let response = self.endpoint.post(&body, events).await?;
-        if self.stream {
+        // A server that ignores `stream` answers with whole JSON.
+        if self.stream && !is_json(&response) {
             self.read_stream(response, events).await
         } else {
             let v = self.endpoint.read_json(response, events).await?;
@@ -238,6 +240,9 @@ impl Anthropic {
                     let input = b.get("input").cloned().unwrap_or_else(|| json!({}));
                     let (arguments, arguments_error) = match input {
                         Value::Object(_) => (input, None),
+                        // Some proxies pass the model's argument text on
+                        // as a string.
+                        Value::String(text) => parse_arguments(&text),
                         other => parse_arguments(&other.to_string()),
                     };
                     completion.tool_calls.push(ToolCall {

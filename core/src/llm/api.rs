@@ -13,7 +13,7 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use eventsource_stream::{Event, Eventsource};
@@ -23,7 +23,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::llm::provider::{EventSink, ProviderEvent};
+use crate::llm::anthropic::Anthropic;
+use crate::llm::openai::OpenAi;
+use crate::llm::provider::{EventSink, ProviderEvent, SharedProvider};
 
 /// How many times a request is sent at most (the first try included).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -72,6 +74,46 @@ impl Default for ApiSettings {
     }
 }
 
+impl ApiSettings {
+    /// These settings with what is unset taken from the environment
+    /// variables the official SDKs read: `OPENAI_API_KEY` and
+    /// `OPENAI_BASE_URL` for `openai`, `ANTHROPIC_API_KEY` and
+    /// `ANTHROPIC_BASE_URL` for `anthropic` (other providers: unchanged).
+    pub fn with_env_defaults(mut self, provider: &str) -> Self {
+        let prefix = match provider {
+            "openai" => "OPENAI",
+            "anthropic" => "ANTHROPIC",
+            _ => return self,
+        };
+        let var = |name: &str| {
+            std::env::var(format!("{prefix}_{name}"))
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        };
+        if self.api_key.is_none() {
+            self.api_key = var("API_KEY");
+        }
+        if self.base_url.is_none() {
+            self.base_url = var("BASE_URL");
+        }
+        self
+    }
+}
+
+/// The HTTP provider named `name` (`openai` or `anthropic`) for `settings`;
+/// REVIEWER_NOT_FOUND for another name, CONFIG_INVALID for bad settings.
+pub fn http_provider(name: &str, settings: ApiSettings) -> Result<SharedProvider, Error> {
+    Ok(match name {
+        "openai" => Arc::new(OpenAi::new(settings)?),
+        "anthropic" => Arc::new(Anthropic::new(settings)?),
+        other => {
+            return Err(Error::ReviewerNotFound(format!(
+                "no HTTP LLM provider named '{other}' (expected openai or anthropic)"
+            )))
+        }
+    })
+}
+
 impl fmt::Debug for ApiSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ApiSettings")
@@ -114,6 +156,16 @@ pub(crate) struct Endpoint {
     /// Kept only to scrub it from error text a server might echo.
     key: Option<String>,
     pub idle: Duration,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("url", &self.shown_url())
+            .field("api_key", &self.key.as_ref().map(|_| "***"))
+            .field("idle", &self.idle)
+            .finish()
+    }
 }
 
 impl Endpoint {
@@ -230,7 +282,10 @@ impl Endpoint {
                 }
             };
             if attempt >= MAX_ATTEMPTS {
-                return Err(err.context_suffix(format!(" (after {MAX_ATTEMPTS} attempts)")));
+                return Err(with_suffix(
+                    err,
+                    &format!(" (after {MAX_ATTEMPTS} attempts)"),
+                ));
             }
             let pause = pause
                 .map(|p| p.min(MAX_RETRY_AFTER))
@@ -352,6 +407,19 @@ impl Sse<'_> {
     }
 }
 
+/// Whether a response is whole JSON (not an event stream).
+pub(crate) fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        })
+}
+
 /// Whether an HTTP status is worth another attempt.
 fn retryable(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
@@ -431,17 +499,11 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-trait Suffix {
-    fn context_suffix(self, suffix: String) -> Error;
-}
-
-impl Suffix for Error {
-    /// The same error with `suffix` appended to a provider message.
-    fn context_suffix(self, suffix: String) -> Error {
-        match self {
-            Error::ProviderError(m) => Error::ProviderError(m + &suffix),
-            other => other,
-        }
+/// A provider error with `suffix` appended (other errors unchanged).
+fn with_suffix(err: Error, suffix: &str) -> Error {
+    match err {
+        Error::ProviderError(m) => Error::ProviderError(m + suffix),
+        other => other,
     }
 }
 
@@ -501,6 +563,34 @@ mod tests {
         assert!(!d.contains("sk-very-secret"), "{d}");
         assert!(d.contains("***"), "{d}");
         assert!(s.stream);
+        let o = OpenAi::new(s.clone()).unwrap();
+        let a = Anthropic::new(s.clone()).unwrap();
+        for d in [format!("{o:?}"), format!("{a:?}")] {
+            assert!(!d.contains("sk-very-secret"), "{d}");
+        }
+    }
+
+    #[test]
+    fn providers_by_name() {
+        let p = http_provider("anthropic", ApiSettings::default()).unwrap();
+        assert_eq!(p.name(), "anthropic");
+        assert_eq!(
+            http_provider("openai", ApiSettings::default())
+                .unwrap()
+                .name(),
+            "openai"
+        );
+        let e = http_provider("gemini", ApiSettings::default())
+            .err()
+            .unwrap();
+        assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
+        assert!(e.to_string().contains("gemini"));
+        let set = ApiSettings {
+            api_key: Some("given".into()),
+            ..Default::default()
+        }
+        .with_env_defaults("openai");
+        assert_eq!(set.api_key.as_deref(), Some("given"));
     }
 
     #[test]

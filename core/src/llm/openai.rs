@@ -10,8 +10,9 @@
 //!   the API has no error flag), before the user text of the same message;
 //! - `tools` → `{"type":"function","function":{name,description,parameters}}`;
 //! - `effort` → `reasoning_effort`, as given;
-//! - `max_tokens` → `max_completion_tokens` for api.openai.com (where
-//!   `max_tokens` is deprecated and refused by reasoning models), and
+//! - `max_tokens` → `max_completion_tokens` for api.openai.com and Azure
+//!   OpenAI (where `max_tokens` is deprecated and refused by reasoning
+//!   models), and
 //!   `max_tokens` for every other server (Ollama, llama.cpp and older
 //!   vLLM only read that one); `0` sends neither.
 
@@ -21,7 +22,7 @@ use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::llm::api::{parse_arguments, ApiSettings, Endpoint};
+use crate::llm::api::{is_json, parse_arguments, ApiSettings, Endpoint};
 use crate::llm::provider::{
     Completion, CompletionFuture, CompletionRequest, EventSink, Provider, ProviderEvent, Role,
     ToolCall,
@@ -34,6 +35,7 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
 
 /// A Chat Completions client.
+#[derive(Debug)]
 pub struct OpenAi {
     endpoint: Endpoint,
     model: String,
@@ -54,7 +56,10 @@ impl OpenAi {
             |key| (AUTHORIZATION, format!("Bearer {key}")),
             HeaderMap::new(),
         )?;
-        let completion_tokens_field = endpoint.url.host_str() == Some("api.openai.com");
+        let completion_tokens_field = endpoint
+            .url
+            .host_str()
+            .is_some_and(|h| h == "api.openai.com" || h.ends_with(".openai.azure.com"));
         Ok(OpenAi {
             endpoint,
             model: settings
@@ -173,7 +178,8 @@ impl OpenAi {
     ) -> Result<Completion, Error> {
         let body = self.body(request);
         let response = self.endpoint.post(&body, events).await?;
-        if self.stream {
+        // A server that ignores `stream` answers with whole JSON.
+        if self.stream && !is_json(&response) {
             self.read_stream(response, events).await
         } else {
             let v = self.endpoint.read_json(response, events).await?;

@@ -26,7 +26,7 @@ use crate::hub::Hub;
 use crate::llm::provider::{
     CompletionRequest, Message, ProviderEvent, Role, SharedProvider, ToolCallResult, ToolSpec,
 };
-use crate::policy::SessionPolicy;
+use crate::policy::{PolicySettings, SessionPolicy};
 
 /// The tool the model gives its review with.
 pub const SUBMIT_REVIEW: &str = "submit_review";
@@ -95,7 +95,14 @@ async fn turns(
     progress: &Progress,
 ) -> Result<Finish, Error> {
     let n = spec.round;
-    let policy = SessionPolicy::new(config, spec.settings.policy(), Some(Paths(dir).audit()))?;
+    // The config's [session] policy keys (with its redaction rules), under
+    // the values the session began with.
+    let base = PolicySettings::from_session_table(&config.session, &config_origin(config))?;
+    let policy = SessionPolicy::new(
+        config,
+        base.overlay(&spec.settings.policy()),
+        Some(Paths(dir).audit()),
+    )?;
     let mut offered: Vec<ToolSpec> = Vec::new();
     if let Some(hub) = hub {
         for tool in policy.offered(&hub.list_tools().await) {
@@ -213,6 +220,14 @@ async fn turns(
             return Ok(f);
         }
     }
+}
+
+/// How config errors name the config.
+pub fn config_origin(config: &Config) -> String {
+    config
+        .source
+        .as_ref()
+        .map_or_else(|| "config".to_owned(), |p| p.display().to_string())
 }
 
 /// The review when `message` submitted one.

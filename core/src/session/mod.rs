@@ -220,6 +220,13 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     let empty = Map::new();
     let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
     let settings = settings::resolve(session_table, p.map)?;
+    if let Some(config) = &ctx.config {
+        // The policy's [session] keys fail now rather than in the runner.
+        crate::policy::PolicySettings::from_session_table(
+            &config.session,
+            &agent::config_origin(config),
+        )?;
+    }
     check_reviewer(ctx, &settings)?;
 
     let mut provided = input::Values::new();

@@ -82,13 +82,15 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The policy part.
+    /// The policy part as stored (redaction rules come from the config's
+    /// `[session]` table at run time; see `agent`).
     pub fn policy(&self) -> PolicySettings {
         PolicySettings {
             max_tool_calls: self.max_tool_calls,
             call_timeout: self.call_timeout_seconds.map(Duration::from_secs_f64),
             max_output_bytes: self.max_output_bytes,
             scope: self.scope.clone(),
+            redact: Vec::new(),
         }
     }
 
