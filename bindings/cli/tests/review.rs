@@ -239,6 +239,16 @@ fn end_while_running_kills_the_detached_runner() {
         assert!(Instant::now() < end, "runner never started: {s}");
         std::thread::sleep(Duration::from_millis(50));
     };
+    // MCPMUX_WAIT_DEFAULT_S sets how long a wait without --max-wait-seconds waits.
+    let w = sb
+        .mcpmux(&["review", "wait", &dir])
+        .env("MCPMUX_WAIT_DEFAULT_S", "0.5")
+        .run();
+    w.ok();
+    assert_eq!(w.json()["status"], "running");
+    assert_eq!(w.json()["next"], "running");
+    assert_eq!(w.json()["next_reason"], "reviewer_running");
+    assert!(w.elapsed < Duration::from_secs(5), "{w}");
     let out = sb.mcpmux(&["review", "end", &dir]).run();
     out.ok();
     let e = out.json();

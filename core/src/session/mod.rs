@@ -337,9 +337,15 @@ fn tasks() -> &'static Tasks {
 fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     match &ctx.runner {
         Runner::InProcess => {
+            let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+                Error::Internal(
+                    "Runner::InProcess needs a tokio runtime: call the session verbs from one"
+                        .into(),
+                )
+            })?;
             let ctx = ctx.clone();
             let owned = dir.to_owned();
-            let handle = tokio::spawn(async move {
+            let handle = runtime.spawn(async move {
                 if let Err(e) = run_round(&ctx, &owned).await {
                     tracing::warn!(dir = %owned.display(), "session round failed to run: {e}");
                 }
