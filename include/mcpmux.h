@@ -4,8 +4,8 @@
  *
  * Conventions (every function below follows them):
  *
- *  - Opaque handles (mcpmux_engine, mcpmux_hub, mcpmux_call, mcpmux_error)
- *    come in _new/_free pairs; every _free(NULL) is a no-op.
+ *  - Opaque handles (mcpmux_engine, mcpmux_hub, mcpmux_call, mcpmux_sessions,
+ *    mcpmux_error) come in _new/_free pairs; every _free(NULL) is a no-op.
  *  - JSON goes in and out as NUL-terminated UTF-8 strings. Every string that
  *    mcpmux returns through a `char **` out-parameter or a callback belongs
  *    to the caller, who frees it with mcpmux_string_free().
@@ -21,7 +21,8 @@
  *    called from inside an mcpmux callback (an engine thread): there they
  *    fail at once with MCPMUX_STATUS_INVALID_INPUT instead of deadlocking.
  *    Every other function may be called from any thread.
- *  - Callbacks run on an engine thread, never on the caller's thread.
+ *  - Callbacks (and the host reviewer, mcpmux_host_fn) run on an engine
+ *    thread, never on the caller's thread.
  *  - mcpmux_engine_new() sets SIGPIPE to SIG_IGN when its disposition is
  *    SIG_DFL, so that a server that dies cannot kill the host through a
  *    write to its pipe; a handler the host installed itself is left alone.
@@ -179,12 +180,26 @@ typedef struct mcpmux_engine mcpmux_engine;
 typedef struct mcpmux_error mcpmux_error;
 
 /**
+ * The answer slot of one host callback (see mcpmux_host_fn). Owned by
+ * mcpmux; valid only during the callback it was passed to.
+ */
+typedef struct mcpmux_host_reply mcpmux_host_reply;
+
+/**
  * A hub: the servers of one configuration behind one tool list, running on
  * the engine it was connected with. Created by mcpmux_hub_connect() or
  * mcpmux_hub_connect_file(), owned by the caller, freed with
  * mcpmux_hub_free(). Any thread may use it, several at once.
  */
 typedef struct mcpmux_hub mcpmux_hub;
+
+/**
+ * A session context: the configuration whose servers and `[session]`
+ * table review sessions use, and the host reviewer. Created by
+ * mcpmux_sessions_new(), owned by the caller, freed with
+ * mcpmux_sessions_free(). Any thread may use it, several at once.
+ */
+typedef struct mcpmux_sessions mcpmux_sessions;
 
 /**
  * The callback of an asynchronous call. Called exactly once, on an engine
@@ -198,6 +213,28 @@ typedef struct mcpmux_hub mcpmux_hub;
  * refused.
  */
 typedef void (*mcpmux_callback)(void *user_data, char *result_json, struct mcpmux_error *error);
+
+/**
+ * The `host` reviewer: called once per model turn of a round whose
+ * reviewer is "host", with the completion request as JSON text
+ * (`{"model", "effort", "system", "messages": [{"role", "text",
+ * "tool_calls", "tool_results"}], "tools": [{"name", "description",
+ * "input_schema"}], "max_tokens"}`).
+ *
+ * It answers synchronously, before it returns, by calling exactly one of
+ * mcpmux_host_reply_ok(), mcpmux_host_reply_text() or
+ * mcpmux_host_reply_error() on `reply` (the last call wins; no call at all
+ * fails the round). `request_json` and `reply` belong to mcpmux and are
+ * valid only until the callback returns: do not free them or keep them.
+ *
+ * Thread: an engine thread set aside for blocking work (never the thread
+ * that called a session verb), so the callback may take as long as it
+ * needs (e.g. a network request to a model) without stalling the engine.
+ * Several rounds (of different sessions) may call it at the same time from
+ * different threads. Blocking mcpmux functions fail there with
+ * INVALID_INPUT. `user_data` is passed as given to mcpmux_sessions_new().
+ */
+typedef void (*mcpmux_host_fn)(void *user_data, const char *request_json, struct mcpmux_host_reply *reply);
 
 #ifdef __cplusplus
 extern "C" {
@@ -503,6 +540,192 @@ void mcpmux_call_cancel(struct mcpmux_call *call);
  * afterwards.
  */
 void mcpmux_call_free(struct mcpmux_call *call);
+
+/**
+ * Creates a session context on `engine`.
+ *
+ * `config_text` (nullable) is a TOML or JSON configuration (servers whose
+ * tools the reviewer may call, and a `[session]` table); `config_path`
+ * (nullable) names a file with one instead. At most one may be given;
+ * with neither, sessions run without tools and with built-in defaults. A
+ * malformed configuration is CONFIG_INVALID. Servers are started by each
+ * round, not here. Does not block.
+ *
+ * `host` (nullable) is the `host` reviewer (see mcpmux_host_fn), used by
+ * sessions begun with `"reviewer": "host"` (REVIEWER_NOT_FOUND without
+ * one). `host_user_data` is passed to it as is; it must stay usable from
+ * engine threads until mcpmux_sessions_free() returned.
+ *
+ * On success `*out` receives the context, owned by the caller, freed with
+ * mcpmux_sessions_free(). It runs on `engine`, which must outlive it.
+ *
+ * # Safety
+ * `engine` is a live engine; `config_text` and `config_path` are NULL or
+ * NUL-terminated strings; `out` and `err` are NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_sessions_new(struct mcpmux_engine *engine, const char *config_text, const char *config_path, mcpmux_host_fn host, void *host_user_data, struct mcpmux_sessions **out, struct mcpmux_error **err);
+
+/**
+ * Frees a session context. Its host callback is never called again: this
+ * waits until the calls of it that are running have returned (except the
+ * one this is called from, when called inside the host callback). Rounds
+ * still running on the engine go on, but one that needs the host reviewer
+ * fails (PROVIDER_ERROR); sessions on disk stay valid for a new context.
+ * Verbs in flight on other threads must have returned. NULL is a no-op.
+ * Any thread.
+ *
+ * # Safety
+ * `sessions` is NULL or a context that was not freed; it must not be used
+ * afterwards.
+ */
+void mcpmux_sessions_free(struct mcpmux_sessions *sessions);
+
+/**
+ * Answers a host callback with a completion: `completion_json` is a JSON
+ * object `{"text": "...", "tool_calls": [{"id", "name", "arguments"}]}`
+ * (tool calls optional; `arguments` an object or JSON text) or a JSON
+ * string (the answer text). The text is copied. Text that is not JSON is
+ * INVALID_INPUT and leaves the reply unanswered. Only inside the callback
+ * that received `reply`.
+ *
+ * # Safety
+ * `reply` is the reply of the running callback; `completion_json` a
+ * NUL-terminated string; `err` NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_host_reply_ok(struct mcpmux_host_reply *reply, const char *completion_json, struct mcpmux_error **err);
+
+/**
+ * Answers a host callback with plain answer text (no tool calls): the
+ * same as mcpmux_host_reply_ok() with a JSON string. The text is copied.
+ * Only inside the callback that received `reply`.
+ *
+ * # Safety
+ * As for mcpmux_host_reply_ok(), with `text` a NUL-terminated string.
+ */
+enum mcpmux_status mcpmux_host_reply_text(struct mcpmux_host_reply *reply, const char *text, struct mcpmux_error **err);
+
+/**
+ * Answers a host callback with a failure: the model turn fails with
+ * `message` (copied), and so does the round (`wait` reports status
+ * "failed" with the message in `error`). Only inside the callback that
+ * received `reply`.
+ *
+ * # Safety
+ * As for mcpmux_host_reply_ok(), with `message` a NUL-terminated string.
+ */
+enum mcpmux_status mcpmux_host_reply_error(struct mcpmux_host_reply *reply, const char *message, struct mcpmux_error **err);
+
+/**
+ * Begins a review session and its round 1, and returns at once while the
+ * round runs on the engine. Blocking (briefly: it checks the input,
+ * renders the prompt and writes the session directory).
+ *
+ * `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
+ * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (DESIGN §5).
+ * On success `*out_json` receives `{"session_dir", "round": 1, "status":
+ * "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
+ * caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a
+ * bad or missing parameter, a placeholder missing from the input),
+ * UNKNOWN_SKILL, REVIEWER_NOT_FOUND (e.g. "host" without a host callback),
+ * CONFIG_INVALID.
+ *
+ * # Safety
+ * `sessions` is a live context; `params_json` a NUL-terminated string;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_session_begin(const struct mcpmux_sessions *sessions, const char *params_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Waits up to `max_wait_seconds` for the current round of a session.
+ * Blocking (at most that long; default 50 s or `MCPMUX_WAIT_DEFAULT_S`).
+ *
+ * `params_json`: `{"session_dir", "max_wait_seconds"?}`. On success
+ * `*out_json` receives `{"status" ("running", "completed", "failed",
+ * "stalled", "timeout"), "round", "elapsed_seconds", "thread_id",
+ * "review": {"verdict", "blocks"}, "activities", "next", "next_reason",
+ * ...}`, owned by the caller (free it with mcpmux_string_free()). A round
+ * whose runner died (another process, a freed engine) is resumed here.
+ * Errors: INVALID_SESSION (not a readable session directory),
+ * INVALID_INPUT.
+ *
+ * # Safety
+ * As for mcpmux_session_begin().
+ */
+enum mcpmux_status mcpmux_session_wait(const struct mcpmux_sessions *sessions, const char *params_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Starts the next round of a session on the same reviewer thread and
+ * returns at once. Blocking (briefly).
+ *
+ * `params_json`: `{"session_dir", "input", "model"?, "effort"?}`. On
+ * success `*out_json` receives `{"status": "started", "session_dir",
+ * "round", "thread_id"}`, owned by the caller (free it with
+ * mcpmux_string_free()). Errors: ROUND_STILL_RUNNING (the current round
+ * has not finished), INVALID_SESSION, INVALID_INPUT.
+ *
+ * # Safety
+ * As for mcpmux_session_begin().
+ */
+enum mcpmux_status mcpmux_session_reply(const struct mcpmux_sessions *sessions, const char *params_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Ends a session: finalizes it (writes `meta.json`) and stops a round
+ * that still runs. Blocking.
+ *
+ * `params_json`: `{"session_dir", "outcome"?}` (`"consensus"` or
+ * `"stalemate"`, for peer skills). On success `*out_json` receives
+ * `{"status": "ended", "session_dir", "finalized", "verdict"?, "error"?}`,
+ * owned by the caller (free it with mcpmux_string_free()). Errors:
+ * INVALID_SESSION, INVALID_INPUT.
+ *
+ * # Safety
+ * As for mcpmux_session_begin().
+ */
+enum mcpmux_status mcpmux_session_end(const struct mcpmux_sessions *sessions, const char *params_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * mcpmux_session_begin() as an asynchronous call: returns at once;
+ * `cb(user_data, result_json, error)` is called exactly once, on an engine
+ * thread, with the result or the error (see mcpmux_callback: the callback
+ * owns both). `params_json` is checked before this returns: a bad argument
+ * (or a shut-down engine) is reported by the returned status and `*err`,
+ * and then the callback is never called. Does not block; any thread,
+ * callbacks included.
+ *
+ * # Safety
+ * `sessions` is a live context; `params_json` a NUL-terminated string;
+ * `user_data` usable from engine threads until the callback ran; `err`
+ * NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_session_begin_async(const struct mcpmux_sessions *sessions, const char *params_json, mcpmux_callback cb, void *user_data, struct mcpmux_error **err);
+
+/**
+ * mcpmux_session_wait() as an asynchronous call (see
+ * mcpmux_session_begin_async()).
+ *
+ * # Safety
+ * As for mcpmux_session_begin_async().
+ */
+enum mcpmux_status mcpmux_session_wait_async(const struct mcpmux_sessions *sessions, const char *params_json, mcpmux_callback cb, void *user_data, struct mcpmux_error **err);
+
+/**
+ * mcpmux_session_reply() as an asynchronous call (see
+ * mcpmux_session_begin_async()).
+ *
+ * # Safety
+ * As for mcpmux_session_begin_async().
+ */
+enum mcpmux_status mcpmux_session_reply_async(const struct mcpmux_sessions *sessions, const char *params_json, mcpmux_callback cb, void *user_data, struct mcpmux_error **err);
+
+/**
+ * mcpmux_session_end() as an asynchronous call (see
+ * mcpmux_session_begin_async()).
+ *
+ * # Safety
+ * As for mcpmux_session_begin_async().
+ */
+enum mcpmux_status mcpmux_session_end_async(const struct mcpmux_sessions *sessions, const char *params_json, mcpmux_callback cb, void *user_data, struct mcpmux_error **err);
 
 /**
  * The stable code string of `error` ("TIMEOUT", "UNKNOWN_TOOL", ... the

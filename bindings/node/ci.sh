@@ -83,7 +83,7 @@ export MCPMUX_DEMO_SERVER="$CARGO_TARGET_DIR/debug/mcpmux-demo-server"
 
 step "examples/node, run from that project"
 cp "$ROOT"/examples/node/*.mjs "$ROOT"/examples/node/*.cjs "$project/"
-for example in basic.mjs cancel.mjs llm_tools.cjs; do
+for example in basic.mjs cancel.mjs llm_tools.cjs session.mjs; do
   echo "--- $example"
   (cd "$project" && node "$example")
 done

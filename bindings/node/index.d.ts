@@ -223,3 +223,135 @@ export declare class Hub {
    */
   close(): Promise<void>
 }
+
+// ---------------------------------------------------------------------------
+// Review sessions (DESIGN §5)
+
+/** A message of a host reviewer's conversation. */
+export interface SessionMessage {
+  role: 'user' | 'assistant'
+  text?: string
+  tool_calls?: Array<{ id: string; name: string; arguments: Record<string, unknown> }>
+  /** Results of the previous assistant message's tool calls, in order. */
+  tool_results?: Array<{ call_id: string; content: string; is_error: boolean }>
+}
+
+/** What a host reviewer is asked: the next assistant message of the conversation. */
+export interface CompletionRequest {
+  model: string | null
+  effort: string | null
+  system: string
+  messages: SessionMessage[]
+  /** The tools the reviewer may call (hub tools through the policy, and `submit_review`). */
+  tools: Array<{ name: string; description: string; input_schema: Record<string, unknown> }>
+  max_tokens: number
+}
+
+/** A host reviewer's answer: text and optional tool calls (`arguments` an object or JSON text), or just the text. */
+export type Completion =
+  | { text?: string; tool_calls?: Array<{ id: string; name: string; arguments?: Record<string, unknown> | string }> }
+  | string
+
+/** The `host` reviewer: called on the JavaScript thread for each model turn. A throw or rejection fails the round. */
+export type HostReviewer = (request: CompletionRequest) => Completion | Promise<Completion>
+
+export interface SessionsOptions {
+  /** Servers whose tools the reviewer may call, and the `[session]` table (the same shapes as {@link Hub.connect}). */
+  config?: Config
+  /** The `host` reviewer (used by sessions begun with `reviewer: 'host'`). */
+  host?: HostReviewer
+}
+
+export interface BeginParams {
+  /** `review-plan`, `review-impl`, `review-think`, `review-pr`, or a custom template. */
+  skill: string
+  /** `working-tree` or `branch` (`review-impl` only). */
+  mode?: string
+  /** Markdown: optional `NAME: value` front matter and `## NAME` sections. */
+  input: string
+  working_dir: string
+  model?: string
+  effort?: string
+  timeout_seconds?: number
+  /** `anthropic`, `openai`, `command` or `host` (default: the config's `[session] reviewer`). */
+  reviewer?: string
+}
+
+export interface BeginResult {
+  session_dir: string
+  round: number
+  status: 'running'
+  /** Peer skills only. */
+  analysis_prompt?: string
+  [key: string]: unknown
+}
+
+export interface ReviewBlock {
+  title: string
+  severity?: string
+  file?: string
+  line?: number
+  body: string
+  [key: string]: unknown
+}
+
+export interface WaitResult {
+  status: 'running' | 'completed' | 'failed' | 'stalled' | 'timeout'
+  round: number
+  elapsed_seconds: number
+  thread_id: string | null
+  review: { verdict: string | null; blocks: ReviewBlock[] } | null
+  /** What happened since the last `wait`. */
+  activities: Array<Record<string, unknown>>
+  next: 'running' | 'respond' | 'cross_check' | 'done' | 'ask_user' | 'stopped'
+  next_reason: string
+  error?: string
+  failure_reason?: string
+  timeout_reason?: string
+  recoverable?: boolean
+  progress_observed?: boolean
+  [key: string]: unknown
+}
+
+export interface ReplyResult {
+  status: 'started'
+  session_dir: string
+  round: number
+  thread_id: string | null
+  [key: string]: unknown
+}
+
+export interface EndResult {
+  status: 'ended'
+  session_dir: string
+  finalized: boolean
+  verdict?: string | null
+  error?: string | null
+  [key: string]: unknown
+}
+
+/**
+ * Review sessions: begin / wait / reply / end, kept on disk under
+ * `<working_dir>/.mcpmux/sessions/`. Parameters and results use the
+ * engine's JSON keys (`working_dir`, `session_dir`, `max_wait_seconds`,
+ * `next_reason`, ...). Errors are {@link McpmuxError}s (`UNKNOWN_SKILL`,
+ * `INVALID_INPUT`, `REVIEWER_NOT_FOUND`, `INVALID_SESSION`,
+ * `ROUND_STILL_RUNNING`, `CONFIG_INVALID`).
+ *
+ * @example
+ * const sessions = new Sessions({ config: 'mcpmux.toml', host: async (req) => callMyModel(req) })
+ * const { session_dir } = await sessions.begin({ skill: 'review-plan', reviewer: 'host', input, working_dir: '.' })
+ * let r; do { r = await sessions.wait({ session_dir }) } while (r.status === 'running')
+ */
+export declare class Sessions {
+  /** Throws {@link McpmuxError} `CONFIG_INVALID` for a bad config, `INVALID_INPUT` for a bad option. */
+  constructor(options?: SessionsOptions)
+  /** Begins a session and its round 1 (running in the background). */
+  begin(params: BeginParams): Promise<BeginResult>
+  /** Waits up to `max_wait_seconds` (default 50) for the current round. */
+  wait(params: { session_dir: string; max_wait_seconds?: number }): Promise<WaitResult>
+  /** Starts the next round on the same thread (`ROUND_STILL_RUNNING` while one runs). */
+  reply(params: { session_dir: string; input: string; model?: string; effort?: string }): Promise<ReplyResult>
+  /** Finalizes the session (`outcome` for peer skills) and stops a running round. */
+  end(params: { session_dir: string; outcome?: 'consensus' | 'stalemate' }): Promise<EndResult>
+}

@@ -493,6 +493,164 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Review sessions
+
+/** The message of whatever a host reviewer threw. */
+function thrownMessage(err) {
+  if (err instanceof Error) return err.message || String(err)
+  try {
+    return typeof err === 'string' ? err : JSON.stringify(err) ?? String(err)
+  } catch {
+    return String(err)
+  }
+}
+
+/** The JSON text of a host reviewer's answer: an object `{text, tool_calls?}` or a string. */
+function hostAnswerJson(value) {
+  if (typeof value !== 'string' && !isPlainObject(value)) {
+    throw new TypeError(`the host reviewer must return an object {text, tool_calls?} or a string, got ${describe(value)}`)
+  }
+  return JSON.stringify(value)
+}
+
+/** JSON text of a verb's parameter object (keys exactly as the engine's JSON: `session_dir`, ...). */
+function paramsJson(v) {
+  if (!isPlainObject(v)) throw invalid('params', `must be a plain object, got ${describe(v)}`)
+  try {
+    return JSON.stringify(v)
+  } catch (err) {
+    throw invalid('params', `cannot be sent as JSON: ${err.message}`)
+  }
+}
+
+/** An McpmuxError from the `{code, message}` JSON a native constructor threw. */
+function nativeThrow(err) {
+  try {
+    const e = JSON.parse(err.message)
+    if (e && typeof e.code === 'string') return new McpmuxError(e.code, e.message, e)
+  } catch {}
+  return internal(err)
+}
+
+/**
+ * Review sessions (DESIGN §5): begin / wait / reply / end, kept on disk under
+ * `<working_dir>/.mcpmux/sessions/`. Every method takes an object whose keys
+ * are the engine's JSON keys (`skill`, `input`, `working_dir`,
+ * `session_dir`, `max_wait_seconds`, ...) and resolves to the engine's JSON
+ * result. Rounds run in the background of this process; a later `wait`
+ * (from any process) resumes a round whose runner died.
+ *
+ * `host` is the `host` reviewer: `(request) => result | Promise<result>`,
+ * called on the JavaScript thread with the completion request (`system`,
+ * `messages`, `tools`, `model`, `effort`, `max_tokens`); `result` is
+ * `{text, tool_calls?: [{id, name, arguments}]}` or the answer text. A throw
+ * or a rejection fails the round with its message.
+ */
+class Sessions {
+  /**
+   * @param {{config?: string | URL | object, host?: (request: object) => unknown}} [options]
+   */
+  constructor(options) {
+    const opts = optionsObject('options', options)
+    const host = opts.host
+    if (host !== undefined && host !== null && typeof host !== 'function') {
+      throw invalid('host', `must be a function, got ${describe(host)}`)
+    }
+    let text
+    let isPath = false
+    if (opts.config !== undefined && opts.config !== null) ({ text, isPath } = configSource(opts.config))
+    // The host function answers through the dispatcher, not through the
+    // native context, so that the context can be collected.
+    let nativeSessions
+    const onHost =
+      typeof host === 'function'
+        ? (callId, requestJson) => {
+            let result
+            try {
+              result = host(JSON.parse(requestJson))
+            } catch (err) {
+              dispatcher.hostReject(callId, thrownMessage(err))
+              return
+            }
+            Promise.resolve(result).then(
+              (value) => {
+                let answer
+                try {
+                  answer = hostAnswerJson(value)
+                } catch (err) {
+                  dispatcher.hostReject(callId, thrownMessage(err))
+                  return
+                }
+                dispatcher.hostResolve(callId, answer)
+              },
+              (err) => dispatcher.hostReject(callId, thrownMessage(err)),
+            )
+          }
+        : undefined
+    try {
+      nativeSessions = dispatcher.sessions(text, isPath, onHost)
+    } catch (err) {
+      throw nativeThrow(err)
+    }
+    /** @private */
+    this._native = nativeSessions
+  }
+
+  /** @private */
+  _verb(verb, params) {
+    let text
+    try {
+      text = paramsJson(params)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native[verb](id, text))
+  }
+
+  /**
+   * Begins a session and its round 1 (in the background). Resolves to
+   * `{session_dir, round: 1, status: 'running'}` (plus `analysis_prompt`
+   * for peer skills).
+   * @param {{skill: string, input: string, working_dir: string, mode?: string, model?: string, effort?: string, timeout_seconds?: number, reviewer?: string}} params
+   * @returns {Promise<object>}
+   */
+  begin(params) {
+    return this._verb('begin', params)
+  }
+
+  /**
+   * Waits up to `max_wait_seconds` for the current round. Resolves to
+   * `{status, round, elapsed_seconds, thread_id, review: {verdict, blocks},
+   * activities, next, next_reason, ...}`.
+   * @param {{session_dir: string, max_wait_seconds?: number}} params
+   * @returns {Promise<object>}
+   */
+  wait(params) {
+    return this._verb('wait', params)
+  }
+
+  /**
+   * Starts the next round on the same thread. Resolves to
+   * `{status: 'started', session_dir, round, thread_id}`.
+   * @param {{session_dir: string, input: string, model?: string, effort?: string}} params
+   * @returns {Promise<object>}
+   */
+  reply(params) {
+    return this._verb('reply', params)
+  }
+
+  /**
+   * Finalizes the session. Resolves to `{status: 'ended', session_dir,
+   * finalized, verdict?, error?}`.
+   * @param {{session_dir: string, outcome?: 'consensus' | 'stalemate'}} params
+   * @returns {Promise<object>}
+   */
+  end(params) {
+    return this._verb('end', params)
+  }
+}
+
 function cancelled(name, signal) {
   return new McpmuxError('CANCELLED', `call to '${name}' was cancelled by its AbortSignal`, {
     cause: signal.reason,
@@ -502,4 +660,4 @@ function cancelled(name, signal) {
 /** The version of the mcpmux engine inside the addon. */
 const version = native.engineVersion()
 
-module.exports = { Hub, McpmuxError, ERROR_CODES, version }
+module.exports = { Hub, Sessions, McpmuxError, ERROR_CODES, version }

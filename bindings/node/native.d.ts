@@ -36,6 +36,25 @@ export declare class Dispatcher {
    */
   release(): void
   /**
+   * A review-session context (see [`session::NativeSessions`]).
+   * `config` (optional) is a file path when `isPath`, else TOML or JSON
+   * text; `host` (optional) is called as `host(callId, requestJson)` on
+   * this thread for each completion of a `host` reviewer. A bad config
+   * throws an error whose message is the JSON text `{code, message}`.
+   */
+  sessions(config: string | undefined | null, isPath: boolean, host?: ((callId: number, requestJson: string) => void) | undefined | null): NativeSessions
+  /**
+   * Answers host call `callId` (see [`sessions`](Self::sessions)) with a
+   * completion: JSON text of `{text, tool_calls?}` or of a string.
+   * Unknown ids are ignored.
+   */
+  hostResolve(callId: number, completionJson: string): void
+  /**
+   * Fails host call `callId` with `message` (the host function threw or
+   * its promise rejected): the round fails with that message.
+   */
+  hostReject(callId: number, message: string): void
+  /**
    * Starts connecting a hub; completion `id` carries a [`NativeHub`] or
    * an error. `config` is a file path when `isPath`, else TOML or JSON text.
    */
@@ -90,6 +109,25 @@ export declare class NativeHub {
   refresh(id: number, server: string): void
   /** Closes every server and waits until they are gone. */
   close(id: number): void
+}
+
+/**
+ * A session context (a configuration and the host reviewer), owned by
+ * its JavaScript `Sessions` wrapper. Created by `Dispatcher.sessions()`. Its verb
+ * methods return at once and post completion `id` to the dispatcher.
+ */
+export declare class NativeSessions {
+  /**
+   * Begins a session (`params`: JSON text of `{skill, mode?, input,
+   * working_dir, model?, effort?, timeout_seconds?, reviewer?}`).
+   */
+  begin(id: number, params: string): void
+  /** Waits for the current round (`{session_dir, max_wait_seconds?}`). */
+  wait(id: number, params: string): void
+  /** Starts the next round (`{session_dir, input, model?, effort?}`). */
+  reply(id: number, params: string): void
+  /** Ends a session (`{session_dir, outcome?}`). */
+  end(id: number, params: string): void
 }
 
 /** The version of the mcpmux engine inside this addon. */

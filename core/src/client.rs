@@ -79,6 +79,10 @@ pub struct CallOptions {
     pub max_total_timeout: Option<Duration>,
     /// Receives progress notifications, on the connection's reader task.
     pub on_progress: Option<ProgressCallback>,
+    /// Runs the call through a session policy (allow lists, limits,
+    /// redaction, audit) as a model's call would be; see
+    /// [`SessionPolicy::call_for_host`](crate::policy::SessionPolicy::call_for_host).
+    pub policy: Option<Arc<crate::policy::SessionPolicy>>,
 }
 
 /// A `tools/call` result exactly as the server sent it (`content`,
@@ -102,6 +106,13 @@ impl ToolResult {
             raw,
             is_error: probe.is_error.unwrap_or(false),
         })
+    }
+
+    /// A result made from JSON (an object), e.g. after redaction.
+    pub fn from_value(value: &Value) -> Result<ToolResult, Error> {
+        let raw = serde_json::value::to_raw_value(value)
+            .map_err(|e| Error::Internal(format!("cannot encode a tool result: {e}")))?;
+        ToolResult::new(raw)
     }
 
     /// Whether the tool reported its own failure (`isError: true`).

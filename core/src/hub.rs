@@ -263,7 +263,22 @@ impl Hub {
 
     /// Calls a tool by its hub name. A tool's own failure is an `Ok` result
     /// with `is_error()`; routing, transport and protocol failures are errors.
+    /// With [`CallOptions::policy`] set, the policy checks, redacts and
+    /// audits the call.
     pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        if let Some(policy) = &opts.policy {
+            return policy.call_for_host(self, name, arguments, opts).await;
+        }
+        self.call_unchecked(name, arguments, opts).await
+    }
+
+    /// [`Hub::call_tool`] without the policy (the policy's own way in).
+    pub(crate) async fn call_unchecked(
         &self,
         name: &str,
         arguments: Option<&Value>,

@@ -198,6 +198,7 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
         timeout: Some(Duration::from_millis(500)),
         max_total_timeout: Some(Duration::from_millis(1200)),
         on_progress: Some(Arc::new(|_| {})),
+        ..CallOptions::default()
     };
     let e = hub
         .call_tool(

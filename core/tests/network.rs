@@ -93,6 +93,7 @@ fn progress_opts(timeout: Duration) -> (CallOptions, Arc<Mutex<Vec<f64>>>) {
         timeout: Some(timeout),
         max_total_timeout: Some(Duration::from_secs(30)),
         on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
+        ..CallOptions::default()
     };
     (opts, seen)
 }

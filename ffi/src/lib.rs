@@ -6,7 +6,8 @@
 //! A thin layer over `mcpmux-core`: argument conversion (`util`), error
 //! mapping ([`error`], the one place where core errors become C statuses
 //! and errors), and async bridging ([`engine`]: an explicit runtime handle;
-//! [`hub`]: blocking calls; [`call`]: callback calls).
+//! [`hub`]: blocking calls; [`call`]: callback calls; [`session`]: review
+//! sessions and the host reviewer).
 //!
 //! Every export runs behind a panic boundary (`catch_unwind`), checks its
 //! pointers, writes out-parameters only on success and states in its doc
@@ -16,12 +17,14 @@
 
 use std::ffi::c_char;
 
-// In the order of the header: engine, hub, call, error.
+// In the order of the header: engine, hub, call, session, error.
 pub mod engine;
 
 pub mod hub;
 
 pub mod call;
+
+pub mod session;
 
 pub mod error;
 
@@ -31,6 +34,7 @@ pub use call::{mcpmux_call, mcpmux_callback};
 pub use engine::mcpmux_engine;
 pub use error::{mcpmux_error, mcpmux_status};
 pub use hub::mcpmux_hub;
+pub use session::{mcpmux_host_fn, mcpmux_host_reply, mcpmux_sessions};
 
 /// The major version of this header; equals the major part of
 /// mcpmux_version() (checked when the library is built).

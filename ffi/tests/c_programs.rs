@@ -137,6 +137,11 @@ fn c_server_crash_mid_call() {
 }
 
 #[test]
+fn c_review_session_with_host_reviewer() {
+    c_test("test_session");
+}
+
+#[test]
 fn c_server_everything() {
     c_test("test_everything");
 }
@@ -163,6 +168,33 @@ fn c_example_builds_and_runs() {
     assert!(
         out.contains("hello from C"),
         "the example calls echo:\n{out}"
+    );
+}
+
+#[test]
+fn c_session_example_builds_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("session");
+    compile(&[workspace_root().join("examples/c/session.c")], &exe, &[]);
+    let demo = demo_server();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let out = run(
+        &exe,
+        &[demo.to_str().unwrap(), work.to_str().unwrap()],
+        dir.path(),
+    );
+    assert!(
+        out.contains("\"verdict\":\"APPROVE\""),
+        "the example's reviewer approves:\n{out}"
+    );
+    assert!(
+        out.contains("\"finalized\":true"),
+        "the example ends the session:\n{out}"
+    );
+    assert!(
+        work.join(".mcpmux/sessions").is_dir(),
+        "the session is on disk"
     );
 }
 

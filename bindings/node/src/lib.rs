@@ -19,7 +19,9 @@
 //! text that JavaScript parses itself.
 //!
 //! - Connect, list, read, prompt, refresh and close run as tasks on the
-//!   runtime; the task posts the completion.
+//!   runtime; the task posts the completion. So do the review-session
+//!   verbs ([`session`]), whose `host` reviewer calls JavaScript through a
+//!   threadsafe function.
 //! - `callTool` is the hot path: its future (core's `Hub::call_tool`) is
 //!   polled on the JavaScript thread, once when the call is made (which
 //!   writes the request straight to the server's pipe with one
@@ -44,6 +46,7 @@
 //! kills its servers when it is finalized.
 
 mod error;
+mod session;
 
 /// The addon's allocator (for the Rust code in the addon only; Node keeps
 /// its own). A call allocates on the JavaScript thread and frees on the
@@ -503,6 +506,39 @@ impl Dispatcher {
     #[napi]
     pub fn release(&self, env: Env) -> napi::Result<()> {
         check(unsafe { sys::napi_unref_threadsafe_function(env.raw(), self.sink.tsfn.raw()) })
+    }
+
+    /// A review-session context (see [`session::NativeSessions`]).
+    /// `config` (optional) is a file path when `isPath`, else TOML or JSON
+    /// text; `host` (optional) is called as `host(callId, requestJson)` on
+    /// this thread for each completion of a `host` reviewer. A bad config
+    /// throws an error whose message is the JSON text `{code, message}`.
+    #[napi]
+    pub fn sessions(
+        &self,
+        config: Option<String>,
+        is_path: bool,
+        #[napi(ts_arg_type = "((callId: number, requestJson: string) => void) | undefined | null")]
+        host: Option<Function<'_, napi::bindgen_prelude::FnArgs<(u32, String)>, ()>>,
+    ) -> napi::Result<session::NativeSessions> {
+        session::new_sessions(self.sink.clone(), config, is_path, host)
+    }
+
+    /// Answers host call `callId` (see [`sessions`](Self::sessions)) with a
+    /// completion: JSON text of `{text, tool_calls?}` or of a string.
+    /// Unknown ids are ignored.
+    #[napi]
+    pub fn host_resolve(&self, call_id: u32, completion_json: String) {
+        let answer = serde_json::from_str(&completion_json)
+            .map_err(|e| Error::ProviderError(format!("host: the answer is not JSON: {e}")));
+        session::host_answer(call_id, answer);
+    }
+
+    /// Fails host call `callId` with `message` (the host function threw or
+    /// its promise rejected): the round fails with that message.
+    #[napi]
+    pub fn host_reject(&self, call_id: u32, message: String) {
+        session::host_answer(call_id, Err(Error::ProviderError(message)));
     }
 
     /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or

@@ -3,7 +3,7 @@ import test from 'node:test'
 import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 
-import mcpmux, { Hub, McpmuxError, ERROR_CODES, version } from 'mcpmux'
+import mcpmux, { Hub, McpmuxError, ERROR_CODES, Sessions, version } from 'mcpmux'
 
 const require = createRequire(import.meta.url)
 const h = require('./helpers.js')
@@ -11,6 +11,7 @@ const h = require('./helpers.js')
 test('ESM named and default exports are the CommonJS ones', () => {
   const cjs = require('mcpmux')
   assert.equal(Hub, cjs.Hub)
+  assert.equal(Sessions, cjs.Sessions)
   assert.equal(McpmuxError, cjs.McpmuxError)
   assert.equal(ERROR_CODES, cjs.ERROR_CODES)
   assert.equal(version, cjs.version)

@@ -29,7 +29,7 @@ use crate::{convert, errors, runtime};
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
 /// The async form of a call: the asyncio future to complete and the loop's bridge.
-type Aio<'py> = (Bound<'py, PyAny>, Bound<'py, Bridge>);
+pub(crate) type Aio<'py> = (Bound<'py, PyAny>, Bound<'py, Bridge>);
 
 /// Every hub of this process that may still be open, for [`shutdown`].
 static LIVE: Mutex<Vec<Weak<HubState>>> = Mutex::new(Vec::new());
@@ -352,7 +352,7 @@ impl NativeHub {
 }
 
 /// Runs `op` blocking (no `aio`) or as an asyncio future.
-fn run(py: Python<'_>, op: Op, aio: Option<Aio<'_>>, exec: Exec) -> PyResult<Py<PyAny>> {
+pub(crate) fn run(py: Python<'_>, op: Op, aio: Option<Aio<'_>>, exec: Exec) -> PyResult<Py<PyAny>> {
     match aio {
         Some((future, bridge)) => bridge::submit(py, &future, &bridge, op, exec),
         None => block(py, op, exec, None)?.into_py(py),

@@ -19,16 +19,18 @@ mod convert;
 mod errors;
 mod hub;
 mod runtime;
+mod session;
 
 use pyo3::prelude::*;
 
-/// The `mcpmux._native` module: `Hub`, `Bridge`, `Pending`, and the
+/// The `mcpmux._native` module: `Hub`, `Sessions`, `Bridge`, `Pending`, and the
 /// process-wide helpers `shutdown`, `after_fork_in_child` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hub::NativeHub>()?;
     m.add_class::<bridge::Bridge>()?;
     m.add_class::<bridge::Pending>()?;
+    m.add_class::<session::NativeSessions>()?;
     m.add_function(wrap_pyfunction!(hub::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;

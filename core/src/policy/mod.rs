@@ -4,31 +4,43 @@
 //! The session agent loop owns one [`SessionPolicy`] per round and sends
 //! every tool call the model asks for through [`SessionPolicy::call`]; the
 //! policy never panics and never fails the round: refusals, limits and tool
-//! failures come back as error results the model sees.
+//! failures come back as error results the model sees. Hosts get the same
+//! checks, redaction and audit for their own calls by putting a policy in
+//! [`CallOptions::policy`].
+//!
+//! One call goes: count it (refused calls count too) → refuse past
+//! `max_tool_calls` (`LIMIT_EXCEEDED`) → refuse a tool that was not offered
+//! (`TOOL_NOT_ALLOWED`; the server is never asked) → call with
+//! `call_timeout_seconds` → redact → cap at `max_output_bytes` → frame as
+//! untrusted data → audit.
+//!
+//! Modules: [`rules`] (per-server keys and the offer decision), [`settings`]
+//! (`[session]` keys), [`redact`], [`output`] (render, cap, frame), [`audit`].
 
+pub mod audit;
+pub mod output;
+pub mod redact;
+pub mod rules;
+pub mod settings;
+
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, RwLock};
+use std::time::{Instant, SystemTime};
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::CallOptions;
+pub use audit::{read_audit_log, AuditEvent, AuditListener, AuditStatus};
+pub use redact::{RedactRule, Redactor};
+pub use rules::{Decision, Refusal, ServerPolicy};
+pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
+
+use crate::client::{CallOptions, ToolResult};
 use crate::config::Config;
 use crate::error::Error;
 use crate::hub::{Hub, HubTool};
-
-/// Per-session settings (`[session]` in the config file, overridden per call).
-#[derive(Debug, Clone, Default)]
-pub struct PolicySettings {
-    /// Most tool calls the model may ask for in one round (refused ones count).
-    pub max_tool_calls: Option<u64>,
-    /// Time allowed for one tool call.
-    pub call_timeout: Option<Duration>,
-    /// Largest tool output shown to the model, in bytes (after redaction).
-    pub max_output_bytes: Option<usize>,
-    /// The session's scope, matched against a server's `scopes`.
-    pub scope: Option<String>,
-}
 
 /// What the model sees for one tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,13 +51,67 @@ pub struct ModelToolResult {
     pub is_error: bool,
 }
 
-/// The policy of one session round. Shared by reference; `call` may run
-/// concurrently from several tasks.
+/// One tool and the policy's decision about it (`mcpmux policy` prints these).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolVerdict {
+    /// Hub-wide name.
+    pub name: String,
+    /// Configured server name.
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// Offered to the session's model.
+    pub offered: bool,
+    /// Why not, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// The refusal in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}
+
+/// What [`SessionPolicy::refresh`] found.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct RefreshReport {
+    /// The server refreshed.
+    pub server: String,
+    /// Original names of its tools offered now.
+    pub offered: Vec<String>,
+    /// Tools offered before and not any more (the server dropped them or
+    /// its hints now refuse them).
+    pub dropped: Vec<String>,
+    /// Tools offered now and not before.
+    pub added: Vec<String>,
+    /// Exact names in `allow_tools` that the server does not offer.
+    pub missing: Vec<String>,
+}
+
+/// The policy of one session round (or of a host's calls). Shared by
+/// reference; `call` may run concurrently from several tasks.
 pub struct SessionPolicy {
     settings: PolicySettings,
+    servers: BTreeMap<String, ServerPolicy>,
+    redactor: Redactor,
     calls_made: AtomicU64,
-    #[allow(dead_code)]
-    audit_path: Option<PathBuf>,
+    /// `(server, tool)` pairs last offered; `None` until [`offered`] runs.
+    ///
+    /// [`offered`]: SessionPolicy::offered
+    snapshot: RwLock<Option<HashSet<(String, String)>>>,
+    audit: audit::AuditLog,
+}
+
+/// How one call ended, before it is shown to a model or a host.
+enum Outcome {
+    /// Refused before the server was asked.
+    Refused(Error, AuditStatus),
+    /// The hub failed the call (transport, protocol, time-out).
+    Failed(Error),
+    /// The server answered; the result is already redacted.
+    Answered {
+        result: Value,
+        is_error: bool,
+        redactions: usize,
+    },
 }
 
 impl SessionPolicy {
@@ -53,15 +119,33 @@ impl SessionPolicy {
     /// settings; `audit_path` is where audit lines are appended
     /// (`<session_dir>/audit.jsonl`), none when `None`.
     pub fn new(
-        _config: &Config,
+        config: &Config,
         settings: PolicySettings,
         audit_path: Option<PathBuf>,
     ) -> Result<Self, Error> {
+        let origin = config
+            .source
+            .as_ref()
+            .map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| Ok((s.name.clone(), ServerPolicy::from_server(s, &origin)?)))
+            .collect::<Result<_, Error>>()?;
+        let redactor = Redactor::new(&settings.redact, &format!("{origin}: [session]"))?;
         Ok(SessionPolicy {
             settings,
+            servers,
+            redactor,
             calls_made: AtomicU64::new(0),
-            audit_path,
+            snapshot: RwLock::new(None),
+            audit: audit::AuditLog::open(audit_path)?,
         })
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &PolicySettings {
+        &self.settings
     }
 
     /// Counts `n` calls already made in this round before a resume, so the
@@ -70,43 +154,371 @@ impl SessionPolicy {
         self.calls_made.store(n, Ordering::SeqCst);
     }
 
-    /// The tools the model may be offered, in hub order.
+    /// Calls asked for so far in this round, refused ones included.
+    pub fn calls_made(&self) -> u64 {
+        self.calls_made.load(Ordering::SeqCst)
+    }
+
+    /// The rules of server `name`, when the config has it.
+    pub fn server_policy(&self, name: &str) -> Option<&ServerPolicy> {
+        self.servers.get(name)
+    }
+
+    /// The decision for one hub tool under the config and this session's scope.
+    pub fn decide(&self, tool: &HubTool) -> Decision {
+        match self.servers.get(&tool.server) {
+            Some(p) => p.decide(tool, self.settings.scope.as_deref()),
+            None => Decision::Refused(Refusal::UnknownTool),
+        }
+    }
+
+    /// Every tool with its decision, in hub order.
+    pub fn verdicts(&self, tools: &[HubTool]) -> Vec<ToolVerdict> {
+        tools
+            .iter()
+            .map(|t| {
+                let refusal = match self.decide(t) {
+                    Decision::Offered => None,
+                    Decision::Refused(r) => Some(r),
+                };
+                ToolVerdict {
+                    name: t.name.clone(),
+                    server: t.server.clone(),
+                    tool: t.tool.clone(),
+                    offered: refusal.is_none(),
+                    refusal,
+                    reason: refusal.map(Refusal::reason),
+                }
+            })
+            .collect()
+    }
+
+    /// The tools the model may be offered, in hub order. Later calls are
+    /// limited to these (and still checked again against the current hints).
     pub fn offered(&self, tools: &[HubTool]) -> Vec<HubTool> {
-        tools.to_vec()
+        let offered: Vec<HubTool> = tools
+            .iter()
+            .filter(|t| self.decide(t) == Decision::Offered)
+            .cloned()
+            .collect();
+        let pairs = offered
+            .iter()
+            .map(|t| (t.server.clone(), t.tool.clone()))
+            .collect();
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Some(pairs);
+        offered
+    }
+
+    /// Adds a host's audit listener; it sees every later call's event.
+    pub fn on_audit(&self, listener: impl Fn(&AuditEvent) + Send + Sync + 'static) {
+        self.audit.add_listener(Arc::new(listener));
+    }
+
+    /// The events recorded by this policy so far (the last
+    /// [`audit::MEMORY_EVENTS`]), oldest first.
+    pub fn audit_events(&self) -> Vec<AuditEvent> {
+        self.audit.events()
+    }
+
+    /// Reconnects `server`, lists its tools again and reports which offered
+    /// tools dropped out. The offered set is updated for that server.
+    pub async fn refresh(&self, hub: &Hub, server: &str) -> Result<RefreshReport, Error> {
+        let Some(rules) = self.servers.get(server) else {
+            return Err(Error::UnknownServer(format!("unknown server '{server}'")));
+        };
+        let of_server = |tools: Vec<HubTool>| -> Vec<HubTool> {
+            tools.into_iter().filter(|t| t.server == server).collect()
+        };
+        let current = of_server(hub.list_tools().await);
+        let before: Vec<String> = {
+            let snapshot = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
+            match &*snapshot {
+                // What was offered, in hub order (a tool already gone
+                // from the hub after a list change goes last).
+                Some(pairs) => {
+                    let mut names: Vec<String> = pairs
+                        .iter()
+                        .filter(|(s, _)| s == server)
+                        .map(|(_, t)| t.clone())
+                        .collect();
+                    let pos = |n: &String| current.iter().position(|t| &t.tool == n);
+                    names.sort_by_key(|n| (pos(n).unwrap_or(usize::MAX), n.clone()));
+                    names
+                }
+                None => current
+                    .iter()
+                    .filter(|t| self.decide(t) == Decision::Offered)
+                    .map(|t| t.tool.clone())
+                    .collect(),
+            }
+        };
+        let outcome = hub.refresh(server).await;
+        let after_tools = of_server(hub.list_tools().await);
+        let after: Vec<String> = after_tools
+            .iter()
+            .filter(|t| self.decide(t) == Decision::Offered)
+            .map(|t| t.tool.clone())
+            .collect();
+        if let Some(pairs) = &mut *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) {
+            pairs.retain(|(s, _)| s != server);
+            pairs.extend(after.iter().map(|t| (server.to_owned(), t.clone())));
+        }
+        outcome?;
+        let names: Vec<&str> = after_tools.iter().map(|t| t.tool.as_str()).collect();
+        Ok(RefreshReport {
+            server: server.to_owned(),
+            dropped: before
+                .iter()
+                .filter(|t| !after.contains(t))
+                .cloned()
+                .collect(),
+            added: after
+                .iter()
+                .filter(|t| !before.contains(t))
+                .cloned()
+                .collect(),
+            missing: rules
+                .missing_names(&names)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            offered: after,
+        })
     }
 
     /// Runs one tool call the model asked for through the hub, applying
-    /// the policy; never fails.
+    /// the policy; never fails. The content is redacted, capped and framed
+    /// as untrusted data; refusals carry `TOOL_NOT_ALLOWED` or
+    /// `LIMIT_EXCEEDED`.
     pub async fn call(&self, hub: &Hub, name: &str, arguments: &Value) -> ModelToolResult {
-        let n = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Some(max) = self.settings.max_tool_calls {
-            if n > max {
-                return ModelToolResult {
-                    content: format!("LIMIT_EXCEEDED: at most {max} tool calls per round"),
-                    is_error: true,
-                };
-            }
-        }
-        let opts = CallOptions {
-            timeout: self.settings.call_timeout,
-            ..Default::default()
-        };
-        match hub.call_tool(name, Some(arguments), &opts).await {
-            Ok(result) => {
-                let json: Value = serde_json::from_str(result.json()).unwrap_or(Value::Null);
-                let is_error = json
-                    .get("isError")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false);
-                ModelToolResult {
-                    content: result.json().to_string(),
-                    is_error,
-                }
-            }
-            Err(e) => ModelToolResult {
+        let args = (!arguments.is_null()).then_some(arguments);
+        let outcome = self.run(hub, name, args, &CallOptions::default()).await;
+        match outcome {
+            Outcome::Refused(e, _) => ModelToolResult {
                 content: format!("{}: {e}", e.code()),
                 is_error: true,
             },
+            Outcome::Failed(e) => {
+                // The message may quote the server (a JSON-RPC error): it
+                // is untrusted and may hold secrets like any output.
+                let (message, _) = self.redactor.redact(&e.to_string());
+                let (message, _) = output::cap(&message, self.settings.output_cap());
+                let content = match &e {
+                    Error::Timeout(_) if self.settings.call_timeout.is_some() => format!(
+                        "TIMEOUT: the call ran past call_timeout_seconds (LIMIT_EXCEEDED).\n{}",
+                        output::frame(name, &message)
+                    ),
+                    _ => format!(
+                        "{}: the call failed.\n{}",
+                        e.code(),
+                        output::frame(name, &message)
+                    ),
+                };
+                ModelToolResult {
+                    content,
+                    is_error: true,
+                }
+            }
+            Outcome::Answered {
+                result, is_error, ..
+            } => {
+                let (text, _) = output::cap(&output::render(&result), self.settings.output_cap());
+                let framed = output::frame(name, &text);
+                ModelToolResult {
+                    content: if is_error {
+                        format!("The tool reported an error.\n{framed}")
+                    } else {
+                        framed
+                    },
+                    is_error,
+                }
+            }
+        }
+    }
+
+    /// A host's call with this policy ([`CallOptions::policy`]): the same
+    /// checks, limits, redaction and audit as [`SessionPolicy::call`], with
+    /// refusals as errors (`TOOL_NOT_ALLOWED`, `LIMIT_EXCEEDED`) and the
+    /// result kept as MCP JSON (redacted; text blocks capped together at
+    /// `max_output_bytes` only when it is set; not framed).
+    pub async fn call_for_host(
+        &self,
+        hub: &Hub,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let outcome = self.run(hub, name, arguments, opts).await;
+        match outcome {
+            Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
+            Outcome::Answered { mut result, .. } => {
+                if let Some(max) = self.settings.max_output_bytes {
+                    cap_text_blocks(&mut result, max);
+                }
+                ToolResult::from_value(&result)
+            }
+        }
+    }
+
+    /// The shared path: count, check, call, redact, audit.
+    async fn run(
+        &self,
+        hub: &Hub,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Outcome {
+        let started = Instant::now();
+        let time = audit::rfc3339(SystemTime::now());
+        let tool = hub.tool(name);
+        let server = tool.as_ref().map(|t| t.server.clone());
+        let tool_name = tool
+            .as_ref()
+            .map_or_else(|| name.to_owned(), |t| t.tool.clone());
+        let mut bytes = 0u64;
+        let mut truncated = false;
+        let outcome = self
+            .run_inner(hub, name, tool.as_ref(), arguments, opts, &mut bytes)
+            .await;
+        let (status, redactions, code) = match &outcome {
+            Outcome::Refused(e, status) => (*status, 0, Some(e.code())),
+            Outcome::Failed(e) => (
+                if e.code() == "TIMEOUT" {
+                    AuditStatus::Timeout
+                } else {
+                    AuditStatus::Error
+                },
+                0,
+                Some(e.code()),
+            ),
+            Outcome::Answered {
+                result,
+                is_error,
+                redactions,
+            } => {
+                truncated = output::render(result).len() > self.settings.output_cap();
+                (
+                    if *is_error {
+                        AuditStatus::Error
+                    } else {
+                        AuditStatus::Ok
+                    },
+                    *redactions,
+                    None,
+                )
+            }
+        };
+        self.audit.record(AuditEvent {
+            time,
+            server,
+            tool: tool_name,
+            status,
+            bytes,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            redactions: redactions as u64,
+            truncated,
+            code: code.map(str::to_owned),
+        });
+        outcome
+    }
+
+    async fn run_inner(
+        &self,
+        hub: &Hub,
+        name: &str,
+        tool: Option<&HubTool>,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+        bytes: &mut u64,
+    ) -> Outcome {
+        let n = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(max) = self.settings.max_tool_calls {
+            if n > max {
+                return Outcome::Refused(
+                    Error::LimitExceeded(format!(
+                        "max_tool_calls reached: at most {max} tool calls per round; \
+                         no more tools can be called, answer with what you have"
+                    )),
+                    AuditStatus::LimitExceeded,
+                );
+            }
+        }
+        let not_allowed = |why: &str| {
+            Outcome::Refused(
+                Error::ToolNotAllowed(format!("tool '{name}' is not allowed here: {why}")),
+                AuditStatus::NotAllowed,
+            )
+        };
+        let Some(tool) = tool else {
+            return not_allowed(Refusal::UnknownTool.reason());
+        };
+        let was_offered = self
+            .snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|pairs| pairs.contains(&(tool.server.clone(), tool.tool.clone())));
+        if let Decision::Refused(r) = self.decide(tool) {
+            return not_allowed(r.reason());
+        }
+        if !was_offered {
+            return not_allowed(Refusal::UnknownTool.reason());
+        }
+        let mut opts = CallOptions {
+            policy: None,
+            ..opts.clone()
+        };
+        if let Some(limit) = self.settings.call_timeout {
+            // The session's limit is a hard one: progress cannot extend it.
+            opts.timeout = Some(opts.timeout.map_or(limit, |t| t.min(limit)));
+            opts.max_total_timeout = Some(opts.max_total_timeout.map_or(limit, |t| t.min(limit)));
+        }
+        match hub.call_unchecked(name, arguments, &opts).await {
+            Err(e) => Outcome::Failed(e),
+            Ok(result) => {
+                *bytes = result.json().len() as u64;
+                let is_error = result.is_error();
+                let mut value = result.value();
+                let redactions = output::redact_result(&self.redactor, &mut value);
+                Outcome::Answered {
+                    result: value,
+                    is_error,
+                    redactions,
+                }
+            }
         }
     }
 }
+
+/// Cuts the text blocks of a result so that together they hold at most
+/// `max` bytes; the last kept block says it was cut.
+fn cap_text_blocks(result: &mut Value, max: usize) {
+    let Some(Value::Array(blocks)) = result.get_mut("content") else {
+        return;
+    };
+    let mut left = max;
+    for block in blocks.iter_mut() {
+        if let Some(Value::String(text)) = block.get_mut("text") {
+            if text.len() > left {
+                let (cut, _) = output::cap(text, left);
+                *text = cut;
+                left = 0;
+            } else {
+                left -= text.len();
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPolicy")
+            .field("settings", &self.settings)
+            .field("servers", &self.servers)
+            .field("calls_made", &self.calls_made())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

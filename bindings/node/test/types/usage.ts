@@ -1,7 +1,7 @@
 // Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
 // index.d.ts describes the API as the tests use it, and rejects misuse.
-import { Hub, McpmuxError, ERROR_CODES, version } from 'mcpmux'
-import type { CallToolResult, ErrorCode, HubTool, Progress, ServerStatus } from 'mcpmux'
+import { Hub, McpmuxError, ERROR_CODES, Sessions, version } from 'mcpmux'
+import type { CallToolResult, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
 
 export async function usage(): Promise<void> {
   const hub: Hub = await Hub.connect({ mcpServers: { demo: { command: 'mcpmux-demo-server', timeout_seconds: 30 } } })
@@ -56,4 +56,21 @@ export async function usage(): Promise<void> {
   // @ts-expect-error not an error code
   const bad: ErrorCode = 'OOPS'
   console.log(bad)
+
+  const sessions = new Sessions({
+    config: 'mcpmux.toml',
+    host: async (request: CompletionRequest) => ({ text: `${request.messages.length} messages`, tool_calls: [] }),
+  })
+  new Sessions({ host: () => 'plain text answer' })
+  const begun = await sessions.begin({ skill: 'review-plan', input: '## PLAN\nx', working_dir: '.', reviewer: 'host' })
+  let status: WaitResult = await sessions.wait({ session_dir: begun.session_dir, max_wait_seconds: 5 })
+  while (status.status === 'running') status = await sessions.wait({ session_dir: begun.session_dir })
+  const verdict: string | null | undefined = status.review?.verdict
+  const replied = await sessions.reply({ session_dir: begun.session_dir, input: 'RESPONSE: done' })
+  const ended = await sessions.end({ session_dir: begun.session_dir, outcome: 'consensus' })
+  console.log(verdict, status.next, status.next_reason, replied.round, ended.finalized)
+  // @ts-expect-error parameters use the engine's JSON keys
+  await sessions.wait({ sessionDir: 'x' })
+  // @ts-expect-error not an outcome
+  await sessions.end({ session_dir: 'x', outcome: 'maybe' })
 }

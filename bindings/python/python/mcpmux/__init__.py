@@ -26,6 +26,7 @@ import asyncio
 import atexit
 import collections.abc
 import inspect
+import json
 import os
 import threading
 import warnings
@@ -58,6 +59,8 @@ from ._errors import (
 __all__ = [
     "Hub",
     "AsyncHub",
+    "Sessions",
+    "AsyncSessions",
     "ERROR_CODES",
     "McpmuxError",
     "ConfigInvalid",
@@ -501,6 +504,229 @@ async def _run(method: Callable[..., Any], *args: Any) -> Any:
     except BaseException:
         pending.cancel()
         raise
+
+
+# ---------------------------------------------------------------- review sessions
+
+#: What a host reviewer returns: a completion ``{"text": ..., "tool_calls":
+#: [{"id", "name", "arguments"}]}`` or the answer text.
+HostReviewer = Callable[[Dict[str, Any]], Any]
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _host_adapter(
+    host: HostReviewer, loop_of: Callable[[], Optional[asyncio.AbstractEventLoop]]
+) -> Callable[[str], str]:
+    """Wraps the user's host reviewer for the engine: JSON text in and out.
+
+    Runs on an engine thread with the GIL taken. A coroutine (``async def``
+    reviewer) runs on ``loop_of()`` when that loop runs (the loop of an
+    :class:`AsyncSessions`), else in a new event loop on this thread.
+    """
+
+    def call(request_json: str) -> str:
+        result = host(json.loads(request_json))
+        if inspect.isawaitable(result):
+            loop = loop_of()
+            if loop is not None and loop.is_running() and not loop.is_closed():
+                result = asyncio.run_coroutine_threadsafe(_awaited(result), loop).result()
+            else:
+                result = asyncio.run(_awaited(result))
+        if isinstance(result, str):
+            return json.dumps(result)
+        if isinstance(result, Mapping):
+            return json.dumps(dict(result))
+        raise TypeError(
+            "the host reviewer must return a dict ({'text': ..., 'tool_calls': [...]}) "
+            f"or a str, not {type(result).__name__!r}"
+        )
+
+    return call
+
+
+def _params(**values: Any) -> Dict[str, Any]:
+    """The JSON parameters of a verb: the arguments that are not None."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _native_sessions(config: Optional[Config], host: Optional[HostReviewer], loop_of: Any) -> Any:
+    if host is not None and not callable(host):
+        raise InvalidInput(f"argument 'host' must be callable or None, not {type(host).__name__!r}")
+    adapter = _host_adapter(host, loop_of) if host is not None else None
+    if config is None:
+        return _native.Sessions(None, None, adapter)
+    kind, value = _config_args(config)
+    return _native.Sessions(kind, value, adapter)
+
+
+class Sessions:
+    """Review sessions (begin / wait / reply / end): the blocking API.
+
+    ``config`` (optional) is what :meth:`Hub.connect` takes: its servers'
+    tools are offered to the reviewer (through the policy) and its
+    ``[session]`` table gives the defaults (``reviewer``, ``model``,
+    ``max_turns``, ...). ``host`` (optional) is the ``host`` reviewer: a
+    callable ``host(request: dict) -> dict | str`` (or ``async def``) that
+    gets the completion request (``system``, ``messages``, ``tools``,
+    ``model``, ``effort``, ``max_tokens``) and answers
+    ``{"text": ..., "tool_calls": [{"id", "name", "arguments"}]}`` or the
+    answer text. It is called on an engine thread with the GIL taken; an
+    exception it raises fails the round with its message.
+
+    Sessions live on disk under ``<working_dir>/.mcpmux/sessions/``; rounds
+    run in the background of this process, and a later :meth:`wait` (from
+    any process) resumes a round whose runner died. Every method returns
+    the JSON result as a ``dict`` and raises :class:`McpmuxError`
+    subclasses (:class:`UnknownSkill`, :class:`InvalidInput`,
+    :class:`ReviewerNotFound`, :class:`InvalidSession`,
+    :class:`RoundStillRunning`, :class:`ConfigInvalid`).
+    """
+
+    __slots__ = ("_native", "__weakref__")
+
+    def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None:
+        self._native = _native_sessions(config, host, lambda: None)
+
+    def begin(
+        self,
+        *,
+        skill: str,
+        input: str,
+        working_dir: Union[str, "os.PathLike[str]"],
+        mode: Optional[str] = None,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+        timeout_seconds: Optional[float] = None,
+        reviewer: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Begins a session and its round 1 (in the background); returns
+        ``{"session_dir", "round": 1, "status": "running"}`` (plus
+        ``"analysis_prompt"`` for peer skills)."""
+        params = _params(
+            skill=skill,
+            mode=mode,
+            input=input,
+            working_dir=os.fspath(working_dir),
+            model=model,
+            effort=effort,
+            timeout_seconds=timeout_seconds,
+            reviewer=reviewer,
+        )
+        return self._native.call("begin", params)
+
+    def wait(
+        self, session_dir: Union[str, "os.PathLike[str]"], max_wait_seconds: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Waits up to ``max_wait_seconds`` for the current round; returns
+        ``{"status", "round", "elapsed_seconds", "thread_id", "review":
+        {"verdict", "blocks"}, "activities", "next", "next_reason", ...}``."""
+        params = _params(session_dir=os.fspath(session_dir), max_wait_seconds=max_wait_seconds)
+        return self._native.call("wait", params)
+
+    def reply(
+        self,
+        session_dir: Union[str, "os.PathLike[str]"],
+        input: str,
+        *,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Starts the next round on the same thread; returns ``{"status":
+        "started", "session_dir", "round", "thread_id"}``."""
+        params = _params(session_dir=os.fspath(session_dir), input=input, model=model, effort=effort)
+        return self._native.call("reply", params)
+
+    def end(self, session_dir: Union[str, "os.PathLike[str]"], outcome: Optional[str] = None) -> Dict[str, Any]:
+        """Finalizes the session (``outcome``: ``"consensus"`` or
+        ``"stalemate"`` for peer skills); returns ``{"status": "ended",
+        "session_dir", "finalized", "verdict"?, "error"?}``."""
+        params = _params(session_dir=os.fspath(session_dir), outcome=outcome)
+        return self._native.call("end", params)
+
+    def __repr__(self) -> str:
+        return "<mcpmux.Sessions>"
+
+
+class AsyncSessions:
+    """Review sessions: the asyncio API, the same methods as
+    :class:`Sessions` as coroutines. They never block the event loop. An
+    ``async def`` host reviewer runs on the loop this object was first used
+    on; a plain function runs on an engine thread (GIL taken)."""
+
+    __slots__ = ("_native", "_loop", "__weakref__")
+
+    def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None:
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        # A weak reference: the native context holds the host adapter, which
+        # must not hold this object (a cycle the collector cannot see).
+        me = weakref.ref(self)
+
+        def loop_of() -> Optional[asyncio.AbstractEventLoop]:
+            this = me()
+            return this._loop if this is not None else None
+
+        self._native = _native_sessions(config, host, loop_of)
+
+    async def _call(self, verb: str, params: Dict[str, Any]) -> Dict[str, Any]:
+        loop = _get_running_loop()
+        if self._loop is None or self._loop.is_closed():
+            self._loop = loop
+        return await _run(self._native.call, verb, params)
+
+    async def begin(
+        self,
+        *,
+        skill: str,
+        input: str,
+        working_dir: Union[str, "os.PathLike[str]"],
+        mode: Optional[str] = None,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+        timeout_seconds: Optional[float] = None,
+        reviewer: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Sessions.begin`."""
+        params = _params(
+            skill=skill,
+            mode=mode,
+            input=input,
+            working_dir=os.fspath(working_dir),
+            model=model,
+            effort=effort,
+            timeout_seconds=timeout_seconds,
+            reviewer=reviewer,
+        )
+        return await self._call("begin", params)
+
+    async def wait(
+        self, session_dir: Union[str, "os.PathLike[str]"], max_wait_seconds: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """See :meth:`Sessions.wait`."""
+        params = _params(session_dir=os.fspath(session_dir), max_wait_seconds=max_wait_seconds)
+        return await self._call("wait", params)
+
+    async def reply(
+        self,
+        session_dir: Union[str, "os.PathLike[str]"],
+        input: str,
+        *,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Sessions.reply`."""
+        params = _params(session_dir=os.fspath(session_dir), input=input, model=model, effort=effort)
+        return await self._call("reply", params)
+
+    async def end(self, session_dir: Union[str, "os.PathLike[str]"], outcome: Optional[str] = None) -> Dict[str, Any]:
+        """See :meth:`Sessions.end`."""
+        params = _params(session_dir=os.fspath(session_dir), outcome=outcome)
+        return await self._call("end", params)
+
+    def __repr__(self) -> str:
+        return "<mcpmux.AsyncSessions>"
 
 
 # ---------------------------------------------------------------- process hooks

@@ -132,6 +132,81 @@ class AsyncHub:
         tb: Optional[TracebackType],
     ) -> None: ...
 
+#: A host reviewer: gets the completion request (``system``, ``messages``,
+#: ``tools``, ``model``, ``effort``, ``max_tokens``) and answers a completion
+#: ``{"text": ..., "tool_calls": [{"id", "name", "arguments"}]}`` or the
+#: answer text; it may be an ``async def``.
+HostReviewer = Callable[
+    [Dict[str, Any]],
+    Union[Dict[str, Any], str, Awaitable[Union[Dict[str, Any], str]]],
+]
+#: ``begin()`` result: ``session_dir``, ``round``, ``status`` (and
+#: ``analysis_prompt`` for peer skills).
+SessionBegun = Dict[str, Any]
+#: ``wait()`` result: ``status``, ``round``, ``elapsed_seconds``,
+#: ``thread_id``, ``review`` (``verdict``, ``blocks``), ``activities``,
+#: ``next``, ``next_reason`` (plus ``error``, ``failure_reason``, ...).
+SessionStatus = Dict[str, Any]
+#: ``reply()`` result: ``status`` ("started"), ``session_dir``, ``round``, ``thread_id``.
+SessionReplied = Dict[str, Any]
+#: ``end()`` result: ``status`` ("ended"), ``session_dir``, ``finalized``, ``verdict``, ``error``.
+SessionEnded = Dict[str, Any]
+PathLike = Union[str, os.PathLike[str]]
+
+class Sessions:
+    """Review sessions (begin / wait / reply / end): the blocking API."""
+
+    def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None: ...
+    def begin(
+        self,
+        *,
+        skill: str,
+        input: str,
+        working_dir: PathLike,
+        mode: Optional[str] = None,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+        timeout_seconds: Optional[float] = None,
+        reviewer: Optional[str] = None,
+    ) -> SessionBegun: ...
+    def wait(self, session_dir: PathLike, max_wait_seconds: Optional[float] = None) -> SessionStatus: ...
+    def reply(
+        self,
+        session_dir: PathLike,
+        input: str,
+        *,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+    ) -> SessionReplied: ...
+    def end(self, session_dir: PathLike, outcome: Optional[str] = None) -> SessionEnded: ...
+
+class AsyncSessions:
+    """Review sessions: the asyncio API."""
+
+    def __init__(self, config: Optional[Config] = None, *, host: Optional[HostReviewer] = None) -> None: ...
+    async def begin(
+        self,
+        *,
+        skill: str,
+        input: str,
+        working_dir: PathLike,
+        mode: Optional[str] = None,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+        timeout_seconds: Optional[float] = None,
+        reviewer: Optional[str] = None,
+    ) -> SessionBegun: ...
+    async def wait(self, session_dir: PathLike, max_wait_seconds: Optional[float] = None) -> SessionStatus: ...
+    async def reply(
+        self,
+        session_dir: PathLike,
+        input: str,
+        *,
+        model: Optional[str] = None,
+        effort: Optional[str] = None,
+    ) -> SessionReplied: ...
+    async def end(self, session_dir: PathLike, outcome: Optional[str] = None) -> SessionEnded: ...
+
 class McpmuxError(Exception):
     """Base class of every mcpmux error; ``code`` is the stable code string."""
 
