@@ -152,6 +152,16 @@ typedef enum mcpmux_status {
      * panic included).
      */
     MCPMUX_STATUS_INTERNAL = 18,
+    /**
+     * "AUTH_REQUIRED": the server needs authorization and there is no usable
+     * token and no way to ask for one.
+     */
+    MCPMUX_STATUS_AUTH_REQUIRED = 19,
+    /**
+     * "AUTH_FAILED": the server or its authorization server refused the
+     * authorization.
+     */
+    MCPMUX_STATUS_AUTH_FAILED = 20,
 } mcpmux_status;
 
 /**

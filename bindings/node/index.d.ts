@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'INVALID_SESSION'
   | 'ROUND_STILL_RUNNING'
   | 'INTERNAL'
+  | 'AUTH_REQUIRED'
+  | 'AUTH_FAILED'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]

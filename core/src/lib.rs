@@ -24,6 +24,7 @@
 //! (stdio), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (tool formats), [`error`].
 
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod elicitation;
@@ -38,6 +39,10 @@ pub mod stateless;
 pub mod tool_names;
 pub mod transport;
 
+pub use auth::{
+    AuthConfig, AuthOptions, AuthorizationHandler, AuthorizationRequest, FileTokenStore,
+    MemoryTokenStore, TokenStore,
+};
 pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};

@@ -34,6 +34,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _native
 from ._errors import (
+    AuthFailed,
+    AuthRequired,
     Cancelled,
     ConfigInvalid,
     ConnectFailed,
@@ -78,6 +80,8 @@ __all__ = [
     "InvalidSession",
     "RoundStillRunning",
     "Internal",
+    "AuthRequired",
+    "AuthFailed",
 ]
 
 #: The version of the mcpmux engine inside this package.
