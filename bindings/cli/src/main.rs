@@ -2,6 +2,7 @@
 //! tool, read resources, get prompts. Machine output with `--json`; every
 //! failure prints `{"error": ..., "code": ...}` on stderr and exits 2.
 
+mod auth;
 mod human;
 
 use std::io::{Read, Write};
@@ -87,6 +88,11 @@ enum Command {
         /// The server to ask (needed when several offer the prompt).
         #[arg(long)]
         server: Option<String>,
+    },
+    /// OAuth for remote servers: login SERVER, status, logout SERVER.
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthCommand,
     },
 }
 
@@ -177,6 +183,9 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             server.timeout = Duration::from_secs_f64(secs);
             server.max_total_timeout = server.max_total_timeout.max(server.timeout);
         }
+    }
+    if let Command::Auth { action } = &cli.command {
+        return auth::run(action, config, cli.json).await;
     }
     // Parse arguments before starting any server.
     let args = match &cli.command {
@@ -302,6 +311,8 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&human::prompt_messages(&result))
             }
         }
+        // Handled before any server starts (see `run`).
+        Command::Auth { .. } => Ok(()),
     }?;
     Ok(0)
 }

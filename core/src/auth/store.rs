@@ -54,7 +54,7 @@ fn bearer() -> String {
 impl TokenSet {
     /// Whether the token is past its expiry (with a little slack).
     pub fn is_expired(&self) -> bool {
-        self.expires_at.is_some_and(|at| now() + 5 >= at)
+        self.expires_at.is_some_and(|at| now() + 1 >= at)
     }
 }
 
