@@ -21,6 +21,8 @@ pub mod engine;
 
 pub mod hub;
 
+pub mod authorize;
+
 pub mod call;
 
 pub mod error;
