@@ -15,13 +15,16 @@ use napi::Status;
 type Args = FnArgs<(String, String, String)>;
 type Tsfn = ThreadsafeFunction<Args, Promise<String>, Args, Status, false, true>;
 
+/// The JavaScript function as napi hands it over.
+pub type JsFunction<'a> = Function<'a, Args, Promise<String>>;
+
 /// An [`AuthorizationHandler`] that calls a JavaScript function.
 pub struct JsAuthorize(Arc<Tsfn>);
 
 impl JsAuthorize {
     /// Wraps `f` (JavaScript thread only). Weak: a hub waiting for nothing
     /// does not keep Node alive through this function.
-    pub fn new(f: Function<'_, Args, Promise<String>>) -> napi::Result<JsAuthorize> {
+    pub fn new(f: JsFunction<'_>) -> napi::Result<JsAuthorize> {
         let tsfn = f
             .build_threadsafe_function::<Args>()
             .callee_handled::<false>()

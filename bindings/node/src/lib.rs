@@ -519,13 +519,7 @@ impl Dispatcher {
         #[napi(
             ts_arg_type = "((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null"
         )]
-        authorize: Option<
-            Function<
-                '_,
-                napi::bindgen_prelude::FnArgs<(String, String, String)>,
-                napi::bindgen_prelude::Promise<String>,
-            >,
-        >,
+        authorize: Option<authorize::JsFunction<'_>>,
     ) -> napi::Result<()> {
         let mut options = mcpmux_core::HubOptions::default();
         if let Some(f) = authorize {
