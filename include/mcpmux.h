@@ -67,6 +67,12 @@
 #define MCPMUX_VERSION_PATCH 0
 
 /**
+ * Size of the buffer a mcpmux_authorize_fn writes the redirect URL into
+ * (NUL included).
+ */
+#define MCPMUX_REDIRECT_MAX 8192
+
+/**
  * The outcome of an mcpmux function: MCPMUX_STATUS_OK (0), or the error
  * code of the failure, one value per code string of mcpmux_error_code().
  * The values are fixed: new codes get new values, existing values never
@@ -153,6 +159,16 @@ typedef enum mcpmux_status {
      * panic included).
      */
     MCPMUX_STATUS_INTERNAL = 18,
+    /**
+     * "AUTH_REQUIRED": the server needs authorization and there is no usable
+     * token and no way to ask for one.
+     */
+    MCPMUX_STATUS_AUTH_REQUIRED = 19,
+    /**
+     * "AUTH_FAILED": the server or its authorization server refused the
+     * authorization.
+     */
+    MCPMUX_STATUS_AUTH_FAILED = 20,
 } mcpmux_status;
 
 /**
@@ -200,6 +216,17 @@ typedef struct mcpmux_hub mcpmux_hub;
  * mcpmux_sessions_free(). Any thread may use it, several at once.
  */
 typedef struct mcpmux_sessions mcpmux_sessions;
+
+/**
+ * Opens `url` for the person (a browser) and waits for the authorization
+ * server's redirect to `redirect_uri`; writes the full redirect URL, NUL
+ * terminated, into `redirect_out` (MCPMUX_REDIRECT_MAX bytes) and returns
+ * 0, or returns non-zero when the authorization did not complete (the
+ * server then fails with AUTH_FAILED). `server` is the configured server's
+ * name. Called on an engine thread (never the caller of a blocking mcpmux
+ * function), possibly long after connect (when a token must be renewed).
+ */
+typedef int (*mcpmux_authorize_fn)(void *user_data, const char *server, const char *url, const char *redirect_uri, char *redirect_out);
 
 /**
  * The callback of an asynchronous call. Called exactly once, on an engine
@@ -492,6 +519,19 @@ enum mcpmux_status mcpmux_hub_refresh(const struct mcpmux_hub *hub, const char *
  * `hub` is a live hub; `err` is NULL or valid for one pointer write.
  */
 enum mcpmux_status mcpmux_hub_close(const struct mcpmux_hub *hub, struct mcpmux_error **err);
+
+/**
+ * Like mcpmux_hub_connect(), with `authorize` as the person in the loop
+ * for servers whose config has `auth.type = "oauth"` (see
+ * mcpmux_authorize_fn). `authorize` may be NULL: a server that needs a new
+ * authorization then fails with AUTH_REQUIRED. `user_data` is passed to
+ * every call and must stay valid until the hub is freed. Blocking.
+ *
+ * # Safety
+ * As for mcpmux_hub_connect(); `authorize` is NULL or a function that is
+ * safe to call from any thread with `user_data`.
+ */
+enum mcpmux_status mcpmux_hub_connect_with_authorize(struct mcpmux_engine *engine, const char *config_text, mcpmux_authorize_fn authorize, void *user_data, struct mcpmux_hub **out, struct mcpmux_error **err);
 
 /**
  * Starts calling the tool `name` and returns at once; `cb(user_data,

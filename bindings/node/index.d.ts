@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'INVALID_SESSION'
   | 'ROUND_STILL_RUNNING'
   | 'INTERNAL'
+  | 'AUTH_REQUIRED'
+  | 'AUTH_FAILED'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]
@@ -165,6 +167,17 @@ export interface Listed {
  * process, or when the hub is garbage collected. Call {@link Hub.close}
  * to stop them gracefully.
  */
+/** Options of {@link Hub.connect}. */
+export interface ConnectOptions {
+  /**
+   * The person in the loop for servers with `auth.type = "oauth"`: opens
+   * `url` (a browser) and resolves to the URL the authorization server
+   * redirected to. Without it such a server fails with `AUTH_REQUIRED` when
+   * it needs a new authorization.
+   */
+  authorize?: (url: string, redirectUri: string, server: string) => string | Promise<string>
+}
+
 export declare class Hub {
   private constructor()
 
@@ -173,7 +186,7 @@ export declare class Hub {
    * marked failed (see {@link Hub.servers}) and the others work; only an
    * invalid config rejects (`CONFIG_INVALID`).
    */
-  static connect(config: Config): Promise<Hub>
+  static connect(config: Config, options?: ConnectOptions): Promise<Hub>
 
   /** Whether {@link Hub.close} was called. */
   readonly closed: boolean

@@ -266,11 +266,23 @@ class Hub {
    * only an invalid config rejects (`CONFIG_INVALID`).
    * @param {string | URL | object} config a file path (or file: URL), TOML
    *   or JSON text, or a config object (`{mcpServers: {...}}` or `{mcp: {servers: [...]}}`)
+   * @param {{authorize?: (url: string, redirectUri: string, server: string) => string | Promise<string>}} [options]
+   *   `authorize` is the person in the loop for servers with `auth.type = "oauth"`:
+   *   it opens `url` (a browser) and resolves to the URL the authorization
+   *   server redirected to. Without it such a server fails with `AUTH_REQUIRED`
+   *   when it needs a new authorization.
    * @returns {Promise<Hub>}
    */
-  static async connect(config) {
+  static async connect(config, options) {
     const { text, isPath } = configSource(config)
-    const nativeHub = await run((id) => dispatcher.connect(id, text, isPath))
+    let authorize = null
+    if (options !== undefined && options !== null && options.authorize !== undefined) {
+      const fn = options.authorize
+      if (typeof fn !== 'function') throw invalid('options.authorize', 'must be a function')
+      // Always a Promise, and a throw becomes a rejection.
+      authorize = (url, redirectUri, server) => Promise.resolve().then(() => fn(url, redirectUri, server))
+    }
+    const nativeHub = await run((id) => dispatcher.connect(id, text, isPath, authorize))
     return new Hub(nativeHub)
   }
 

@@ -57,8 +57,10 @@ export declare class Dispatcher {
   /**
    * Starts connecting a hub; completion `id` carries a [`NativeHub`] or
    * an error. `config` is a file path when `isPath`, else TOML or JSON text.
+   * `authorize(url, redirectUri, server)` resolves to the redirect URL
+   * of an OAuth authorization (the person in the loop; see authorize.rs).
    */
-  connect(id: number, config: string, isPath: boolean): void
+  connect(id: number, config: string, isPath: boolean, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null): void
 }
 
 /**

@@ -56,6 +56,8 @@ pub struct ClientOptions {
     pub handlers: ClientHandlers,
     /// Called after the tool list changed (on an engine task).
     pub on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Authorization hooks (handler, token store) for OAuth servers.
+    pub auth: crate::auth::AuthOptions,
 }
 
 impl Default for ClientOptions {
@@ -64,6 +66,7 @@ impl Default for ClientOptions {
             client_info: protocol::default_client_info(),
             handlers: ClientHandlers::default(),
             on_tools_changed: None,
+            auth: crate::auth::AuthOptions::default(),
         }
     }
 }
@@ -161,9 +164,10 @@ impl Client {
             client: OnceLock::new(),
         });
         let peer = Peer::new(label.clone(), inbound.clone());
-        let transport = crate::transport::connect(&label, config, peer.sink())
-            .await
-            .map_err(connect_failed)?;
+        let transport =
+            crate::transport::connect_with_auth(&label, config, peer.sink(), &options.auth)
+                .await
+                .map_err(connect_failed)?;
         peer.attach(transport);
         match Self::lifecycle(config, options, &peer).await {
             Ok((init, stateless)) => {
@@ -220,7 +224,9 @@ impl Client {
                         stateless::VERSION
                     )))
                 }
-                Err(e @ Error::TransportClosed(_)) => return Err(e),
+                Err(e @ (Error::TransportClosed(_) | Error::AuthRequired(_) | Error::AuthFailed(_))) => {
+                    return Err(e)
+                }
                 Err(e) if pinned.is_some() => {
                     return Err(e.context(format!("protocol version {}", stateless::VERSION)))
                 }
@@ -613,7 +619,7 @@ fn client_capabilities(handlers: &ClientHandlers) -> Value {
 
 fn connect_failed(e: Error) -> Error {
     match e {
-        Error::ConnectFailed(_) => e,
+        Error::ConnectFailed(_) | Error::AuthRequired(_) | Error::AuthFailed(_) => e,
         other => Error::ConnectFailed(other.to_string()),
     }
 }

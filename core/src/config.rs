@@ -103,8 +103,11 @@ pub struct StdioConfig {
 pub struct NetworkConfig {
     /// The endpoint URL. May carry secrets in its query; never logged.
     pub url: url::Url,
-    /// Headers sent with every request. Values are secrets.
+    /// Headers sent with every request. Values are secrets. An `auth` of
+    /// type `bearer` or `header` is already merged in here.
     pub headers: BTreeMap<String, String>,
+    /// The `auth` table (`[mcp.servers.auth]`), when given.
+    pub auth: Option<crate::auth::AuthConfig>,
 }
 
 // Debug output never shows env values, header values or URL queries.
@@ -409,6 +412,7 @@ const KNOWN_KEYS: &[&str] = &[
     "max_total_timeout_seconds",
     "max_message_bytes",
     "protocol_version",
+    "auth",
 ];
 
 fn server_entry(
@@ -517,9 +521,60 @@ fn server_entry(
                 ),
             ));
         }
+        let mut headers = string_map("headers")?;
+        let auth = match entry.get("auth") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(table)) => {
+                let mut expanded = Map::new();
+                for (k, v) in table {
+                    let v = match v {
+                        Value::String(text) => {
+                            Value::String(ctx.expand(text, n, &format!("auth.{k}"))?)
+                        }
+                        Value::Array(items) => Value::Array(
+                            items
+                                .iter()
+                                .map(|i| match i {
+                                    Value::String(text) => {
+                                        ctx.expand(text, n, &format!("auth.{k}")).map(Value::String)
+                                    }
+                                    other => Ok(other.clone()),
+                                })
+                                .collect::<Result<_, _>>()?,
+                        ),
+                        other => other.clone(),
+                    };
+                    expanded.insert(k.clone(), v);
+                }
+                let auth = crate::auth::AuthConfig::from_map(&expanded, &|field, message| {
+                    ctx.field_err(n, field, message)
+                })?;
+                match &auth {
+                    crate::auth::AuthConfig::Bearer { token } => {
+                        headers.insert("Authorization".into(), format!("Bearer {token}"));
+                    }
+                    crate::auth::AuthConfig::Header { name, value } => {
+                        headers.insert(name.clone(), value.clone());
+                    }
+                    crate::auth::AuthConfig::OAuth(_) if kind != "http" => {
+                        return Err(ctx.field_err(
+                            n,
+                            "auth.type",
+                            format!(
+                                "oauth is supported for type http (Streamable HTTP), not {kind}"
+                            ),
+                        ))
+                    }
+                    crate::auth::AuthConfig::OAuth(_) => {}
+                }
+                Some(auth)
+            }
+            Some(_) => return Err(ctx.field_err(n, "auth", "must be a table")),
+        };
         let net = NetworkConfig {
             url: parsed,
-            headers: string_map("headers")?,
+            headers,
+            auth,
         };
         match kind {
             "http" => TransportConfig::Http(net),

@@ -73,6 +73,14 @@ pub enum Error {
     /// A bug or an unexpected condition inside mcpmux.
     #[error("{0}")]
     Internal(String),
+    /// The server needs authorization and there is no usable token and no
+    /// way to ask for one (no authorization handler, a revoked refresh token).
+    #[error("{0}")]
+    AuthRequired(String),
+    /// The server or its authorization server refused the authorization
+    /// (bad metadata, a refused token request, a mismatched issuer).
+    #[error("{0}")]
+    AuthFailed(String),
 }
 
 /// The stable code strings, in one place so front ends can list them.
@@ -95,6 +103,8 @@ pub const ALL_CODES: &[&str] = &[
     "INVALID_SESSION",
     "ROUND_STILL_RUNNING",
     "INTERNAL",
+    "AUTH_REQUIRED",
+    "AUTH_FAILED",
 ];
 
 impl Error {
@@ -119,6 +129,8 @@ impl Error {
             Error::InvalidSession(_) => "INVALID_SESSION",
             Error::RoundStillRunning(_) => "ROUND_STILL_RUNNING",
             Error::Internal(_) => "INTERNAL",
+            Error::AuthRequired(_) => "AUTH_REQUIRED",
+            Error::AuthFailed(_) => "AUTH_FAILED",
         }
     }
 
@@ -154,6 +166,8 @@ impl Error {
             Error::LimitExceeded(m) => Error::LimitExceeded(wrap(m)),
             Error::ProviderError(m) => Error::ProviderError(wrap(m)),
             Error::Internal(m) => Error::Internal(wrap(m)),
+            Error::AuthRequired(m) => Error::AuthRequired(wrap(m)),
+            Error::AuthFailed(m) => Error::AuthFailed(wrap(m)),
             other => other,
         }
     }

@@ -20,6 +20,9 @@ pub struct HubOptions {
     pub client_info: Value,
     /// Handlers for server-to-client requests (roots, sampling, elicitation).
     pub handlers: ClientHandlers,
+    /// Authorization hooks for OAuth servers: who asks the person, where
+    /// tokens are kept.
+    pub auth: crate::auth::AuthOptions,
 }
 
 impl Default for HubOptions {
@@ -27,6 +30,7 @@ impl Default for HubOptions {
         HubOptions {
             client_info: protocol::default_client_info(),
             handlers: ClientHandlers::default(),
+            auth: crate::auth::AuthOptions::default(),
         }
     }
 }
@@ -172,6 +176,7 @@ impl Hub {
                 options: ClientOptions {
                     client_info: options.client_info,
                     handlers: options.handlers,
+                    auth: options.auth,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();

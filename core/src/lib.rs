@@ -25,6 +25,7 @@
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`error`].
 
+pub mod auth;
 pub mod client;
 pub mod config;
 pub mod elicitation;
@@ -40,6 +41,10 @@ pub mod stateless;
 pub mod tool_names;
 pub mod transport;
 
+pub use auth::{
+    AuthConfig, AuthOptions, AuthorizationHandler, AuthorizationRequest, FileTokenStore,
+    MemoryTokenStore, TokenStore,
+};
 pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};

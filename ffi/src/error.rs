@@ -57,6 +57,12 @@ pub enum mcpmux_status {
     /// "INTERNAL": a bug or an unexpected condition inside mcpmux (a caught
     /// panic included).
     MCPMUX_STATUS_INTERNAL = 18,
+    /// "AUTH_REQUIRED": the server needs authorization and there is no usable
+    /// token and no way to ask for one.
+    MCPMUX_STATUS_AUTH_REQUIRED = 19,
+    /// "AUTH_FAILED": the server or its authorization server refused the
+    /// authorization.
+    MCPMUX_STATUS_AUTH_FAILED = 20,
 }
 
 use mcpmux_status::*;
@@ -82,6 +88,8 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
     (MCPMUX_STATUS_INVALID_SESSION, c"INVALID_SESSION"),
     (MCPMUX_STATUS_ROUND_STILL_RUNNING, c"ROUND_STILL_RUNNING"),
     (MCPMUX_STATUS_INTERNAL, c"INTERNAL"),
+    (MCPMUX_STATUS_AUTH_REQUIRED, c"AUTH_REQUIRED"),
+    (MCPMUX_STATUS_AUTH_FAILED, c"AUTH_FAILED"),
 ];
 
 /// An error reported by mcpmux: a status, its stable code string (DESIGN

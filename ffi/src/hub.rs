@@ -98,9 +98,19 @@ fn connect(
     engine: &mcpmux_engine,
     config: Result<Config, Error>,
 ) -> Result<*mut mcpmux_hub, Error> {
+    connect_with(args, engine, config, mcpmux_core::HubOptions::default())
+}
+
+/// [`connect`] with hub options (the authorization handler).
+pub(crate) fn connect_with(
+    args: Args,
+    engine: &mcpmux_engine,
+    config: Result<Config, Error>,
+    options: mcpmux_core::HubOptions,
+) -> Result<*mut mcpmux_hub, Error> {
     let shared = engine.shared().clone();
     let config = config?;
-    let hub = shared.block_on(args, Hub::connect(config))??;
+    let hub = shared.block_on(args, Hub::connect_with(config, options))??;
     let id = shared.register(hub.clone());
     Ok(Box::into_raw(Box::new(mcpmux_hub { hub, shared, id })))
 }

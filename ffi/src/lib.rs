@@ -22,6 +22,8 @@ pub mod engine;
 
 pub mod hub;
 
+pub mod authorize;
+
 pub mod call;
 
 pub mod session;

@@ -2,6 +2,7 @@
 //! tool, read resources, get prompts. Machine output with `--json`; every
 //! failure prints `{"error": ..., "code": ...}` on stderr and exits 2.
 
+mod auth;
 mod human;
 mod review;
 mod serve;
@@ -97,6 +98,11 @@ enum Command {
     },
     /// An MCP server on stdio exposing review_begin, review_wait, review_reply, review_end.
     Serve,
+    /// OAuth for remote servers: login SERVER, status, logout SERVER.
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -201,6 +207,9 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             server.timeout = Duration::from_secs_f64(secs);
             server.max_total_timeout = server.max_total_timeout.max(server.timeout);
         }
+    }
+    if let Command::Auth { action } = &cli.command {
+        return auth::run(action, config, cli.json).await;
     }
     // Parse arguments before starting any server.
     let args = match &cli.command {
@@ -327,6 +336,8 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&human::prompt_messages(&result))
             }
         }
+        // Handled before any server starts (see `run`).
+        Command::Auth { .. } => Ok(()),
     }?;
     Ok(0)
 }

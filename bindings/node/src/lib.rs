@@ -45,6 +45,7 @@
 //! threads, which live as long as the process); a hub that becomes garbage
 //! kills its servers when it is finalized.
 
+mod authorize;
 mod error;
 mod session;
 
@@ -543,16 +544,32 @@ impl Dispatcher {
 
     /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or
     /// an error. `config` is a file path when `isPath`, else TOML or JSON text.
+    /// `authorize(url, redirectUri, server)` resolves to the redirect URL
+    /// of an OAuth authorization (the person in the loop; see authorize.rs).
     #[napi]
-    pub fn connect(&self, id: u32, config: String, is_path: bool) {
+    pub fn connect(
+        &self,
+        id: u32,
+        config: String,
+        is_path: bool,
+        #[napi(
+            ts_arg_type = "((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null"
+        )]
+        authorize: Option<authorize::JsFunction<'_>>,
+    ) -> napi::Result<()> {
+        let mut options = mcpmux_core::HubOptions::default();
+        if let Some(f) = authorize {
+            options.auth.handler = Some(Arc::new(authorize::JsAuthorize::new(f)?));
+        }
         spawn_op(&self.sink, id, async move {
             let config = if is_path {
                 Config::load(&config)?
             } else {
                 Config::parse(&config)?
             };
-            Ok(Outcome::Hub(Hub::connect(config).await?))
+            Ok(Outcome::Hub(Hub::connect_with(config, options).await?))
         });
+        Ok(())
     }
 }
 

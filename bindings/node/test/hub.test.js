@@ -40,6 +40,8 @@ test('the package exports Hub, McpmuxError, ERROR_CODES and version', () => {
       'INVALID_SESSION',
       'ROUND_STILL_RUNNING',
       'INTERNAL',
+      'AUTH_REQUIRED',
+      'AUTH_FAILED',
     ],
   )
   assert.throws(() => new Hub({}), TypeError)

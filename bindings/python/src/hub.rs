@@ -110,12 +110,15 @@ impl NativeHub {
     /// is: `"path"` (a file), `"text"` (TOML or JSON) or `"json"` (a value
     /// to serialize). Servers are started from engine threads.
     #[staticmethod]
-    #[pyo3(signature = (kind, config, aio=None))]
+    /// `authorize(url, redirect_uri, server) -> str` is the person in the
+    /// loop for OAuth servers (see `authorize.rs`).
+    #[pyo3(signature = (kind, config, aio=None, authorize=None))]
     fn connect(
         py: Python<'_>,
         kind: &str,
         config: &Bound<'_, PyAny>,
         aio: Option<Aio<'_>>,
+        authorize: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let parsed = match kind {
             "path" => Config::load(convert::string(config, "config")?),
@@ -126,7 +129,13 @@ impl NativeHub {
             ))),
         }
         .map_err(|e| errors::to_py(py, &e))?;
-        let op: Op = Box::pin(async move { Hub::connect(parsed).await.map(Outcome::Hub) });
+        let mut options = mcpmux_core::HubOptions::default();
+        if let Some(callback) = authorize {
+            options.auth.handler =
+                Some(Arc::new(crate::authorize::PyAuthorize(Arc::new(callback))));
+        }
+        let op: Op =
+            Box::pin(async move { Hub::connect_with(parsed, options).await.map(Outcome::Hub) });
         run(py, op, aio, Exec::Worker)
     }
 

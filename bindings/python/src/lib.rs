@@ -14,6 +14,7 @@
 //! outcomes reach the loop through a [`bridge::Bridge`]. Engine threads
 //! never take the GIL.
 
+mod authorize;
 mod bridge;
 mod convert;
 mod errors;

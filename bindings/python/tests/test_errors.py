@@ -36,6 +36,8 @@ def test_every_code_has_its_class():
         "INVALID_SESSION": mcpmux.InvalidSession,
         "ROUND_STILL_RUNNING": mcpmux.RoundStillRunning,
         "INTERNAL": mcpmux.Internal,
+        "AUTH_REQUIRED": mcpmux.AuthRequired,
+        "AUTH_FAILED": mcpmux.AuthFailed,
     }
     # The engine's own list of codes, and nothing more or less.
     assert set(mcpmux.ERROR_CODES) == set(classes)

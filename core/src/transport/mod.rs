@@ -6,7 +6,7 @@
 //! when the connection is gone. The sink is held weakly, so dropping the
 //! owner of a connection is enough to stop its reader.
 
-mod http;
+pub(crate) mod http;
 mod line_reader;
 mod pipe_writer;
 pub mod sse;
@@ -18,6 +18,7 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 
+use crate::auth::AuthOptions;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 
@@ -27,6 +28,17 @@ pub async fn connect(
     label: &str,
     config: &ServerConfig,
     sink: Weak<dyn FrameSink>,
+) -> Result<Arc<dyn Transport>, Error> {
+    connect_with_auth(label, config, sink, &AuthOptions::default()).await
+}
+
+/// [`connect`] with the host's authorization hooks (used by Streamable
+/// HTTP servers whose config has `auth.type = "oauth"`).
+pub async fn connect_with_auth(
+    label: &str,
+    config: &ServerConfig,
+    sink: Weak<dyn FrameSink>,
+    auth: &AuthOptions,
 ) -> Result<Arc<dyn Transport>, Error> {
     let max = config.max_message_bytes;
     Ok(match &config.transport {
@@ -43,9 +55,14 @@ pub async fn connect(
                 .await
                 .map_err(|e| Error::Internal(format!("starting a server failed: {e}")))??
         }
-        TransportConfig::Http(net) => {
-            streamable_http::StreamableHttpTransport::new(label, net, max, sink)?
-        }
+        TransportConfig::Http(net) => streamable_http::StreamableHttpTransport::with_auth(
+            label,
+            &config.name,
+            net,
+            max,
+            sink,
+            auth,
+        )?,
         TransportConfig::Sse(net) => {
             sse::SseTransport::connect(label, net, max, config.timeout, sink).await?
         }

@@ -22,6 +22,9 @@ use tokio::task::AbortHandle;
 
 use super::http::{self, StreamPosition};
 use super::{FrameSink, Transport};
+use crate::auth::challenge::Challenge;
+use crate::auth::flow::Authorizer;
+use crate::auth::{AuthConfig, AuthOptions};
 use crate::config::NetworkConfig;
 use crate::error::Error;
 
@@ -35,6 +38,9 @@ const MCP_NAME: &str = "mcp-name";
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Attempts to resume one interrupted stream.
 const MAX_RESUMES: u32 = 5;
+/// Authorizations (or refreshes, or DPoP nonce retries) one message may
+/// trigger before its 401 / 403 is final.
+const MAX_AUTH_ROUNDS: u32 = 3;
 
 /// A Streamable HTTP connection to one server. Owned by its peer.
 pub struct StreamableHttpTransport {
@@ -56,6 +62,8 @@ struct Inner {
     runtime: tokio::runtime::Handle,
     /// One re-initialization at a time.
     reinit: tokio::sync::Mutex<()>,
+    /// OAuth for this server (`auth.type = "oauth"`).
+    auth: Option<Arc<Authorizer>>,
 }
 
 #[derive(Default)]
@@ -111,6 +119,35 @@ impl StreamableHttpTransport {
         max_message_bytes: usize,
         sink: Weak<dyn FrameSink>,
     ) -> Result<Arc<StreamableHttpTransport>, Error> {
+        Self::with_auth(
+            label,
+            label,
+            config,
+            max_message_bytes,
+            sink,
+            &AuthOptions::default(),
+        )
+    }
+
+    /// [`StreamableHttpTransport::new`] for server `server`, with the
+    /// host's authorization hooks for an `auth.type = "oauth"` config.
+    pub fn with_auth(
+        label: &str,
+        server: &str,
+        config: &NetworkConfig,
+        max_message_bytes: usize,
+        sink: Weak<dyn FrameSink>,
+        auth: &AuthOptions,
+    ) -> Result<Arc<StreamableHttpTransport>, Error> {
+        let authorizer = match &config.auth {
+            Some(AuthConfig::OAuth(oauth)) => Some(Arc::new(Authorizer::new(
+                server,
+                &config.url,
+                (**oauth).clone(),
+                auth,
+            ))),
+            _ => None,
+        };
         Ok(Arc::new(StreamableHttpTransport {
             inner: Arc::new(Inner {
                 label: label.to_owned(),
@@ -124,6 +161,7 @@ impl StreamableHttpTransport {
                 closed: AtomicBool::new(false),
                 reinit: tokio::sync::Mutex::new(()),
                 runtime: tokio::runtime::Handle::current(),
+                auth: authorizer,
             }),
         }))
     }
@@ -177,6 +215,9 @@ impl Transport for StreamableHttpTransport {
                     .delete(inner.url.clone())
                     .headers(inner.headers.clone())
                     .header(SESSION_ID, session);
+                for (name, value) in inner.auth_headers("DELETE").await {
+                    request = request.header(name, value);
+                }
                 if let Some(version) = version {
                     request = request.header(PROTOCOL_VERSION, version);
                 }
@@ -231,7 +272,7 @@ impl Inner {
     /// Sends one message and handles whatever comes back.
     async fn deliver(self: Arc<Self>, message: Vec<u8>, out: Outgoing) {
         let session = self.state.lock().unwrap().session_id.clone();
-        match self.post(&message, &out).await {
+        match self.send_authorized(&message, &out).await {
             Ok(response)
                 if response.status() == StatusCode::NOT_FOUND
                     && session.is_some()
@@ -241,7 +282,7 @@ impl Inner {
                 if let Err(e) = self.reinitialize(session.as_deref()).await {
                     return self.fail(&out, e);
                 }
-                match self.post(&message, &out).await {
+                match self.send_authorized(&message, &out).await {
                     Ok(response) => self.handle(response, &out).await,
                     Err(e) => self.fail(&out, e),
                 }
@@ -254,7 +295,79 @@ impl Inner {
         }
     }
 
-    async fn post(&self, message: &[u8], out: &Outgoing) -> Result<reqwest::Response, Error> {
+    /// POSTs a message with the server's credentials; a 401 (or a 403
+    /// `insufficient_scope`) runs the authorization and retries, a few
+    /// times at most.
+    async fn send_authorized(
+        &self,
+        message: &[u8],
+        out: &Outgoing,
+    ) -> Result<reqwest::Response, Error> {
+        let Some(auth) = &self.auth else {
+            return self.post(message, out, Vec::new()).await;
+        };
+        let mut rounds = 0;
+        loop {
+            let ticket = auth.request_headers("POST", &self.url).await?;
+            let response = self.post(message, out, ticket.headers).await?;
+            let status = response.status();
+            let challenge = Challenge::parse(
+                response
+                    .headers()
+                    .get_all(reqwest::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok()),
+            );
+            let refused = status == StatusCode::UNAUTHORIZED
+                || (status == StatusCode::FORBIDDEN
+                    && challenge.error.as_deref() == Some("insufficient_scope"));
+            if !refused {
+                return Ok(response);
+            }
+            if rounds >= MAX_AUTH_ROUNDS {
+                return Err(Error::AuthFailed(format!(
+                    "{}: {} still answers HTTP {status} after authorization",
+                    self.label,
+                    http::display_url(&self.url)
+                )));
+            }
+            rounds += 1;
+            let nonce = response
+                .headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            drop(response);
+            auth.on_challenge(
+                ticket.generation,
+                status.as_u16(),
+                &challenge,
+                nonce.as_deref(),
+            )
+            .await?;
+        }
+    }
+
+    /// The credential headers for a request without a retry of its own.
+    async fn auth_headers(&self, method: &str) -> Vec<(&'static str, HeaderValue)> {
+        match &self.auth {
+            Some(auth) => match auth.request_headers(method, &self.url).await {
+                Ok(ticket) => ticket.headers,
+                Err(e) => {
+                    tracing::debug!(server = %self.label, "no credentials for {method}: {e}");
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        }
+    }
+
+    async fn post(
+        &self,
+        message: &[u8],
+        out: &Outgoing,
+        auth: Vec<(&'static str, HeaderValue)>,
+    ) -> Result<reqwest::Response, Error> {
         let (session, version) = {
             let state = self.state.lock().unwrap();
             (state.session_id.clone(), state.protocol_version.clone())
@@ -266,6 +379,9 @@ impl Inner {
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(message.to_vec());
+        for (name, value) in auth {
+            request = request.header(name, value);
+        }
         // `initialize` always opens a new session: never send an old id with it.
         if let Some(session) = session.filter(|_| out.method.as_deref() != Some("initialize")) {
             request = request.header(SESSION_ID, session);
@@ -463,6 +579,9 @@ impl Inner {
             .get(self.url.clone())
             .headers(self.headers.clone())
             .header(ACCEPT, "text/event-stream");
+        for (name, value) in self.auth_headers("GET").await {
+            request = request.header(name, value);
+        }
         if let Some(session) = session {
             request = request.header(SESSION_ID, session);
         }
@@ -543,14 +662,14 @@ impl Inner {
         };
         tracing::info!(server = %self.label, "session expired (404); initializing again");
         let out = Outgoing::read(&init);
-        let response = self.post(&init, &out).await?;
+        let response = self.send_authorized(&init, &out).await?;
         if !response.status().is_success() {
             return Err(http::response_error(&self.label, &self.url, response).await);
         }
         // Read the answer to completion (it may be a stream) before going on.
         let _ = http::read_body(&self.label, response, self.max_message_bytes).await;
         let note = crate::jsonrpc::encode_notification::<()>("notifications/initialized", None)?;
-        let response = self.post(&note, &Outgoing::read(&note)).await?;
+        let response = self.send_authorized(&note, &Outgoing::read(&note)).await?;
         let _ = http::read_body(&self.label, response, 4096).await;
         Ok(())
     }

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import collections.abc
+import functools
 import inspect
 import json
 import os
@@ -35,6 +36,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _native
 from ._errors import (
+    AuthFailed,
+    AuthRequired,
     Cancelled,
     ConfigInvalid,
     ConnectFailed,
@@ -81,6 +84,8 @@ __all__ = [
     "InvalidSession",
     "RoundStillRunning",
     "Internal",
+    "AuthRequired",
+    "AuthFailed",
 ]
 
 #: The version of the mcpmux engine inside this package.
@@ -155,8 +160,14 @@ class Hub:
         self._native = native
 
     @classmethod
-    def connect(cls, config: Config) -> "Hub":
+    def connect(cls, config: Config, *, authorize: Optional[Callable[[str, str, str], str]] = None) -> "Hub":
         """Starts every enabled server of ``config`` at once and returns the hub.
+
+        ``authorize(url, redirect_uri, server) -> str`` is the person in the
+        loop for servers with ``auth.type = "oauth"``: it opens ``url`` (a
+        browser) and returns the URL the authorization server redirected to.
+        It is called on an engine thread. Without it, a server that needs a
+        new authorization fails with :class:`AuthRequired`.
 
         ``config`` is a path (``str`` or ``pathlib.Path``) to a TOML or JSON
         file, TOML or JSON text, or a ``dict`` in either shape
@@ -166,7 +177,7 @@ class Hub:
         invalid config raises (:class:`ConfigInvalid`).
         """
         kind, value = _config_args(config)
-        return cls(_native.Hub.connect(kind, value))
+        return cls(_native.Hub.connect(kind, value, None, authorize))
 
     @property
     def closed(self) -> bool:
@@ -363,7 +374,9 @@ class AsyncHub:
         self._bridge: Any = None
 
     @classmethod
-    def connect(cls, config: Config) -> _Connecting:
+    def connect(
+        cls, config: Config, *, authorize: Optional[Callable[[str, str, str], str]] = None
+    ) -> _Connecting:
         """Starts every enabled server of ``config`` at once; gives the hub.
 
         ``hub = await AsyncHub.connect(config)``, or ``async with
@@ -372,12 +385,15 @@ class AsyncHub:
         it; cancelling it stops the servers it started. See
         :meth:`Hub.connect` for what ``config`` may be.
         """
-        return _Connecting(cls._connect(config))
+        return _Connecting(cls._connect(config, authorize))
 
     @classmethod
-    async def _connect(cls, config: Config) -> "AsyncHub":
+    async def _connect(
+        cls, config: Config, authorize: Optional[Callable[[str, str, str], str]] = None
+    ) -> "AsyncHub":
         kind, value = _config_args(config)
-        return cls(await _run(_native.Hub.connect, kind, value))
+        connect = functools.partial(_native.Hub.connect, authorize=authorize)
+        return cls(await _run(connect, kind, value))
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._bridge = _bridge_for(loop)

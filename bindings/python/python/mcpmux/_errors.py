@@ -32,6 +32,8 @@ __all__ = [
     "ReviewerNotFound",
     "InvalidSession",
     "RoundStillRunning",
+    "AuthRequired",
+    "AuthFailed",
     "Internal",
 ]
 
@@ -187,6 +189,18 @@ class Internal(McpmuxError):
     code = "INTERNAL"
 
 
+class AuthRequired(McpmuxError):
+    """The server needs authorization and there is no usable token and no way to ask for one (``AUTH_REQUIRED``)."""
+
+    code = "AUTH_REQUIRED"
+
+
+class AuthFailed(McpmuxError):
+    """The server or its authorization server refused the authorization (``AUTH_FAILED``)."""
+
+    code = "AUTH_FAILED"
+
+
 #: The exception class of each error code.
 BY_CODE: Dict[str, Type[McpmuxError]] = {
     cls.code: cls
@@ -209,6 +223,8 @@ BY_CODE: Dict[str, Type[McpmuxError]] = {
         InvalidSession,
         RoundStillRunning,
         Internal,
+        AuthRequired,
+        AuthFailed,
     )
 }
 

@@ -24,10 +24,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use mcpmux_core::{
-    CallOptions, ClientHandlers, Config, Error, Hub, HubOptions, HubTool, RequestHandler,
-    ServerRequest,
+    AuthOptions, AuthorizationHandler, AuthorizationRequest, CallOptions, ClientHandlers, Config,
+    Error, Hub, HubOptions, HubTool, MemoryTokenStore, RequestHandler, ServerRequest,
 };
 use serde_json::{json, Map, Value};
 
@@ -131,10 +132,18 @@ async fn run(
     if let Some(version) = pinned {
         entry["protocol_version"] = Value::String(version);
     }
+    if let Some(auth) = auth_config(scenario, context) {
+        entry["auth"] = auth;
+    }
     let config_text = json!({ "mcpServers": { SERVER: entry } }).to_string();
     let config = Config::parse(&config_text).map_err(|e| describe("config", &e))?;
     let options = HubOptions {
         handlers: handlers(),
+        auth: AuthOptions {
+            handler: Some(Arc::new(Browser)),
+            // Each run is a fresh client: nothing from an earlier scenario.
+            store: Some(Arc::new(MemoryTokenStore::default())),
+        },
         ..HubOptions::default()
     };
     let hub = Hub::connect_with(config, options)
@@ -177,6 +186,92 @@ fn connected(hub: &Hub) -> Result<(), String> {
             status.error.as_deref().unwrap_or("no error given"),
             status.error_code.unwrap_or("-")
         ))
+    }
+}
+
+/// The Client ID Metadata Document URL the suite expects (SEP-991).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+/// The redirect URI registered and sent; the suite's authorization
+/// endpoint redirects there at once, and [`Browser`] reads the redirect
+/// instead of following it.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The `auth` table of the server entry for an `auth/...` scenario: OAuth,
+/// with what the suite's context carries (pre-registered credentials, a
+/// private key, an IdP token, a workload JWT) and the grant it implies.
+fn auth_config(scenario: &str, context: &Value) -> Option<Value> {
+    if !scenario.starts_with("auth/") {
+        return None;
+    }
+    let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let mut auth = json!({
+        "type": "oauth",
+        "client_metadata_url": CLIENT_METADATA_URL,
+        "redirect_uri": REDIRECT_URI,
+    });
+    for key in ["client_id", "client_secret"] {
+        if let Some(v) = text(key) {
+            auth[key] = Value::String(v);
+        }
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        auth["grant_type"] = json!("client_credentials");
+        if let Some(pem) = text("private_key_pem") {
+            auth["private_key"] = Value::String(pem);
+            auth["signing_algorithm"] =
+                json!(text("signing_algorithm").unwrap_or_else(|| "ES256".into()));
+        }
+    } else if scenario == "auth/enterprise-managed-authorization" {
+        auth["grant_type"] = json!("enterprise");
+        for key in ["idp_token_endpoint", "idp_id_token", "idp_client_id"] {
+            if let Some(v) = text(key) {
+                auth[key] = Value::String(v);
+            }
+        }
+    } else if scenario.starts_with("auth/wif") {
+        auth["grant_type"] = json!("jwt_bearer");
+        if let Some(jwt) = text("valid_jwt") {
+            auth["assertion"] = Value::String(jwt);
+        }
+    }
+    Some(auth)
+}
+
+/// The person in the loop, automated: the suite's authorization endpoint
+/// approves at once and redirects; this handler fetches the authorization
+/// URL without following the redirect and returns where it points.
+struct Browser;
+
+impl AuthorizationHandler for Browser {
+    fn authorize(
+        &self,
+        request: AuthorizationRequest,
+    ) -> BoxFuture<'static, Result<String, Error>> {
+        Box::pin(async move {
+            let fail = |what: String| Error::AuthFailed(format!("authorization request: {what}"));
+            let http = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| fail(e.to_string()))?;
+            let response = http
+                .get(&request.url)
+                .send()
+                .await
+                .map_err(|e| fail(e.without_url().to_string()))?;
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| fail(format!("no redirect (HTTP {})", response.status())))?;
+            let base = reqwest::Url::parse(&request.url).map_err(|e| fail(e.to_string()))?;
+            let target = base.join(location).map_err(|e| fail(e.to_string()))?;
+            eprintln!("authorization redirected to {}", target.path());
+            Ok(target.to_string())
+        })
+    }
+
+    fn redirect_uri(&self) -> Option<String> {
+        Some(REDIRECT_URI.to_owned())
     }
 }
 
@@ -255,8 +350,17 @@ impl Scenario {
             "http-custom-headers" => self.context_calls(context).await,
             "http-invalid-tool-headers" => self.call_every_tool().await,
             "json-schema-2020-12-preservation" => self.echo_schema().await,
-            // auth/... and scenarios this client does not know yet: connect
-            // and list, which is what any of them needs first.
+            // Authorization scenarios: connected (authorized) and listed;
+            // a call exercises what a later request meets (step-up scopes,
+            // a changed authorization server).
+            _ if name.starts_with("auth/") => {
+                if self.tools.iter().any(|t| t.tool == "test-tool") {
+                    self.call_ok("test-tool", json!({})).await?;
+                }
+                Ok(())
+            }
+            // Scenarios this client does not know yet: connect and list,
+            // which is what any of them needs first.
             _ => {
                 eprintln!("scenario '{name}' has no specific steps: connected and listed tools");
                 Ok(())
