@@ -3,6 +3,7 @@
 //! failure prints `{"error": ..., "code": ...}` on stderr and exits 2.
 
 mod human;
+mod policy_cmd;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -77,6 +78,12 @@ enum Command {
         /// Only this server.
         #[arg(long)]
         server: Option<String>,
+    },
+    /// Show which tools a review session's model is offered, per server, and why others are refused.
+    Policy {
+        /// The session scope to evaluate (matched against each server's `scopes`).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Get a prompt with arguments.
     Prompt {
@@ -292,6 +299,15 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print_json(&prompts)
             } else {
                 print(&human::prompts(&prompts))
+            }
+        }
+        Command::Policy { scope } => {
+            let config = load_config(cli.config.as_deref())?;
+            let report = policy_cmd::report(hub, &config, scope.as_deref()).await?;
+            if json {
+                print_json(&report)
+            } else {
+                print(&policy_cmd::human(&report))
             }
         }
         Command::Prompt { name, server, .. } => {
