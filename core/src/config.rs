@@ -26,6 +26,10 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// The file the configuration came from, when it came from a file.
     pub source: Option<PathBuf>,
+    /// The `[session]` table (JSON: top-level `"session"` object) as
+    /// written, after `${VAR}` expansion of its strings; read by the
+    /// session module and the policy. Empty when absent.
+    pub session: Map<String, Value>,
 }
 
 /// One server entry.
@@ -259,7 +263,14 @@ fn parse_with(
             entries.push((name.clone(), at, entry.clone()));
         }
     }
-    if !found_any {
+    let session = match doc.get("session") {
+        None => Map::new(),
+        Some(Value::Object(m)) => expand_session(&ctx, m)?,
+        Some(_) => return Err(ctx.err("'session' must be a table")),
+    };
+    // A file with only a [session] table is valid: sessions then run
+    // without tools.
+    if !found_any && doc.get("session").is_none() {
         return Err(ctx.err("no servers: expected [[mcp.servers]] entries (TOML) or an \"mcpServers\" object (JSON)"));
     }
 
@@ -278,7 +289,43 @@ fn parse_with(
     Ok(Config {
         servers,
         source: None,
+        session,
     })
+}
+
+/// Expands `${VAR}` in the string values of the `[session]` table (nested
+/// tables and arrays included), naming `session.<key>` on errors.
+fn expand_session(ctx: &Ctx<'_>, table: &Map<String, Value>) -> Result<Map<String, Value>, Error> {
+    fn walk(ctx: &Ctx<'_>, v: &Value, at: &str) -> Result<Value, Error> {
+        Ok(match v {
+            Value::String(s) => Value::String(ctx.expand(s, "session", at)?),
+            Value::Array(a) => Value::Array(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| walk(ctx, x, &format!("{at}[{i}]")))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| Ok((k.clone(), walk(ctx, x, &format!("{at}.{k}"))?)))
+                    .collect::<Result<_, Error>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+    table
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), walk(ctx, v, k)?)))
+        .collect::<Result<_, Error>>()
+        // `expand` words its errors for servers; say where this one is.
+        .map_err(|e| match e {
+            Error::ConfigInvalid(m) => Error::ConfigInvalid(m.replacen(
+                "server 'session': field '",
+                "[session]: field '",
+                1,
+            )),
+            other => other,
+        })
 }
 
 struct Defaults {
@@ -735,6 +782,28 @@ mod tests {
         let e = err(r#"{"mcpServers":{"a":{"command":"x","env":{"A":"${TOKEN"}}}}"#);
         assert!(e.contains("env.A") && e.contains("unterminated"), "{e}");
         assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn session_table_alone_is_a_config() {
+        let c = parse(
+            "[session]\nreviewer = \"openai\"\nmodel = \"${MODEL:-gpt}\"\nargs = [\"${TOKEN}\"]\n",
+        )
+        .unwrap();
+        assert!(c.servers.is_empty());
+        assert_eq!(c.session["reviewer"], "openai");
+        assert_eq!(c.session["model"], "gpt");
+        assert_eq!(c.session["args"][0], "s3cret-value");
+        let j = parse(r#"{"mcpServers": {"a": {"command": "x"}}, "session": {"max_turns": 3}}"#)
+            .unwrap();
+        assert_eq!(j.session["max_turns"], 3);
+        let e = err("[session]\nmodel = \"${NOT_SET_ANYWHERE}\"\n");
+        assert!(
+            e.contains("[session]: field 'model'") && e.contains("NOT_SET_ANYWHERE"),
+            "{e}"
+        );
+        let e = err("session = 3\n");
+        assert!(e.contains("'session' must be a table"), "{e}");
     }
 
     #[test]

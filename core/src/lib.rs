@@ -22,7 +22,8 @@
 //! Module map (DESIGN §1): [`jsonrpc`] (messages, in-flight table,
 //! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
 //! (stdio), [`client`] (one server), [`hub`] (many servers), [`config`],
-//! [`llm`] (tool formats), [`error`].
+//! [`llm`] (providers, tool formats), [`session`] (review sessions),
+//! [`error`].
 
 pub mod client;
 pub mod config;
@@ -34,6 +35,7 @@ pub mod llm;
 pub mod param_headers;
 pub mod policy;
 pub mod protocol;
+pub mod session;
 pub mod stateless;
 pub mod tool_names;
 pub mod transport;
@@ -43,6 +45,7 @@ pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+pub use session::{Runner, SessionContext};
 
 /// The version of this crate.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -4,6 +4,8 @@
 
 mod human;
 mod policy_cmd;
+mod review;
+mod serve;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -95,6 +97,13 @@ enum Command {
         #[arg(long)]
         server: Option<String>,
     },
+    /// Review sessions: begin, wait, reply, end (JSON on stdout).
+    Review {
+        #[command(subcommand)]
+        action: review::ReviewCommand,
+    },
+    /// An MCP server on stdio exposing review_begin, review_wait, review_reply, review_end.
+    Serve,
 }
 
 fn main() -> ExitCode {
@@ -129,7 +138,7 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt)"
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, review, serve)"
                 .to_owned()
         }
         _ => {
@@ -173,6 +182,21 @@ fn init_logging(verbose: u8) {
 }
 
 async fn run(cli: Cli) -> Result<u8, Error> {
+    match &cli.command {
+        Command::Review { action } => {
+            let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
+            if let Some(result) = review::execute(&ctx, action).await? {
+                print_json(&result)?;
+            }
+            return Ok(0);
+        }
+        Command::Serve => {
+            let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
+            serve::serve(ctx).await?;
+            return Ok(0);
+        }
+        _ => {}
+    }
     let mut config = load_config(cli.config.as_deref())?;
     if let Some(secs) = cli.timeout {
         if !(secs > 0.0 && secs.is_finite()) {
@@ -310,6 +334,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&policy_cmd::human(&report))
             }
         }
+        Command::Review { .. } | Command::Serve => unreachable!("handled in run"),
         Command::Prompt { name, server, .. } => {
             let result = hub.get_prompt(name, args, server.as_deref()).await?;
             if json {

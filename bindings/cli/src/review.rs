@@ -1,0 +1,220 @@
+//! `mcpmux review begin|wait|reply|end` (and the hidden `run-round` that a
+//! detached runner executes): thin wrappers over `mcpmux_core::session`,
+//! printing each verb's JSON result on stdout.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
+use mcpmux_core::session::{self, Runner, SessionContext};
+use mcpmux_core::{Config, Error};
+use serde_json::{json, Map, Value};
+
+/// The review verbs.
+#[derive(Subcommand)]
+pub enum ReviewCommand {
+    /// Start a review session; prints {session_dir, round, status}. The round runs on in the background.
+    Begin {
+        /// review-plan, review-impl, review-think, review-pr, or a template file.
+        #[arg(long)]
+        skill: String,
+        /// For review-impl: working-tree or branch.
+        #[arg(long)]
+        mode: Option<String>,
+        /// The input Markdown file; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        input: String,
+        /// The directory under review (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        working_dir: Option<PathBuf>,
+        /// openai, anthropic or command (default from [session], else command).
+        #[arg(long)]
+        reviewer: Option<String>,
+        /// The reviewer's model.
+        #[arg(long)]
+        model: Option<String>,
+        /// Reasoning effort.
+        #[arg(long)]
+        effort: Option<String>,
+        /// Seconds the round may run (default 18000).
+        #[arg(long, value_name = "N")]
+        timeout_seconds: Option<f64>,
+    },
+    /// Wait for the current round; prints its status, review, activities and `next`.
+    Wait {
+        /// The session directory.
+        session_dir: PathBuf,
+        /// Longest wait (default $MCPMUX_WAIT_DEFAULT_S, else 50).
+        #[arg(long, value_name = "N")]
+        max_wait_seconds: Option<f64>,
+    },
+    /// Answer the review and start the next round.
+    Reply {
+        /// The session directory.
+        session_dir: PathBuf,
+        /// The response Markdown file; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        input: String,
+        /// The reviewer's model from now on.
+        #[arg(long)]
+        model: Option<String>,
+        /// Reasoning effort from now on.
+        #[arg(long)]
+        effort: Option<String>,
+    },
+    /// End the session (stops a running round; writes meta.json when finalized).
+    End {
+        /// The session directory.
+        session_dir: PathBuf,
+        /// consensus or stalemate.
+        #[arg(long)]
+        outcome: Option<String>,
+    },
+    /// Run the session's current round to its end (used by the detached runner).
+    #[command(hide = true)]
+    RunRound {
+        /// The session directory.
+        session_dir: PathBuf,
+    },
+}
+
+/// Finds the config for sessions like the other commands do, but no config
+/// at all is fine (sessions then run without tools). Returns it with the
+/// absolute path it came from.
+pub fn optional_config(flag: Option<&Path>) -> Result<Option<(Config, PathBuf)>, Error> {
+    let path = if let Some(p) = flag {
+        Some(p.to_owned())
+    } else if let Some(p) = std::env::var_os("MCPMUX_CONFIG").filter(|p| !p.is_empty()) {
+        Some(PathBuf::from(p))
+    } else {
+        ["mcpmux.toml", ".mcp.json"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+    };
+    let Some(path) = path else { return Ok(None) };
+    let config = Config::load(&path)?;
+    let abs = std::path::absolute(&path).unwrap_or(path);
+    Ok(Some((config, abs)))
+}
+
+/// The context of the CLI and `serve`: rounds run in a detached
+/// `mcpmux [--config ABS] review run-round DIR`.
+pub fn context(config: Option<(Config, PathBuf)>) -> Result<SessionContext, Error> {
+    let program = std::env::current_exe()
+        .map_err(|e| Error::Internal(format!("cannot find the mcpmux executable: {e}")))?;
+    let mut args = Vec::new();
+    let config = config.map(|(c, path)| {
+        args.push("--config".to_owned());
+        args.push(path.display().to_string());
+        c
+    });
+    args.extend(["review".to_owned(), "run-round".to_owned()]);
+    Ok(SessionContext {
+        config,
+        host: None,
+        runner: Runner::Detached { program, args },
+    })
+}
+
+fn read_input(spec: &str) -> Result<String, Error> {
+    if spec == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .map_err(|e| Error::InvalidInput(format!("cannot read the input from stdin: {e}")))?;
+        return Ok(buf);
+    }
+    std::fs::read_to_string(spec)
+        .map_err(|e| Error::InvalidInput(format!("cannot read the input file {spec}: {e}")))
+}
+
+fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    if let Some(v) = value {
+        map.insert(key.to_owned(), v);
+    }
+}
+
+/// Runs one review command and returns its JSON result (`None` for
+/// `run-round`, which prints nothing).
+pub async fn execute(
+    ctx: &SessionContext,
+    command: &ReviewCommand,
+) -> Result<Option<Value>, Error> {
+    let dir = |p: &Path| -> Value {
+        Value::String(
+            std::path::absolute(p)
+                .unwrap_or(p.to_owned())
+                .display()
+                .to_string(),
+        )
+    };
+    match command {
+        ReviewCommand::Begin {
+            skill,
+            mode,
+            input,
+            working_dir,
+            reviewer,
+            model,
+            effort,
+            timeout_seconds,
+        } => {
+            let mut p = Map::new();
+            p.insert("skill".into(), skill.clone().into());
+            p.insert("input".into(), read_input(input)?.into());
+            let wd = match working_dir {
+                Some(d) => d.clone(),
+                None => std::env::current_dir().map_err(|e| {
+                    Error::InvalidInput(format!("no --working-dir and no current directory: {e}"))
+                })?,
+            };
+            p.insert("working_dir".into(), dir(&wd));
+            put(&mut p, "mode", mode.clone().map(Value::from));
+            put(&mut p, "reviewer", reviewer.clone().map(Value::from));
+            put(&mut p, "model", model.clone().map(Value::from));
+            put(&mut p, "effort", effort.clone().map(Value::from));
+            put(&mut p, "timeout_seconds", timeout_seconds.map(Value::from));
+            session::begin(ctx, &Value::Object(p)).await.map(Some)
+        }
+        ReviewCommand::Wait {
+            session_dir,
+            max_wait_seconds,
+        } => {
+            let mut p = Map::new();
+            p.insert("session_dir".into(), dir(session_dir));
+            put(
+                &mut p,
+                "max_wait_seconds",
+                max_wait_seconds.map(Value::from),
+            );
+            session::wait(ctx, &Value::Object(p)).await.map(Some)
+        }
+        ReviewCommand::Reply {
+            session_dir,
+            input,
+            model,
+            effort,
+        } => {
+            let mut p = Map::new();
+            p.insert("session_dir".into(), dir(session_dir));
+            p.insert("input".into(), read_input(input)?.into());
+            put(&mut p, "model", model.clone().map(Value::from));
+            put(&mut p, "effort", effort.clone().map(Value::from));
+            session::reply(ctx, &Value::Object(p)).await.map(Some)
+        }
+        ReviewCommand::End {
+            session_dir,
+            outcome,
+        } => {
+            let mut p = json!({"session_dir": dir(session_dir)});
+            if let Some(o) = outcome {
+                p["outcome"] = o.clone().into();
+            }
+            session::end(ctx, &p).await.map(Some)
+        }
+        ReviewCommand::RunRound { session_dir } => {
+            session::run_round(ctx, session_dir).await.map(|()| None)
+        }
+    }
+}

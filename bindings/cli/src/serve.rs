@@ -1,0 +1,152 @@
+//! `mcpmux serve`: an MCP server on stdio (newline-delimited JSON-RPC)
+//! exposing the session verbs as the tools `review_begin`, `review_wait`,
+//! `review_reply` and `review_end`. Each returns its JSON result as one text
+//! block; a failure is `{"error", "code"}` text with `isError: true`.
+//! Rounds run in detached processes, so they outlive `serve`.
+
+use std::sync::Arc;
+
+use mcpmux_core::session::{self, SessionContext};
+use mcpmux_core::Error;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+fn tools() -> Value {
+    let s = |d: &str| json!({"type": "string", "description": d});
+    let n = |d: &str| json!({"type": "number", "minimum": 0, "description": d});
+    json!([
+        {
+            "name": "review_begin",
+            "description": "Start a review session and its round 1 in the background. Returns {session_dir, round, status} (and analysis_prompt for peer skills). Then call review_wait.",
+            "inputSchema": {"type": "object", "properties": {
+                "skill": s("review-plan, review-impl, review-think, review-pr, or the path of a template file"),
+                "mode": {"type": "string", "enum": ["working-tree", "branch"], "description": "review-impl: what to review"},
+                "input": s("Markdown: optional `NAME: value` front matter between --- lines, and a `## NAME` section per multi-line value"),
+                "working_dir": s("The directory under review (absolute path)"),
+                "model": s("The reviewer's model"),
+                "effort": s("Reasoning effort"),
+                "timeout_seconds": n("Seconds the round may run (default 18000)"),
+                "reviewer": {"type": "string", "enum": ["openai", "anthropic", "command"], "description": "Who reviews (default from the config's [session])"}
+            }, "required": ["skill", "input", "working_dir"], "additionalProperties": false}
+        },
+        {
+            "name": "review_wait",
+            "description": "Wait up to max_wait_seconds for the current round. Returns status, review {verdict, blocks}, activities since the last wait, and next / next_reason telling what to do.",
+            "inputSchema": {"type": "object", "properties": {
+                "session_dir": s("The session directory from review_begin"),
+                "max_wait_seconds": n("Longest wait (default 50)")
+            }, "required": ["session_dir"], "additionalProperties": false}
+        },
+        {
+            "name": "review_reply",
+            "description": "Answer the review (fixes made, rebuttals) and start the next round on the same thread.",
+            "inputSchema": {"type": "object", "properties": {
+                "session_dir": s("The session directory"),
+                "input": s("Your response, Markdown"),
+                "model": s("The reviewer's model from now on"),
+                "effort": s("Reasoning effort from now on")
+            }, "required": ["session_dir", "input"], "additionalProperties": false}
+        },
+        {
+            "name": "review_end",
+            "description": "End the session: stops a running round, writes meta.json when finalized.",
+            "inputSchema": {"type": "object", "properties": {
+                "session_dir": s("The session directory"),
+                "outcome": {"type": "string", "enum": ["consensus", "stalemate"], "description": "How a peer review ended"}
+            }, "required": ["session_dir"], "additionalProperties": false}
+        }
+    ])
+}
+
+async fn call_tool(ctx: &SessionContext, params: &Value) -> Value {
+    let name = params["name"].as_str().unwrap_or("");
+    let args = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(a) => a.clone(),
+    };
+    let result = match name {
+        "review_begin" => session::begin(ctx, &args).await,
+        "review_wait" => session::wait(ctx, &args).await,
+        "review_reply" => session::reply(ctx, &args).await,
+        "review_end" => session::end(ctx, &args).await,
+        other => Err(Error::UnknownTool(format!("unknown tool '{other}'"))),
+    };
+    match result {
+        Ok(v) => json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false}),
+        Err(e) => {
+            json!({"content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true})
+        }
+    }
+}
+
+/// Serves until stdin closes.
+pub async fn serve(ctx: SessionContext) -> Result<(), Error> {
+    let ctx = Arc::new(ctx);
+    let out = Arc::new(Mutex::new(tokio::io::stdout()));
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut calls = tokio::task::JoinSet::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let msg: Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => {
+                send(&out, json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}})).await;
+                continue;
+            }
+        };
+        let Some(id) = msg.get("id").cloned() else {
+            continue; // a notification (notifications/initialized, cancelled, ...)
+        };
+        if msg.get("method").is_none() {
+            continue; // a response to nothing we asked
+        }
+        let method = msg["method"].as_str().unwrap_or("").to_owned();
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let reply = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
+        match method.as_str() {
+            "initialize" => {
+                let asked = params["protocolVersion"].as_str().unwrap_or("");
+                let version = if VERSIONS.contains(&asked) {
+                    asked
+                } else {
+                    VERSIONS[0]
+                };
+                send(&out, reply(json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "mcpmux", "version": mcpmux_core::VERSION},
+                    "instructions": "Review sessions: review_begin, then review_wait until next is not `running`; act on next (respond → review_reply, done → review_end)."
+                }))).await;
+            }
+            "ping" => send(&out, reply(json!({}))).await,
+            "tools/list" => send(&out, reply(json!({"tools": tools()}))).await,
+            "tools/call" => {
+                let ctx = ctx.clone();
+                let out = out.clone();
+                calls.spawn(async move {
+                    let result = call_tool(&ctx, &params).await;
+                    send(&out, json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
+                });
+            }
+            other => {
+                send(&out, json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("method not found: {other}")}})).await;
+            }
+        }
+    }
+    // stdin closed: let answers in flight go out, rounds run on detached.
+    while calls.join_next().await.is_some() {}
+    Ok(())
+}
+
+async fn send(out: &Mutex<tokio::io::Stdout>, msg: Value) {
+    let mut line = msg.to_string();
+    line.push('\n');
+    let mut out = out.lock().await;
+    let _ = out.write_all(line.as_bytes()).await;
+    let _ = out.flush().await;
+}

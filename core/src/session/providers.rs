@@ -1,0 +1,55 @@
+//! Builds the provider of a round from its settings: the host callback, or
+//! an API client with its key read from the environment at run time (the
+//! key is never stored).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::settings::Settings;
+use super::SessionContext;
+use crate::error::Error;
+use crate::llm::anthropic::Anthropic;
+use crate::llm::api::ApiSettings;
+use crate::llm::openai::OpenAi;
+use crate::llm::provider::SharedProvider;
+
+/// The API key of an API reviewer, from the variable `settings` names.
+pub fn api_key(settings: &Settings) -> Result<String, Error> {
+    let var = settings.key_env();
+    match std::env::var(&var) {
+        Ok(k) if !k.is_empty() => Ok(k),
+        _ => Err(Error::ReviewerNotFound(format!(
+            "reviewer '{}' needs an API key in the environment variable {var}, which is not set",
+            settings.reviewer
+        ))),
+    }
+}
+
+/// The provider for `settings.reviewer` (`host`, `openai`, `anthropic`).
+pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider, Error> {
+    match settings.reviewer.as_str() {
+        "host" => ctx.host.clone().ok_or_else(|| {
+            Error::ReviewerNotFound(
+                "reviewer 'host' needs a host callback, and none was given".into(),
+            )
+        }),
+        "openai" | "anthropic" => {
+            let api = ApiSettings {
+                base_url: settings.base_url.clone(),
+                api_key: Some(api_key(settings)?),
+                model: settings.model.clone(),
+                stream: settings.stream,
+                // The watchdog owns stalls; the client must not give up first.
+                request_timeout: Some(Duration::from_secs_f64(settings.stall_seconds)),
+            };
+            Ok(if settings.reviewer == "openai" {
+                Arc::new(OpenAi::new(api)?) as SharedProvider
+            } else {
+                Arc::new(Anthropic::new(api)?) as SharedProvider
+            })
+        }
+        other => Err(Error::ReviewerNotFound(format!(
+            "unknown reviewer '{other}'"
+        ))),
+    }
+}

@@ -1,0 +1,299 @@
+//! The reviewer's verdict and findings, read from a `submit_review` call or
+//! from the answer text, and the `next` / `next_reason` advice (DESIGN §5).
+//!
+//! Text parsing is tolerant: the last fenced code block (```json or plain
+//! ```) that holds an object with a `verdict`, else the last bare `{...}`
+//! object with a `verdict`; trailing commas are forgiven. Verdicts are
+//! normalized: case and `-`/space are ignored, `APPROVED`, `LGTM` and
+//! `ACCEPT` read as `APPROVE`, `CHANGES_REQUESTED` as `REQUEST_CHANGES`;
+//! any other verdict is kept as written (upper-cased).
+
+use serde_json::{json, Value};
+
+/// A review: `{verdict, blocks, summary?}`; `verdict` is `null` when the
+/// reviewer gave none.
+pub fn from_submit(arguments: &Value) -> Value {
+    normalize(arguments)
+}
+
+/// Finds the review in the final answer text; `None` when there is none.
+pub fn from_text(text: &str) -> Option<Value> {
+    let mut candidates: Vec<String> = Vec::new();
+    // Fenced blocks.
+    let mut rest = text;
+    while let Some(start) = rest.find("```") {
+        let after = &rest[start + 3..];
+        let body_start = after.find('\n').map_or(after.len(), |i| i + 1);
+        let body = &after[body_start..];
+        let Some(end) = body.find("```") else { break };
+        candidates.push(body[..end].to_owned());
+        rest = &body[end + 3..];
+    }
+    for candidate in candidates.iter().rev() {
+        if let Some(v) = parse_object(candidate) {
+            return Some(normalize(&v));
+        }
+    }
+    // A bare object: try each '{' from the last one that mentions a verdict.
+    let starts: Vec<usize> = text.match_indices('{').map(|(i, _)| i).collect();
+    for &i in starts.iter() {
+        if let Some(end) = text.rfind('}') {
+            if end > i {
+                if let Some(v) = parse_object(&text[i..=end]) {
+                    return Some(normalize(&v));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Parses an object with a `verdict` key, forgiving trailing commas.
+fn parse_object(text: &str) -> Option<Value> {
+    let text = text.trim();
+    let try_parse = |t: &str| -> Option<Value> {
+        let v: Value = serde_json::from_str(t).ok()?;
+        let has = v
+            .as_object()
+            .is_some_and(|o| o.keys().any(|k| k.eq_ignore_ascii_case("verdict")));
+        has.then_some(v)
+    };
+    try_parse(text).or_else(|| try_parse(&strip_trailing_commas(text)))
+}
+
+fn strip_trailing_commas(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Normalizes a verdict string (see the module doc).
+pub fn normalize_verdict(v: &str) -> Option<String> {
+    let up: String = v
+        .trim()
+        .chars()
+        .map(|c| {
+            if c == '-' || c == ' ' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    if up.is_empty() {
+        return None;
+    }
+    Some(match up.as_str() {
+        "APPROVE" | "APPROVED" | "LGTM" | "ACCEPT" | "ACCEPTED" => "APPROVE".into(),
+        "REQUEST_CHANGES" | "CHANGES_REQUESTED" | "REQUEST_CHANGE" | "CHANGES" => {
+            "REQUEST_CHANGES".into()
+        }
+        _ => up,
+    })
+}
+
+fn normalize(v: &Value) -> Value {
+    let get = |k: &str| {
+        v.as_object().and_then(|o| {
+            o.iter()
+                .find(|(key, _)| key.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.clone())
+        })
+    };
+    let verdict = get("verdict")
+        .and_then(|x| x.as_str().map(str::to_owned))
+        .and_then(|s| normalize_verdict(&s));
+    let blocks = match get("blocks").or_else(|| get("findings")) {
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .map(|b| match b {
+                Value::String(s) => json!({"title": s, "body": s}),
+                other => other,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut out = json!({ "verdict": verdict, "blocks": blocks });
+    if let Some(Value::String(s)) = get("summary") {
+        out["summary"] = Value::String(s);
+    }
+    out
+}
+
+/// An empty review (no verdict, no findings).
+pub fn empty() -> Value {
+    json!({ "verdict": null, "blocks": [] })
+}
+
+/// Whether `skill` is a peer skill (its verdict is advisory).
+pub fn is_peer(skill: &str) -> bool {
+    matches!(skill, "review-think" | "review-pr")
+}
+
+/// The facts `next` is decided from.
+pub struct Outcome<'a> {
+    /// The round's status.
+    pub status: &'a str,
+    /// The review, when completed.
+    pub review: Option<&'a Value>,
+    /// The failure reason, when failed.
+    pub failure_reason: Option<&'a str>,
+    /// Timeout can be resumed.
+    pub recoverable: bool,
+    /// The skill.
+    pub skill: &'a str,
+    /// The current round number.
+    pub round: u32,
+    /// Rounds allowed for plan/impl before a stalemate.
+    pub max_rounds: u32,
+}
+
+/// `(next, next_reason)` for a round (DESIGN §5).
+pub fn next(o: &Outcome<'_>) -> (&'static str, String) {
+    match o.status {
+        "running" => ("running", "reviewer_running".into()),
+        "completed" => {
+            if is_peer(o.skill) {
+                return ("cross_check", "peer_verdict_is_advisory".into());
+            }
+            let review = o.review.cloned().unwrap_or_else(empty);
+            let verdict = review["verdict"].as_str().map(str::to_owned);
+            let blocks = review["blocks"].as_array().map_or(0, Vec::len);
+            let approved = verdict.as_deref() == Some("APPROVE");
+            if approved {
+                return ("done", "approved".into());
+            }
+            if o.round >= o.max_rounds {
+                return ("done", "stalemate".into());
+            }
+            match verdict {
+                Some(v) if v == "REQUEST_CHANGES" => ("respond", "open_issues".into()),
+                Some(v) => ("respond", format!("verdict_{}", v.to_ascii_lowercase())),
+                None if blocks > 0 => ("respond", "open_issues".into()),
+                None => ("ask_user", "missing_verdict".into()),
+            }
+        }
+        "failed" => (
+            "stopped",
+            o.failure_reason.unwrap_or("turn_failed").to_owned(),
+        ),
+        "stalled" => ("stopped", "stalled".into()),
+        "timeout" => {
+            if o.recoverable {
+                ("stopped", "recoverable_timeout".into())
+            } else {
+                ("stopped", "timeout".into())
+            }
+        }
+        "ended" => ("done", "ended".into()),
+        _ => ("stopped", o.status.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_fenced_and_bare_and_tolerant() {
+        let r =
+            from_text("ok\n```json\n{\"verdict\": \"approved\", \"blocks\": [],}\n```").unwrap();
+        assert_eq!(r["verdict"], "APPROVE");
+        let r = from_text("x {\"Verdict\": \"request-changes\", \"blocks\": [{\"title\": \"a\", \"body\": \"b\"}]} y").unwrap();
+        assert_eq!(r["verdict"], "REQUEST_CHANGES");
+        assert_eq!(r["blocks"][0]["title"], "a");
+        let r = from_text("```\n{\"verdict\": \"needs discussion\"}\n```").unwrap();
+        assert_eq!(r["verdict"], "NEEDS_DISCUSSION");
+        assert!(from_text("no verdict here").is_none());
+    }
+
+    fn n(status: &str, review: Value, skill: &str, round: u32) -> (&'static str, String) {
+        next(&Outcome {
+            status,
+            review: Some(&review),
+            failure_reason: None,
+            recoverable: false,
+            skill,
+            round,
+            max_rounds: 5,
+        })
+    }
+
+    #[test]
+    fn next_table() {
+        let ap = json!({"verdict": "APPROVE", "blocks": []});
+        let rc = json!({"verdict": "REQUEST_CHANGES", "blocks": [{}]});
+        let other = json!({"verdict": "NEEDS_INFO", "blocks": []});
+        let none = json!({"verdict": null, "blocks": []});
+        let findings = json!({"verdict": null, "blocks": [{"title": "x"}]});
+        assert_eq!(
+            n("completed", ap.clone(), "review-plan", 1),
+            ("done", "approved".into())
+        );
+        assert_eq!(
+            n("completed", rc.clone(), "review-impl", 1),
+            ("respond", "open_issues".into())
+        );
+        assert_eq!(
+            n("completed", other, "review-plan", 1),
+            ("respond", "verdict_needs_info".into())
+        );
+        assert_eq!(
+            n("completed", none.clone(), "review-plan", 1),
+            ("ask_user", "missing_verdict".into())
+        );
+        assert_eq!(
+            n("completed", findings, "review-plan", 1),
+            ("respond", "open_issues".into())
+        );
+        assert_eq!(
+            n("completed", rc.clone(), "review-plan", 5),
+            ("done", "stalemate".into())
+        );
+        assert_eq!(
+            n("completed", ap, "review-think", 1),
+            ("cross_check", "peer_verdict_is_advisory".into())
+        );
+        assert_eq!(
+            n("running", none.clone(), "review-plan", 1),
+            ("running", "reviewer_running".into())
+        );
+        assert_eq!(
+            n("stalled", none.clone(), "review-plan", 1),
+            ("stopped", "stalled".into())
+        );
+        assert_eq!(
+            n("timeout", none.clone(), "review-plan", 1),
+            ("stopped", "timeout".into())
+        );
+        assert_eq!(
+            n("failed", none, "review-plan", 1),
+            ("stopped", "turn_failed".into())
+        );
+    }
+}

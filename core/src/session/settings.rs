@@ -1,0 +1,346 @@
+//! Reviewer and loop settings: the call's parameters over the config's
+//! `[session]` table over built-in defaults. The resolved settings are
+//! stored in `session.json` (never an API key or an environment value;
+//! only the *name* of the key's variable) and reused by later rounds.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+use crate::policy::PolicySettings;
+
+/// Default reviewer when neither the call nor `[session]` names one.
+pub const DEFAULT_REVIEWER: &str = "command";
+/// Default turns of the agent loop per round.
+pub const DEFAULT_MAX_TURNS: u32 = 10;
+/// Default seconds without progress before a round is `stalled`.
+pub const DEFAULT_STALL_SECONDS: f64 = 600.0;
+/// Default seconds a round may run before `timeout`.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 18_000.0;
+/// Default rounds of a plan/impl review before a stalemate.
+pub const DEFAULT_MAX_ROUNDS: u32 = 5;
+/// Default `command` reviewer.
+pub const DEFAULT_COMMAND: &str = "codex";
+/// The reviewers mcpmux knows.
+pub const REVIEWERS: &[&str] = &["openai", "anthropic", "command", "host"];
+
+/// Everything a round runner needs besides the config's servers.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    /// `openai`, `anthropic`, `command` or `host`.
+    pub reviewer: String,
+    /// Model name (provider default when absent).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Reasoning effort.
+    #[serde(default)]
+    pub effort: Option<String>,
+    /// API base URL (API reviewers). Not stored when it carries
+    /// credentials (user info or a query string); runners then read it
+    /// again from the config or the environment ([`fill_runtime`]).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Name of the variable holding the API key (the value is never stored).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Ask API reviewers for streamed responses (`[session] stream`, default true).
+    #[serde(default = "yes")]
+    pub stream: bool,
+    /// Agent-loop turns per round.
+    pub max_turns: u32,
+    /// Seconds without progress before `stalled`.
+    pub stall_seconds: f64,
+    /// Seconds a round may run.
+    pub timeout_seconds: f64,
+    /// Rounds of a plan/impl review before `done`/`stalemate`.
+    pub max_rounds: u32,
+    /// The `command` reviewer's program.
+    pub command: String,
+    /// Its arguments for round 1 (the prompt goes on stdin). Not stored:
+    /// they may carry expanded `${VAR}` values; runners read them again
+    /// from the config ([`fill_runtime`]).
+    #[serde(skip)]
+    pub args: Vec<String>,
+    /// Its arguments for later rounds; `<thread_id>` is replaced. Not
+    /// stored, like `args`.
+    #[serde(skip)]
+    pub resume_args: Vec<String>,
+    /// Policy: most tool calls per round.
+    #[serde(default)]
+    pub max_tool_calls: Option<u64>,
+    /// Policy: seconds allowed per tool call.
+    #[serde(default)]
+    pub call_timeout_seconds: Option<f64>,
+    /// Policy: largest tool output shown to the model.
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+    /// Policy: the session's scope.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl Settings {
+    /// The policy part as stored (redaction rules come from the config's
+    /// `[session]` table at run time; see `agent`).
+    pub fn policy(&self) -> PolicySettings {
+        PolicySettings {
+            max_tool_calls: self.max_tool_calls,
+            call_timeout: self.call_timeout_seconds.map(Duration::from_secs_f64),
+            max_output_bytes: self.max_output_bytes,
+            scope: self.scope.clone(),
+            redact: Vec::new(),
+        }
+    }
+
+    /// The environment variable holding the API key.
+    pub fn key_env(&self) -> String {
+        self.api_key_env
+            .clone()
+            .unwrap_or_else(|| match self.reviewer.as_str() {
+                "anthropic" => "ANTHROPIC_API_KEY".into(),
+                _ => "OPENAI_API_KEY".into(),
+            })
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+struct Layer<'a> {
+    map: &'a Map<String, Value>,
+    origin: &'a str,
+    err: fn(String) -> Error,
+}
+
+impl Layer<'_> {
+    fn string(&self, key: &str) -> Result<Option<String>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a string",
+                self.origin
+            ))),
+        }
+    }
+    fn number(&self, key: &str) -> Result<Option<f64>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                _ => Err((self.err)(format!(
+                    "{}: '{key}' must be a positive number",
+                    self.origin
+                ))),
+            },
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a positive number",
+                self.origin
+            ))),
+        }
+    }
+    fn integer(&self, key: &str) -> Result<Option<u64>, Error> {
+        match self.number(key)? {
+            Some(x) if x.fract() == 0.0 => Ok(Some(x as u64)),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be a positive integer",
+                self.origin
+            ))),
+            None => Ok(None),
+        }
+    }
+    fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| {
+                    v.as_str().map(str::to_owned).ok_or_else(|| {
+                        (self.err)(format!(
+                            "{}: '{key}' must be an array of strings",
+                            self.origin
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err((self.err)(format!(
+                "{}: '{key}' must be an array of strings",
+                self.origin
+            ))),
+        }
+    }
+}
+
+/// Resolves settings from the call's `params` (keys `reviewer`, `model`,
+/// `effort`, `timeout_seconds`) over `[session]` over the defaults.
+/// `base_url` falls back to `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
+pub fn resolve(
+    session: &Map<String, Value>,
+    params: &Map<String, Value>,
+) -> Result<Settings, Error> {
+    let cfg = Layer {
+        map: session,
+        origin: "config [session]",
+        err: Error::ConfigInvalid,
+    };
+    let call = Layer {
+        map: params,
+        origin: "params",
+        err: Error::InvalidInput,
+    };
+    let reviewer = call
+        .string("reviewer")?
+        .or(cfg.string("reviewer")?)
+        .unwrap_or_else(|| DEFAULT_REVIEWER.into());
+    if !REVIEWERS.contains(&reviewer.as_str()) {
+        return Err(Error::ReviewerNotFound(format!(
+            "unknown reviewer '{reviewer}' (expected one of: {})",
+            REVIEWERS.join(", ")
+        )));
+    }
+    let env_base = match reviewer.as_str() {
+        "openai" => std::env::var("OPENAI_BASE_URL").ok(),
+        "anthropic" => std::env::var("ANTHROPIC_BASE_URL").ok(),
+        _ => None,
+    }
+    .filter(|s| !s.is_empty());
+    let base_url = cfg.string("base_url")?.or(env_base);
+    let command = cfg
+        .string("command")?
+        .unwrap_or_else(|| DEFAULT_COMMAND.into());
+    Ok(Settings {
+        model: call.string("model")?.or(cfg.string("model")?),
+        effort: call.string("effort")?.or(cfg.string("effort")?),
+        base_url,
+        api_key_env: cfg.string("api_key_env")?,
+        stream: match session.get("stream") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(Error::ConfigInvalid(
+                    "config [session]: 'stream' must be true or false".into(),
+                ))
+            }
+        },
+        max_turns: cfg
+            .integer("max_turns")?
+            .unwrap_or(DEFAULT_MAX_TURNS as u64) as u32,
+        stall_seconds: cfg
+            .number("stall_seconds")?
+            .unwrap_or(DEFAULT_STALL_SECONDS),
+        timeout_seconds: call
+            .number("timeout_seconds")?
+            .or(cfg.number("timeout_seconds")?)
+            .unwrap_or(DEFAULT_TIMEOUT_SECONDS),
+        max_rounds: cfg
+            .integer("max_rounds")?
+            .unwrap_or(DEFAULT_MAX_ROUNDS as u64) as u32,
+        args: cfg.strings("args")?.unwrap_or_else(default_args),
+        resume_args: cfg
+            .strings("resume_args")?
+            .unwrap_or_else(default_resume_args),
+        command,
+        max_tool_calls: cfg.integer("max_tool_calls")?,
+        call_timeout_seconds: cfg.number("call_timeout_seconds")?,
+        max_output_bytes: cfg.integer("max_output_bytes")?.map(|x| x as usize),
+        scope: cfg.string("scope")?,
+        reviewer,
+    })
+}
+
+/// Default `args` of the `command` reviewer (codex reads the prompt from stdin).
+pub fn default_args() -> Vec<String> {
+    ["exec", "--json", "-"].map(String::from).to_vec()
+}
+
+/// Default `resume_args` of the `command` reviewer.
+pub fn default_resume_args() -> Vec<String> {
+    ["exec", "--json", "resume", "<thread_id>", "-"]
+        .map(String::from)
+        .to_vec()
+}
+
+/// Whether a URL carries credentials (user info or a query string) and so
+/// must not be written to disk.
+pub fn url_has_secrets(url: &str) -> bool {
+    url::Url::parse(url)
+        .is_ok_and(|u| !u.username().is_empty() || u.password().is_some() || u.query().is_some())
+}
+
+/// Completes stored settings for a runner: the `command` reviewer's
+/// arguments and a base URL that was not stored, from the config's
+/// `[session]` table (or the environment, or the defaults).
+pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+    let cfg = Layer {
+        map: session,
+        origin: "config [session]",
+        err: Error::ConfigInvalid,
+    };
+    settings.args = cfg.strings("args")?.unwrap_or_else(default_args);
+    settings.resume_args = cfg
+        .strings("resume_args")?
+        .unwrap_or_else(default_resume_args);
+    if settings.base_url.is_none() {
+        let env = match settings.reviewer.as_str() {
+            "openai" => std::env::var("OPENAI_BASE_URL").ok(),
+            "anthropic" => std::env::var("ANTHROPIC_BASE_URL").ok(),
+            _ => None,
+        }
+        .filter(|s| !s.is_empty());
+        settings.base_url = cfg.string("base_url")?.or(env);
+    }
+    Ok(())
+}
+
+/// The settings as stored in `session.json`: without a base URL that
+/// carries credentials.
+pub fn for_storage(settings: &Settings) -> Settings {
+    let mut s = settings.clone();
+    if s.base_url.as_deref().is_some_and(url_has_secrets) {
+        s.base_url = None;
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn call_over_config_over_defaults_and_nothing_secret_stored() {
+        let table = json!({"reviewer": "openai", "model": "cfg-model", "max_turns": 4,
+            "base_url": "https://llm.example/v1?api-key=SECRET", "args": ["--token", "SECRET"]});
+        let params = json!({"model": "call-model", "timeout_seconds": 60});
+        let s = resolve(table.as_object().unwrap(), params.as_object().unwrap()).unwrap();
+        assert_eq!(s.model.as_deref(), Some("call-model"));
+        assert_eq!(s.max_turns, 4);
+        assert_eq!(s.timeout_seconds, 60.0);
+        assert_eq!(s.stall_seconds, DEFAULT_STALL_SECONDS);
+        assert_eq!(s.key_env(), "OPENAI_API_KEY");
+        let stored = serde_json::to_string(&for_storage(&s)).unwrap();
+        assert!(!stored.contains("SECRET"), "{stored}");
+        let mut back: Settings = serde_json::from_str(&stored).unwrap();
+        fill_runtime(&mut back, table.as_object().unwrap()).unwrap();
+        assert_eq!(back.base_url, s.base_url);
+        assert_eq!(back.args, ["--token", "SECRET"]);
+        let e = resolve(
+            &Map::new(),
+            json!({"reviewer": "pigeon"}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
+        let e = resolve(
+            json!({"max_turns": "ten"}).as_object().unwrap(),
+            &Map::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(e.to_string().contains("max_turns"), "{e}");
+    }
+}

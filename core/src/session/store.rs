@@ -1,0 +1,184 @@
+//! The on-disk layout of a session (DESIGN §5) and its atomic writes.
+//!
+//! ```text
+//! <working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/
+//!   session.json          the spec (no secrets), current round, thread id
+//!   thread.json           the transcript (Vec<Message>) across rounds
+//!   runner.lock           flock'd by whoever runs a round
+//!   audit.jsonl           written by the policy
+//!   meta.json             written by `end` when finalized
+//!   round-NNN/input.md    the host's input
+//!   round-NNN/prompt.md   the rendered prompt
+//!   round-NNN/events.jsonl activities (one JSON object a line, append-only)
+//!   round-NNN/state.json  status, times, progress, turns
+//!   round-NNN/result.json the outcome of the round
+//!   round-NNN/wait-cursor how many events `wait` already reported
+//! ```
+//!
+//! Every file except the append-only `events.jsonl` is replaced with a
+//! temporary file in the same directory and a rename, so a reader (or a
+//! process resuming after `kill -9`) never sees half a file.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::Error;
+
+/// Seconds since the Unix epoch, as a float.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// Today's date as `YYYYMMDD` (UTC).
+pub fn today() -> String {
+    let days = (now() / 86_400.0).floor() as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}{m:02}{d:02}")
+}
+
+/// Creates `<working_dir>/.mcpmux/sessions/<name>-<YYYYMMDD>-<NNN>/` with
+/// the first free NNN; `create_dir` makes the choice atomic between processes.
+pub fn create_session_dir(working_dir: &Path, name: &str) -> Result<PathBuf, Error> {
+    let base = working_dir.join(".mcpmux").join("sessions");
+    std::fs::create_dir_all(&base)
+        .map_err(|e| Error::InvalidInput(format!("cannot create {}: {e}", base.display())))?;
+    let date = today();
+    for n in 1..100_000 {
+        let dir = base.join(format!("{name}-{date}-{n:03}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::InvalidInput(format!(
+                    "cannot create {}: {e}",
+                    dir.display()
+                )))
+            }
+        }
+    }
+    Err(Error::LimitExceeded(format!(
+        "too many sessions named {name}-{date} under {}",
+        base.display()
+    )))
+}
+
+/// The directory of round `n`.
+pub fn round_dir(session_dir: &Path, n: u32) -> PathBuf {
+    session_dir.join(format!("round-{n:03}"))
+}
+
+/// Writes `bytes` to `path` atomically (temporary file + rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| Error::Internal(format!("{} has no directory", path.display())))?;
+    let io = |e: std::io::Error| Error::Internal(format!("cannot write {}: {e}", path.display()));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_data().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON atomically.
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Error> {
+    let text = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Internal(format!("cannot encode {}: {e}", path.display())))?;
+    write_atomic(path, &text)
+}
+
+/// Reads JSON; a missing or unreadable file is [`Error::InvalidSession`]
+/// naming it.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    })
+}
+
+/// Reads JSON when the file exists.
+pub fn read_json_opt<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Error> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    read_json(path).map(Some)
+}
+
+/// Appends one JSON line to an append-only log (one `write` call, so lines
+/// from concurrent writers do not interleave).
+pub fn append_jsonl(path: &Path, value: &Value) -> Result<(), Error> {
+    let mut line = serde_json::to_vec(value).map_err(|e| Error::Internal(e.to_string()))?;
+    line.push(b'\n');
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::Internal(format!("cannot open {}: {e}", path.display())))?;
+    f.write_all(&line)
+        .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Reads the complete lines of a JSON-lines file (a torn last line is skipped).
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .filter_map(|l| serde_json::from_str(l.trim()).ok())
+        .collect()
+}
+
+/// An exclusive `flock` on `<session_dir>/runner.lock`, held by whoever
+/// runs a round; the kernel releases it when the holder dies, even on
+/// `kill -9`.
+pub struct RunnerLock {
+    _file: File,
+}
+
+impl RunnerLock {
+    /// Takes the lock without waiting; `None` when another runner holds it.
+    pub fn try_acquire(session_dir: &Path) -> Result<Option<RunnerLock>, Error> {
+        let path = session_dir.join("runner.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::InvalidSession(format!("cannot open {}: {e}", path.display())))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            Ok(Some(RunnerLock { _file: file }))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Whether some runner holds the lock now.
+    pub fn is_held(session_dir: &Path) -> bool {
+        !matches!(Self::try_acquire(session_dir), Ok(Some(_)))
+    }
+}

@@ -1,0 +1,243 @@
+//! API reviewers (`openai`, `anthropic`) in review sessions against
+//! `tests/servers/llm_mock.py`, which speaks the real wire formats
+//! (streamed and not), with the demo server as the review's tools: tool
+//! calls over several turns, an unknown and a failing tool, past
+//! `max_turns`, approve, request changes, no verdict, a hang past the
+//! deadline, 429 then OK, and 500s.
+
+mod common;
+mod llm_mock;
+
+use mcpmux_core::session::{self, Runner, SessionContext};
+use mcpmux_core::Config;
+use serde_json::{json, Value};
+
+const KEY_VAR: &str = "MCPMUX_TEST_SESSION_LLM_KEY";
+const KEY: &str = "sk-test-session-secret-0123456789";
+
+struct Case {
+    wait: Value,
+    requests: Vec<Value>,
+    dir: String,
+}
+
+async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &str) -> Case {
+    std::env::set_var(KEY_VAR, KEY);
+    let mock = llm_mock::Mock::start(steps).await;
+    let wd = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n[session]\nreviewer = {}\nbase_url = {}\napi_key_env = {}\nmodel = \"mock-model\"\nstream = {stream}\n{extra}\n",
+        common::demo_entry("demo", "allow_tools = [\"echo\", \"add\", \"fail\"]"),
+        common::q(kind),
+        common::q(&if kind == "openai" {
+            mock.openai_base_url()
+        } else {
+            mock.anthropic_base_url()
+        }),
+        common::q(KEY_VAR),
+    );
+    let ctx = SessionContext {
+        config: Some(Config::parse(&text).unwrap()),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": input, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let mut wait = Value::Null;
+    for _ in 0..60 {
+        wait = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 5}))
+            .await
+            .unwrap();
+        if wait["status"] != "running" {
+            break;
+        }
+    }
+    assert_ne!(wait["status"], "running", "round never finished");
+    // Secrets never reach the session directory.
+    for entry in walk(std::path::Path::new(&dir)) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains(KEY),
+            "API key written to {}",
+            entry.display()
+        );
+    }
+    let requests = mock.requests();
+    drop(wd);
+    Case {
+        wait,
+        requests,
+        dir,
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+const PLAN: &str = "---\nUSER_REQUEST: add a flag\n---\n## PLAN\n1. do it\n";
+
+fn next(w: &Value) -> (String, String) {
+    (
+        w["next"].as_str().unwrap_or("").to_owned(),
+        w["next_reason"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_over_several_turns_then_approve() {
+    for (kind, stream) in [("openai", true), ("anthropic", false), ("anthropic", true)] {
+        let steps = json!([
+            {"tool_calls": [
+                {"name": "mcp_demo_echo", "arguments": {"text": "ping-42"}},
+                {"name": "mcp_demo_add", "arguments": {"a": 20, "b": 22}}
+            ]},
+            {"text": "Checking more.", "tool_calls": [
+                {"name": "mcp_demo_nonexistent", "arguments": {}},
+                {"name": "mcp_demo_fail", "arguments": {"message": "kaboom"}}
+            ]},
+            {"tool_calls": [{"name": "submit_review", "arguments": {"verdict": "APPROVE", "blocks": [], "summary": "fine"}}]}
+        ]);
+        let c = run_case(kind, stream, steps, "", PLAN).await;
+        assert_eq!(c.wait["status"], "completed", "{kind}: {:#}", c.wait);
+        assert_eq!(c.wait["review"]["verdict"], "APPROVE");
+        assert_eq!(c.wait["review"]["summary"], "fine");
+        assert_eq!(next(&c.wait), ("done".into(), "approved".into()));
+        assert_eq!(c.requests.len(), 3, "{kind}");
+        let body = |i: usize| c.requests[i]["body"].to_string();
+        assert!(body(0).contains("mcp_demo_echo") && body(0).contains("submit_review"));
+        assert!(
+            body(1).contains("ping-42") && body(1).contains("42"),
+            "{kind}: {}",
+            body(1)
+        );
+        assert!(
+            body(2).contains("TOOL_NOT_ALLOWED: tool 'mcp_demo_nonexistent'")
+                && body(2).contains("kaboom"),
+            "{kind}: {}",
+            body(2)
+        );
+        assert_eq!(c.requests[0]["model"], "mock-model");
+        assert_eq!(c.requests[0]["stream"], stream);
+        let acts = c.wait["activities"].as_array().unwrap();
+        assert_eq!(
+            acts.iter().filter(|a| a["type"] == "tool_call").count(),
+            4,
+            "{acts:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verdicts_in_text() {
+    for kind in ["openai", "anthropic"] {
+        let rc = json!([{"text": "Problems.\n```json\n{\"verdict\": \"REQUEST_CHANGES\", \"blocks\": [{\"title\": \"Untested\", \"body\": \"add tests\"},]}\n```"}]);
+        let c = run_case(kind, true, rc, "", PLAN).await;
+        assert_eq!(
+            c.wait["review"]["verdict"], "REQUEST_CHANGES",
+            "{:#}",
+            c.wait
+        );
+        assert_eq!(next(&c.wait), ("respond".into(), "open_issues".into()));
+        let none = json!([{"text": "I have no opinion."}]);
+        let c = run_case(kind, false, none, "", PLAN).await;
+        assert_eq!(c.wait["status"], "completed");
+        assert_eq!(next(&c.wait), ("ask_user".into(), "missing_verdict".into()));
+        let other = json!([{"text": "{\"verdict\": \"needs-discussion\", \"blocks\": []}"}]);
+        let c = run_case(kind, true, other, "", PLAN).await;
+        assert_eq!(
+            next(&c.wait),
+            ("respond".into(), "verdict_needs_discussion".into())
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_max_turns_fails() {
+    let call = json!({"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "again"}}]});
+    let c = run_case(
+        "openai",
+        true,
+        json!([call, call, call, call]),
+        "max_turns = 2",
+        PLAN,
+    )
+    .await;
+    assert_eq!(c.wait["status"], "failed", "{:#}", c.wait);
+    assert_eq!(next(&c.wait), ("stopped".into(), "max_turns".into()));
+    // Two turns with tools, then one with only submit_review offered.
+    assert_eq!(c.requests.len(), 3);
+    let tools = c.requests[2]["body"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    assert!(c.requests[2]["body"].to_string().contains("tool budget"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hang_past_the_deadline_times_out() {
+    let c = run_case(
+        "anthropic",
+        true,
+        json!([{"hang": true, "hang_seconds": 20}]),
+        "timeout_seconds = 1",
+        PLAN,
+    )
+    .await;
+    assert_eq!(c.wait["status"], "timeout", "{:#}", c.wait);
+    assert_eq!(c.wait["recoverable"], false);
+    assert_eq!(next(&c.wait), ("stopped".into(), "timeout".into()));
+    // After a stored turn, the same deadline is recoverable.
+    let c = run_case(
+        "openai",
+        false,
+        json!([{"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]}, {"hang": true, "hang_seconds": 20}]),
+        "timeout_seconds = 1.5",
+        PLAN,
+    )
+    .await;
+    assert_eq!(c.wait["status"], "timeout", "{:#}", c.wait);
+    assert_eq!(c.wait["recoverable"], true);
+    assert_eq!(c.wait["progress_observed"], true);
+    assert_eq!(
+        next(&c.wait),
+        ("stopped".into(), "recoverable_timeout".into())
+    );
+    let _ = c.dir;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_then_ok_and_server_errors() {
+    for kind in ["openai", "anthropic"] {
+        let steps = json!([
+            {"status": 429, "retry_after": 0},
+            {"text": "```json\n{\"verdict\": \"approve\", \"blocks\": []}\n```"}
+        ]);
+        let c = run_case(kind, true, steps, "", PLAN).await;
+        assert_eq!(c.wait["status"], "completed", "{kind}: {:#}", c.wait);
+        assert_eq!(c.wait["review"]["verdict"], "APPROVE");
+        assert_eq!(c.requests.len(), 2);
+        let steps = json!([{"status": 500}, {"status": 500}, {"status": 500}, {"status": 500}]);
+        let c = run_case(kind, false, steps, "", PLAN).await;
+        assert_eq!(c.wait["status"], "failed", "{kind}: {:#}", c.wait);
+        assert_eq!(next(&c.wait), ("stopped".into(), "turn_failed".into()));
+        let err = c.wait["error"].as_str().unwrap();
+        assert!(
+            err.contains("500") && err.contains("PROVIDER_ERROR"),
+            "{err}"
+        );
+        assert!(!err.contains(KEY));
+    }
+}
