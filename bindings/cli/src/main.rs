@@ -138,7 +138,7 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, review, serve)"
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, policy, review, serve)"
                 .to_owned()
         }
         _ => {
