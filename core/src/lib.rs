@@ -23,6 +23,7 @@
 //! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
 //! (stdio), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
+//! [`policy`] (what a session's model may call, redaction, audit),
 //! [`error`].
 
 pub mod auth;

@@ -4,6 +4,7 @@
 
 mod auth;
 mod human;
+mod policy_cmd;
 mod review;
 mod serve;
 
@@ -81,6 +82,12 @@ enum Command {
         #[arg(long)]
         server: Option<String>,
     },
+    /// Show which tools a review session's model is offered, per server, and why others are refused.
+    Policy {
+        /// The session scope to evaluate (matched against each server's `scopes`).
+        #[arg(long)]
+        scope: Option<String>,
+    },
     /// Get a prompt with arguments.
     Prompt {
         /// The prompt's name.
@@ -137,7 +144,7 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, review, serve)"
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, policy, review, serve)"
                 .to_owned()
         }
         _ => {
@@ -325,6 +332,15 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print_json(&prompts)
             } else {
                 print(&human::prompts(&prompts))
+            }
+        }
+        Command::Policy { scope } => {
+            let config = load_config(cli.config.as_deref())?;
+            let report = policy_cmd::report(hub, &config, scope.as_deref()).await?;
+            if json {
+                print_json(&report)
+            } else {
+                print(&policy_cmd::human(&report))
             }
         }
         Command::Review { .. } | Command::Serve => unreachable!("handled in run"),

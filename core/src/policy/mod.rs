@@ -497,12 +497,17 @@ fn cap_text_blocks(result: &mut Value, max: usize) {
         return;
     };
     let mut left = max;
+    let mut cut = false;
+    // `left` only matters until the first cut.
     for block in blocks.iter_mut() {
         if let Some(Value::String(text)) = block.get_mut("text") {
-            if text.len() > left {
-                let (cut, _) = output::cap(text, left);
-                *text = cut;
-                left = 0;
+            if cut {
+                // The note is in the block that was cut; later text goes.
+                text.clear();
+            } else if text.len() > left {
+                cut = true;
+                let (shortened, _) = output::cap(text, left);
+                *text = shortened;
             } else {
                 left -= text.len();
             }

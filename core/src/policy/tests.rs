@@ -102,3 +102,19 @@ fn bad_server_keys_fail_the_policy_and_the_config() {
     assert_eq!(e.code(), "CONFIG_INVALID");
     assert!(e.to_string().contains("'allow_tools'"), "{e}");
 }
+
+#[test]
+fn host_results_are_capped_across_text_blocks() {
+    let mut v = json!({"content": [
+        {"type": "text", "text": "12345"},
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+        {"type": "text", "text": "67890"},
+        {"type": "text", "text": "abc"}
+    ]});
+    cap_text_blocks(&mut v, 7);
+    assert_eq!(v["content"][0]["text"], "12345");
+    let second = v["content"][2]["text"].as_str().unwrap();
+    assert!(second.starts_with("67\n[output truncated"), "{second}");
+    assert_eq!(v["content"][3]["text"], "");
+    assert_eq!(v["content"][1]["data"], "AAAA");
+}
