@@ -257,9 +257,17 @@ impl AuthorizationHandler for Loopback {
                         .accept()
                         .await
                         .map_err(|e| Error::AuthFailed(format!("redirect listener: {e}")))?;
-                    let mut buf = vec![0u8; 16 * 1024];
-                    let n = socket.read(&mut buf).await.unwrap_or(0);
-                    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    // A request line may arrive in several segments: read
+                    // up to the end of the head (or 16 KiB, or EOF).
+                    let mut buf = Vec::with_capacity(1024);
+                    let mut chunk = [0u8; 4096];
+                    while buf.len() < 16 * 1024 && !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let head = String::from_utf8_lossy(&buf).into_owned();
                     let target = head
                         .lines()
                         .next()
