@@ -4,8 +4,8 @@
  *
  * Conventions (every function below follows them):
  *
- *  - Opaque handles (mcpmux_engine, mcpmux_hub, mcpmux_call, mcpmux_sessions,
- *    mcpmux_error) come in _new/_free pairs; every _free(NULL) is a no-op.
+ *  - Opaque handles (mcpmux_engine, mcpmux_hub, mcpmux_call, mcpmux_policy,
+ *    mcpmux_sessions, mcpmux_error) come in _new/_free pairs; every _free(NULL) is a no-op.
  *  - JSON goes in and out as NUL-terminated UTF-8 strings. Every string that
  *    mcpmux returns through a `char **` out-parameter or a callback belongs
  *    to the caller, who frees it with mcpmux_string_free().
@@ -210,6 +210,14 @@ typedef struct mcpmux_host_reply mcpmux_host_reply;
 typedef struct mcpmux_hub mcpmux_hub;
 
 /**
+ * A policy for a host's calls on one hub's configuration. Created by
+ * mcpmux_policy_new(), owned by the caller, freed with mcpmux_policy_free().
+ * It does not keep the hub alive: functions that need the hub take it.
+ * Any thread may use it, several at once.
+ */
+typedef struct mcpmux_policy mcpmux_policy;
+
+/**
  * A session context: the configuration whose servers and `[session]`
  * table review sessions use, and the host reviewer. Created by
  * mcpmux_sessions_new(), owned by the caller, freed with
@@ -240,6 +248,19 @@ typedef int (*mcpmux_authorize_fn)(void *user_data, const char *server, const ch
  * refused.
  */
 typedef void (*mcpmux_callback)(void *user_data, char *result_json, struct mcpmux_error *error);
+
+/**
+ * An audit listener: called once per call made with the policy, in call
+ * order, on an engine thread (never the caller's), shortly after the
+ * call ended, with one
+ * audit event as JSON: `{"time", "server", "tool", "status" ("ok",
+ * "error", "not_allowed", "limit_exceeded", "timeout"), "bytes",
+ * "duration_ms", "redactions", "truncated", "code"?}`. `event_json` is
+ * borrowed: it is valid only during the callback (copy it to keep it; do
+ * not free it). The callback should return quickly; blocking mcpmux
+ * functions fail there with INVALID_INPUT.
+ */
+typedef void (*mcpmux_audit_fn)(void *user_data, const char *event_json);
 
 /**
  * The `host` reviewer: called once per model turn of a round whose
@@ -580,6 +601,145 @@ void mcpmux_call_cancel(struct mcpmux_call *call);
  * afterwards.
  */
 void mcpmux_call_free(struct mcpmux_call *call);
+
+/**
+ * Builds a policy for calls on `hub`, from the `[session]` table of the
+ * hub's configuration with `settings_json` put over it. Does not block.
+ *
+ * `settings_json` (nullable): a JSON object with any of `scope`,
+ * `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and
+ * `redact` (an array of `{"name", "pattern"}`); an unknown key or a bad
+ * value is INVALID_INPUT naming it. The allow lists are the servers'
+ * `allow_tools`, `allow_all`, `confirm_read_only` and `scopes` keys of
+ * the configuration. `audit_path` (nullable): a file that gets one JSON
+ * line per call (created or appended to; INVALID_INPUT when it cannot be
+ * opened).
+ *
+ * On success `*out` receives the policy, owned by the caller, freed with
+ * mcpmux_policy_free(). Use it with mcpmux_hub_call_tool_with_policy().
+ *
+ * # Safety
+ * `hub` is a live hub; `settings_json` and `audit_path` NULL or
+ * NUL-terminated strings; `out` and `err` are NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_policy_new(const struct mcpmux_hub *hub, const char *settings_json, const char *audit_path, struct mcpmux_policy **out, struct mcpmux_error **err);
+
+/**
+ * Frees a policy. Calls still running with it finish with it. NULL is a
+ * no-op. Any thread.
+ *
+ * # Safety
+ * `policy` is NULL or a policy that was not freed; it must not be used
+ * afterwards.
+ */
+void mcpmux_policy_free(struct mcpmux_policy *policy);
+
+/**
+ * Adds an audit listener: `cb(user_data, event_json)` is called once for
+ * every later call made with the policy (see mcpmux_audit_fn), on an
+ * engine thread of the engine `hub` runs on. There is no way to remove
+ * it; `user_data` must stay usable from engine threads until the engine
+ * is freed (events of calls that ended before mcpmux_policy_free() may
+ * still be delivered after it). Does not block; any thread.
+ *
+ * # Safety
+ * `policy` is a live policy; `hub` a live hub; `err` is NULL or valid for
+ * one pointer write.
+ */
+enum mcpmux_status mcpmux_policy_on_audit(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, mcpmux_audit_fn cb, void *user_data, struct mcpmux_error **err);
+
+/**
+ * Writes the tools of `hub` that the policy offers to `*out_json`: a JSON
+ * array in the shape of mcpmux_hub_list_tools(). Later calls with the
+ * policy are limited to these. Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `policy` is a live policy; `hub` the live hub it was made for;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_policy_offered_json(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the policy's decision for every tool of `hub` to `*out_json`: a
+ * JSON array of `{"name", "server", "tool", "offered", "refusal"?,
+ * "reason"?}` (`refusal`: "not_allowed", "destructive",
+ * "needs_confirmation", "out_of_scope", "unknown_tool"), the entries of
+ * `mcpmux policy --json`. Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * As for mcpmux_policy_offered_json().
+ */
+enum mcpmux_status mcpmux_policy_verdicts_json(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the effective allow list per server to `*out_json`, exactly as
+ * `mcpmux policy --json` prints it: `{"scope", "servers": [{"name",
+ * "state", "scopes", "in_scope", "offered", "refused", "missing"}]}`.
+ * Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * As for mcpmux_policy_offered_json().
+ */
+enum mcpmux_status mcpmux_policy_report_json(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the audit events recorded by the policy so far (oldest first,
+ * at most the last 10000) to `*out_json`: a JSON array of the events
+ * described at mcpmux_audit_fn. Does not block; any thread.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `policy` is a live policy; `out_json` and `err` are NULL or valid for
+ * one pointer write.
+ */
+enum mcpmux_status mcpmux_policy_audit_json(const struct mcpmux_policy *policy, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Reconnects the server `server` of `hub`, lists its tools again and
+ * writes what changed for the policy to `*out_json`: `{"server",
+ * "offered" (its tools offered now), "dropped" (offered before, not any
+ * more), "added", "missing" (exact names in `allow_tools` the server does
+ * not offer)}`. Tools that dropped out are refused by later calls.
+ * UNKNOWN_SERVER when no server has that name; a server that fails to
+ * come back is an error (CONNECT_FAILED, ...). Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `policy` is a live policy; `hub` the live hub it was made for; `server`
+ * a NUL-terminated string; `out_json` and `err` are NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_policy_refresh(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * mcpmux_hub_call_tool() through `policy`: the call is counted and checked
+ * first (TOOL_NOT_ALLOWED for a tool the policy does not offer,
+ * LIMIT_EXCEEDED past `max_tool_calls`; the server is not asked then),
+ * runs within `call_timeout_seconds`, its text is redacted (secrets become
+ * `[REDACTED:<rule>]`) and, when `max_output_bytes` is set, cut to that
+ * many bytes; every call, refused ones included, is audited. Blocking.
+ *
+ * On success `*out_json` receives the redacted CallToolResult, owned by
+ * the caller (free it with mcpmux_string_free()).
+ *
+ * # Safety
+ * As for mcpmux_hub_call_tool(); `policy` is a live policy.
+ */
+enum mcpmux_status mcpmux_hub_call_tool_with_policy(const struct mcpmux_hub *hub, const char *name, const char *args_json, const char *options_json, const struct mcpmux_policy *policy, char **out_json, struct mcpmux_error **err);
 
 /**
  * Creates a session context on `engine`.

@@ -146,6 +146,111 @@ export interface CallOptions {
   signal?: AbortSignal
   /** Called on the JavaScript thread for each progress notification. */
   onProgress?: (progress: Progress) => void
+  /**
+   * Runs the call through this policy (from {@link Hub.policy}): a tool it
+   * does not offer rejects with `TOOL_NOT_ALLOWED`, a call past
+   * `maxToolCalls` with `LIMIT_EXCEEDED` (the server is not asked); the
+   * result's text is redacted and capped; the call is audited.
+   */
+  policy?: Policy
+}
+
+/** Options of {@link Hub.policy}; they go over the config's `[session]` table. */
+export interface PolicyOptions {
+  /** The session scope, matched against a server's `scopes`. */
+  scope?: string
+  /** Most calls allowed with this policy (refused ones count). */
+  maxToolCalls?: number
+  /** Time allowed for one call (progress cannot extend it); or `callTimeoutSeconds`. */
+  callTimeoutMs?: number
+  callTimeoutSeconds?: number
+  /** Text of a result is cut to this many bytes (after redaction). */
+  maxOutputBytes?: number
+  /** Redaction rules added to the built-in ones; only a `secret` group is replaced when present. */
+  redact?: Array<{ name: string; pattern: string }>
+  /** A file that gets one JSON line per call (created or appended to). */
+  auditPath?: string | URL
+  /** Called on the JavaScript thread shortly after each call made with the policy. */
+  onAudit?: (event: AuditEvent) => void
+}
+
+/** One audited call (never its output or argument values). */
+export interface AuditEvent {
+  /** RFC 3339, UTC, milliseconds. */
+  time: string
+  /** The configured server; `null` when the name matched no tool. */
+  server: string | null
+  /** The server's own tool name (or the name asked for when unknown). */
+  tool: string
+  status: 'ok' | 'error' | 'not_allowed' | 'limit_exceeded' | 'timeout'
+  /** Size of the server's result in bytes (0 when it was not asked). */
+  bytes: number
+  duration_ms: number
+  /** Secrets replaced in the output. */
+  redactions: number
+  /** The output was cut at `max_output_bytes`. */
+  truncated: boolean
+  /** The error code of a refusal or failure. */
+  code?: ErrorCode
+}
+
+/** One tool and the policy's decision (an entry of `mcpmux policy --json`). */
+export interface ToolVerdict {
+  name: string
+  server: string
+  tool: string
+  offered: boolean
+  refusal?: 'out_of_scope' | 'denied' | 'not_allowed' | 'destructive' | 'not_read_only' | 'unknown_tool'
+  /** The refusal in words, naming the config key that would change it. */
+  reason?: string
+}
+
+/** What {@link Policy.report} gives: the JSON of `mcpmux policy --json`. */
+export interface PolicyReport {
+  scope: string | null
+  servers: Array<{
+    name: string
+    state: 'connected' | 'failed' | 'disabled'
+    scopes: string[]
+    in_scope: boolean
+    /** Hub names of the tools offered. */
+    offered: string[]
+    refused: ToolVerdict[]
+    /** Exact names in `allow_tools` the server does not offer. */
+    missing: string[]
+  }>
+}
+
+/** What {@link Policy.refresh} found (tool names are the server's own). */
+export interface RefreshReport {
+  server: string
+  offered: string[]
+  /** Offered before, not any more. */
+  dropped: string[]
+  added: string[]
+  /** Exact names in `allow_tools` the server does not offer. */
+  missing: string[]
+}
+
+/**
+ * A tool-use policy for a hub's calls: allow lists, limits, redaction and
+ * audit (the rules a review session's model runs under). Made by
+ * {@link Hub.policy}; used as `hub.callTool(name, args, { policy })`.
+ */
+export declare class Policy {
+  private constructor()
+  /** Calls made with this policy so far, refused ones included. */
+  readonly callsMade: number
+  /** The tools this policy offers; later calls are limited to these. */
+  offered(): Promise<HubTool[]>
+  /** Every tool with the policy's decision. */
+  verdicts(): Promise<ToolVerdict[]>
+  /** The effective allow list per server (`mcpmux policy --json`). */
+  report(): Promise<PolicyReport>
+  /** The audit events of the calls made so far, oldest first. */
+  auditEvents(): AuditEvent[]
+  /** Reconnects `server`, lists its tools again and reports what changed for this policy. */
+  refresh(server: string): Promise<RefreshReport>
 }
 
 export interface ServerOption {
@@ -227,8 +332,17 @@ export declare class Hub {
     options?: ServerOption,
   ): Promise<{ messages: Array<Record<string, unknown>>; description?: string; [key: string]: unknown }>
 
-  /** Reconnects a server and lists its tools again. */
+  /**
+   * Reconnects a server and lists its tools again. For what that changed in
+   * a policy's allow list, use {@link Policy.refresh}.
+   */
   refresh(server: string): Promise<void>
+
+  /**
+   * A tool-use policy for this hub's calls (see {@link Policy}). Throws an
+   * {@link McpmuxError} (`INVALID_INPUT`) naming a bad option.
+   */
+  policy(options?: PolicyOptions): Policy
 
   /**
    * Closes every server (stdin, then SIGTERM, then SIGKILL) and waits until

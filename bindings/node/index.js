@@ -331,14 +331,21 @@ class Hub {
    * An aborted `signal` cancels the request (the server is sent
    * `notifications/cancelled`) and rejects at once with code `CANCELLED`
    * (its `cause` is the signal's reason).
+   *
+   * @param {object} [args]
+   * With `options.policy` (from {@link Hub#policy}) the call goes through
+   * that policy: a tool it does not offer rejects with `TOOL_NOT_ALLOWED`
+   * and a call past `maxToolCalls` with `LIMIT_EXCEEDED` (the server is not
+   * asked); the result's text is redacted and capped; the call is audited.
    * @param {string} name
    * @param {object} [args]
-   * @param {{timeoutMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void}} [options]
+   * @param {{timeoutMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy}} [options]
    * @returns {Promise<object>}
    */
   callTool(name, args, options) {
     let argsText
     let timeoutMs, signal, onProgress
+    let policy = null
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
@@ -360,6 +367,11 @@ class Hub {
         if (onProgress !== undefined && onProgress !== null) {
           if (typeof onProgress !== 'function') throw invalid('onProgress', 'must be a function')
         } else onProgress = undefined
+        if (opts.policy !== undefined && opts.policy !== null) {
+          if (!(opts.policy instanceof Policy)) throw invalid('policy', 'must be a Policy from hub.policy()')
+          if (opts.policy._hub !== this) throw invalid('policy', 'was made for another hub')
+          policy = opts.policy._native
+        }
       }
     } catch (err) {
       return Promise.reject(err)
@@ -367,13 +379,13 @@ class Hub {
     const nativeHub = this._native
     if (signal === undefined) {
       if (onProgress === undefined) {
-        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false))
+        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy))
       }
-      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false), { onProgress })
+      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy), { onProgress })
     }
     if (signal.aborted) return Promise.reject(cancelled(name, signal))
     let onAbort
-    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true), {
+    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy), {
       onProgress,
       register(id) {
         onAbort = () => {
@@ -488,6 +500,62 @@ class Hub {
   }
 
   /**
+   * A tool-use policy for this hub's calls (pass it as
+   * `callTool(name, args, { policy })`): the allow lists of the config
+   * (`allow_tools`, `allow_all`, `confirm_read_only`, `scopes` per server)
+   * and its `[session]` table, with these options over it. Every call made
+   * with it is audited: appended to `auditPath` as a JSON line, kept for
+   * {@link Policy#auditEvents}, and passed to `onAudit(event)` on the
+   * JavaScript thread shortly after the call. Throws an {@link McpmuxError}
+   * (`INVALID_INPUT`) naming a bad option.
+   * @param {{scope?: string, maxToolCalls?: number, callTimeoutMs?: number, callTimeoutSeconds?: number, maxOutputBytes?: number, redact?: {name: string, pattern: string}[], auditPath?: string | URL, onAudit?: (event: object) => void}} [options]
+   * @returns {Policy}
+   */
+  policy(options) {
+    const opts = optionsObject('options', options)
+    const settings = {}
+    for (const [key, value] of Object.entries(opts)) {
+      if (value === undefined || value === null) continue
+      const setting = POLICY_SETTINGS[key]
+      if (setting !== undefined) settings[setting] = value
+      else if (key === 'callTimeoutMs') {
+        if (typeof value !== 'number') throw invalid('callTimeoutMs', `must be a number, got ${describe(value)}`)
+        settings.call_timeout_seconds = value / 1000
+      } else if (key !== 'auditPath' && key !== 'onAudit') {
+        throw invalid('options', `has unknown option '${key}' (known: ${POLICY_OPTIONS.join(', ')})`)
+      }
+    }
+    if (opts.callTimeoutMs != null && opts.callTimeoutSeconds != null) {
+      throw invalid('options', 'sets both callTimeoutMs and callTimeoutSeconds')
+    }
+    let auditPath = opts.auditPath
+    if (auditPath instanceof URL) auditPath = require('node:url').fileURLToPath(auditPath)
+    auditPath = optionalString('auditPath', auditPath)
+    const onAudit = opts.onAudit
+    if (onAudit !== undefined && onAudit !== null && typeof onAudit !== 'function') {
+      throw invalid('onAudit', `must be a function, got ${describe(onAudit)}`)
+    }
+    const deliver =
+      typeof onAudit === 'function'
+        ? (eventJson) => {
+            try {
+              onAudit(JSON.parse(eventJson))
+            } catch (err) {
+              // A throwing listener must not lose other events or crash the process.
+              process.emitWarning(`mcpmux: onAudit threw: ${thrownMessage(err)}`)
+            }
+          }
+        : undefined
+    let nativePolicy
+    try {
+      nativePolicy = this._native.policy(JSON.stringify(settings), auditPath, deliver)
+    } catch (err) {
+      throw nativeThrow(err)
+    }
+    return new Policy(nativePolicy, this)
+  }
+
+  /**
    * Closes every server (stdin, then SIGTERM, then SIGKILL) and waits until
    * they are gone. Later calls reject with `TRANSPORT_CLOSED`. Closing twice
    * is harmless.
@@ -502,6 +570,96 @@ class Hub {
 if (typeof Symbol.asyncDispose === 'symbol') {
   Hub.prototype[Symbol.asyncDispose] = function () {
     return this.close()
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Policy
+
+/** `hub.policy()` options that pass to the engine as they are, by engine key. */
+const POLICY_SETTINGS = Object.freeze({
+  scope: 'scope',
+  maxToolCalls: 'max_tool_calls',
+  callTimeoutSeconds: 'call_timeout_seconds',
+  maxOutputBytes: 'max_output_bytes',
+  redact: 'redact',
+})
+const POLICY_OPTIONS = [...Object.keys(POLICY_SETTINGS), 'callTimeoutMs', 'auditPath', 'onAudit']
+
+/**
+ * A tool-use policy for a hub's calls: allow lists, `maxToolCalls`,
+ * `callTimeout*`, `maxOutputBytes`, redaction and audit (the same rules a
+ * review session's model runs under). Made by {@link Hub#policy}; used as
+ * `hub.callTool(name, args, { policy })`. Counts belong to the policy: make
+ * a new one for a new budget.
+ */
+class Policy {
+  /** @param {*} nativePolicy internal: use hub.policy() */
+  constructor(nativePolicy, hub) {
+    if (!(nativePolicy instanceof native.NativePolicy) || !(hub instanceof Hub)) {
+      throw new TypeError('use hub.policy(options) to create a Policy')
+    }
+    /** @private */
+    this._native = nativePolicy
+    /** @private */
+    this._hub = hub
+  }
+
+  /** Calls made with this policy so far, refused ones included. */
+  get callsMade() {
+    return this._native.callsMade()
+  }
+
+  /**
+   * The tools this policy offers (the objects of {@link Hub#listTools});
+   * later calls are limited to these.
+   * @returns {Promise<object[]>}
+   */
+  offered() {
+    return run((id) => this._native.offered(id))
+  }
+
+  /**
+   * Every tool with the decision: `{name, server, tool, offered, refusal?,
+   * reason?}` (the entries of `mcpmux policy --json`).
+   * @returns {Promise<object[]>}
+   */
+  verdicts() {
+    return run((id) => this._native.verdicts(id))
+  }
+
+  /**
+   * The effective allow list per server, as `mcpmux policy --json` prints
+   * it: `{scope, servers: [{name, state, scopes, in_scope, offered, refused, missing}]}`.
+   * @returns {Promise<object>}
+   */
+  report() {
+    return run((id) => this._native.report(id))
+  }
+
+  /**
+   * The audit events of the calls made so far, oldest first: `{time,
+   * server, tool, status, bytes, duration_ms, redactions, truncated, code?}`.
+   * @returns {object[]}
+   */
+  auditEvents() {
+    return JSON.parse(this._native.auditEvents())
+  }
+
+  /**
+   * Reconnects `server`, lists its tools again and resolves to what changed
+   * for this policy: `{server, offered, dropped, added, missing}`. Allowed
+   * tools the server no longer offers drop out (and are refused from then on).
+   * @param {string} server
+   * @returns {Promise<object>}
+   */
+  refresh(server) {
+    try {
+      checkString('server', server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.refresh(id, server))
   }
 }
 
@@ -672,4 +830,4 @@ function cancelled(name, signal) {
 /** The version of the mcpmux engine inside the addon. */
 const version = native.engineVersion()
 
-module.exports = { Hub, Sessions, McpmuxError, ERROR_CODES, version }
+module.exports = { Hub, Policy, Sessions, McpmuxError, ERROR_CODES, version }

@@ -90,7 +90,7 @@ export declare class NativeHub {
    * With `progress`, progress notifications are posted under the same id;
    * with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
    */
-  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean): void
+  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null): void
   /**
    * Abandons pending call `id` (made with `cancellable`): its future is
    * dropped, which sends `notifications/cancelled` to the server. Nothing
@@ -107,10 +107,50 @@ export declare class NativeHub {
   listPrompts(id: number, server?: string | undefined | null): void
   /** Gets prompt `name` with `args` (JSON object text, or none). */
   getPrompt(id: number, name: string, args?: string | undefined | null, server?: string | undefined | null): void
+  /**
+   * A policy for calls on this hub (see [`policy::NativePolicy`]):
+   * `settings` is JSON object text of `scope`, `max_tool_calls`,
+   * `call_timeout_seconds`, `max_output_bytes`, `redact` (over the
+   * config's `[session]` table); `auditPath` a JSON-lines file;
+   * `onAudit(eventJson)` runs on this thread after each call. A bad
+   * setting throws an error whose message is the JSON text `{code, message}`.
+   */
+  policy(settings?: string | undefined | null, auditPath?: string | undefined | null, onAudit?: ((eventJson: string) => void) | undefined | null): NativePolicy
   /** Reconnects `server` and lists its tools again. */
   refresh(id: number, server: string): void
   /** Closes every server and waits until they are gone. */
   close(id: number): void
+}
+
+/**
+ * A policy bound to the hub it was made for. Its methods are called on
+ * the JavaScript thread; asynchronous ones post completion `id`.
+ */
+export declare class NativePolicy {
+  /**
+   * The tools the policy offers (the objects of `listTools`); later
+   * calls are limited to these.
+   */
+  offered(id: number): void
+  /**
+   * Every tool with the policy's decision (`name`, `server`, `tool`,
+   * `offered`, `refusal`, `reason`).
+   */
+  verdicts(id: number): void
+  /** The effective allow list per server (`mcpmux policy --json`). */
+  report(id: number): void
+  /**
+   * Reconnects `server`, lists its tools again and reports what changed
+   * for the policy (`server`, `offered`, `dropped`, `added`, `missing`).
+   */
+  refresh(id: number, server: string): void
+  /**
+   * The audit events so far as JSON text, oldest first. Synchronous: it
+   * only reads memory.
+   */
+  auditEvents(): string
+  /** Calls asked for so far, refused ones included. */
+  callsMade(): number
 }
 
 /**

@@ -136,6 +136,8 @@ struct ToolIndex {
 }
 
 struct HubInner {
+    /// The config as given, for policies built from it ([`Hub::config`]).
+    config: Config,
     slots: Vec<Slot>,
     index: RwLock<Arc<ToolIndex>>,
     options: ClientOptions,
@@ -161,9 +163,11 @@ impl Hub {
 
     /// [`Hub::connect`] with options (client info, server-request handlers).
     pub async fn connect_with(config: Config, options: HubOptions) -> Result<Hub, Error> {
+        let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
             HubInner {
+                config: kept,
                 slots: config
                     .servers
                     .into_iter()
@@ -201,6 +205,12 @@ impl Hub {
         futures::future::join_all(starts).await;
         inner.rebuild_index();
         Ok(Hub { inner })
+    }
+
+    /// The configuration the hub was connected with (its `[session]`
+    /// table and source file feed host policies).
+    pub fn config(&self) -> &Config {
+        &self.inner.config
     }
 
     /// The status of every configured server, in config order.

@@ -6,7 +6,8 @@
 //! A thin layer over `mcpmux-core`: argument conversion (`util`), error
 //! mapping ([`error`], the one place where core errors become C statuses
 //! and errors), and async bridging ([`engine`]: an explicit runtime handle;
-//! [`hub`]: blocking calls; [`call`]: callback calls; [`session`]: review
+//! [`hub`]: blocking calls; [`call`]: callback calls; [`policy`]: allow lists, limits, redaction
+//! and audit for a host's calls; [`session`]: review
 //! sessions and the host reviewer).
 //!
 //! Every export runs behind a panic boundary (`catch_unwind`), checks its
@@ -26,6 +27,8 @@ pub mod authorize;
 
 pub mod call;
 
+pub mod policy;
+
 pub mod session;
 
 pub mod error;
@@ -36,6 +39,7 @@ pub use call::{mcpmux_call, mcpmux_callback};
 pub use engine::mcpmux_engine;
 pub use error::{mcpmux_error, mcpmux_status};
 pub use hub::mcpmux_hub;
+pub use policy::{mcpmux_audit_fn, mcpmux_policy};
 pub use session::{mcpmux_host_fn, mcpmux_host_reply, mcpmux_sessions};
 
 /// The major version of this header; equals the major part of

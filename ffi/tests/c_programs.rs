@@ -142,6 +142,11 @@ fn c_review_session_with_host_reviewer() {
 }
 
 #[test]
+fn c_policy_for_host_calls() {
+    c_test("test_policy");
+}
+
+#[test]
 fn c_server_everything() {
     c_test("test_everything");
 }

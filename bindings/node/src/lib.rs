@@ -47,6 +47,7 @@
 
 mod authorize;
 mod error;
+mod policy;
 mod session;
 
 /// The addon's allocator (for the Rust code in the addon only; Node keeps
@@ -651,6 +652,7 @@ impl NativeHub {
     /// With `progress`, progress notifications are posted under the same id;
     /// with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn call_tool(
         &self,
         id: u32,
@@ -659,7 +661,9 @@ impl NativeHub {
         timeout_ms: Option<f64>,
         progress: bool,
         cancellable: bool,
+        policy: Option<&policy::NativePolicy>,
     ) {
+        let policy = policy.map(|p| p.policy.clone());
         let on_progress = progress.then(|| {
             let sink = self.sink.clone();
             Arc::new(move |update: ProgressUpdate| {
@@ -691,6 +695,7 @@ impl NativeHub {
             let opts = CallOptions {
                 timeout,
                 on_progress,
+                policy,
                 ..CallOptions::default()
             };
             let result = hub.call_tool(&name, args.as_ref(), &opts).await?;
@@ -781,6 +786,30 @@ impl NativeHub {
                     .await?,
             )
         });
+    }
+
+    /// A policy for calls on this hub (see [`policy::NativePolicy`]):
+    /// `settings` is JSON object text of `scope`, `max_tool_calls`,
+    /// `call_timeout_seconds`, `max_output_bytes`, `redact` (over the
+    /// config's `[session]` table); `auditPath` a JSON-lines file;
+    /// `onAudit(eventJson)` runs on this thread after each call. A bad
+    /// setting throws an error whose message is the JSON text `{code, message}`.
+    #[napi]
+    pub fn policy(
+        &self,
+        settings: Option<String>,
+        audit_path: Option<String>,
+        #[napi(ts_arg_type = "((eventJson: string) => void) | undefined | null")] on_audit: Option<
+            napi::bindgen_prelude::Function<'_, String, ()>,
+        >,
+    ) -> napi::Result<policy::NativePolicy> {
+        policy::new_policy(
+            self.hub(),
+            self.sink.clone(),
+            settings,
+            audit_path,
+            on_audit,
+        )
     }
 
     /// Reconnects `server` and lists its tools again.

@@ -73,6 +73,15 @@ pub struct NativeHub {
 }
 
 impl NativeHub {
+    /// Another handle on the same hub (for a policy bound to it).
+    pub(crate) fn clone_ref(&self) -> NativeHub {
+        NativeHub {
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl NativeHub {
     /// Wraps a connected engine hub and registers it for [`shutdown`].
     pub fn wrap(hub: Hub) -> NativeHub {
         let state = Arc::new(HubState {
@@ -99,7 +108,7 @@ impl NativeHub {
         Ok(&self.state.hub)
     }
 
-    fn hub_py(&self, py: Python<'_>) -> PyResult<Hub> {
+    pub(crate) fn hub_py(&self, py: Python<'_>) -> PyResult<Hub> {
         self.hub().cloned().map_err(|e| errors::to_py(py, &e))
     }
 }
@@ -168,8 +177,10 @@ impl NativeHub {
 
     /// Calls a tool by its hub name; returns the MCP `CallToolResult`.
     /// `on_progress(progress, total, message)` runs on the calling thread
-    /// (sync) or on the event loop's thread (async).
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None))]
+    /// (sync) or on the event loop's thread (async). With `policy` the call
+    /// goes through it (checks, limits, redaction, audit).
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None))]
+    #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
         py: Python<'_>,
@@ -178,6 +189,7 @@ impl NativeHub {
         timeout: Option<&Bound<'_, PyAny>>,
         on_progress: Option<Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
+        policy: Option<PyRef<'_, crate::policy::NativePolicy>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
@@ -197,6 +209,7 @@ impl NativeHub {
         let hub = self.hub_py(py)?;
         let mut opts = CallOptions {
             timeout,
+            policy: policy.map(|p| p.policy.clone()),
             ..CallOptions::default()
         };
         match aio {
@@ -457,7 +470,7 @@ async fn wait<F: Future + Unpin>(
 
 /// Runs a future of the engine that never waits (such as `list_tools`,
 /// which reads the hub's index) on this thread.
-fn now<F: Future>(fut: F) -> F::Output {
+pub(crate) fn now<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);
     let _enter = runtime::get().ok().map(|rt| rt.enter());
     loop {
@@ -469,14 +482,17 @@ fn now<F: Future>(fut: F) -> F::Output {
     }
 }
 
-fn json_outcome<T: serde::Serialize + ?Sized>(value: &T) -> Outcome {
+pub(crate) fn json_outcome<T: serde::Serialize + ?Sized>(value: &T) -> Outcome {
     match serde_json::to_string(value) {
         Ok(text) => Outcome::Json(text),
         Err(_) => Outcome::Json("null".into()),
     }
 }
 
-fn json_out<T: serde::Serialize + ?Sized>(py: Python<'_>, value: &T) -> PyResult<Py<PyAny>> {
+pub(crate) fn json_out<T: serde::Serialize + ?Sized>(
+    py: Python<'_>,
+    value: &T,
+) -> PyResult<Py<PyAny>> {
     json_outcome(value).into_py(py)
 }
 

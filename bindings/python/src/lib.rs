@@ -19,12 +19,13 @@ mod bridge;
 mod convert;
 mod errors;
 mod hub;
+mod policy;
 mod runtime;
 mod session;
 
 use pyo3::prelude::*;
 
-/// The `mcpmux._native` module: `Hub`, `Sessions`, `Bridge`, `Pending`, and the
+/// The `mcpmux._native` module: `Hub`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
 /// process-wide helpers `shutdown`, `after_fork_in_child` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -32,6 +33,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bridge::Bridge>()?;
     m.add_class::<bridge::Pending>()?;
     m.add_class::<session::NativeSessions>()?;
+    m.add_class::<policy::NativePolicy>()?;
     m.add_function(wrap_pyfunction!(hub::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;

@@ -1,7 +1,7 @@
 // Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
 // index.d.ts describes the API as the tests use it, and rejects misuse.
-import { Hub, McpmuxError, ERROR_CODES, Sessions, version } from 'mcpmux'
-import type { CallToolResult, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
+import { Hub, McpmuxError, ERROR_CODES, Policy, Sessions, version } from 'mcpmux'
+import type { AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
 
 export async function usage(): Promise<void> {
   const hub: Hub = await Hub.connect({ mcpServers: { demo: { command: 'mcpmux-demo-server', timeout_seconds: 30 } } })
@@ -29,6 +29,21 @@ export async function usage(): Promise<void> {
   const prompt = await hub.getPrompt('greet', { name: 'Ada' })
   console.log(prompt.messages.length)
   await hub.refresh('demo')
+  const policy: Policy = hub.policy({
+    maxToolCalls: 5,
+    callTimeoutMs: 2000,
+    maxOutputBytes: 1000,
+    auditPath: 'audit.jsonl',
+    onAudit: (e: AuditEvent) => console.log(e.status, e.duration_ms),
+  })
+  await hub.callTool('mcp_demo_echo', { text: 'hi' }, { policy })
+  const verdicts: ToolVerdict[] = await policy.verdicts()
+  const offered: HubTool[] = await policy.offered()
+  const report: RefreshReport = await policy.refresh('demo')
+  const events: AuditEvent[] = policy.auditEvents()
+  console.log(verdicts.length, offered.length, report.dropped, events.length, policy.callsMade, (await policy.report()).scope)
+  // @ts-expect-error a policy is made by hub.policy()
+  new Policy()
   await hub.close()
   const closed: boolean = hub.closed
 

@@ -62,6 +62,8 @@ from ._errors import (
 __all__ = [
     "Hub",
     "AsyncHub",
+    "Policy",
+    "AsyncPolicy",
     "Sessions",
     "AsyncSessions",
     "ERROR_CODES",
@@ -215,6 +217,7 @@ class Hub:
         *,
         timeout: Optional[float] = None,
         on_progress: Optional[ProgressCallback] = None,
+        policy: Optional["Policy"] = None,
     ) -> Dict[str, Any]:
         """Calls tool ``name`` (its hub name) with ``arguments`` (a dict).
 
@@ -226,8 +229,19 @@ class Hub:
         this call; progress notifications reset it. ``on_progress(progress,
         total, message)`` is called on this thread for each progress
         notification.
+
+        With ``policy`` (see :meth:`policy`) the call goes through it: a tool
+        the policy does not offer raises :class:`ToolNotAllowed` and one past
+        ``max_tool_calls`` :class:`LimitExceeded` (the server is not asked);
+        the result's text is redacted and capped; the call is audited.
         """
-        return self._native.call_tool(name, arguments, timeout, on_progress)
+        if policy is None:
+            return self._native.call_tool(name, arguments, timeout, on_progress)
+        native = _policy_native(policy, self._native)
+        try:
+            return self._native.call_tool(name, arguments, timeout, on_progress, policy=native)
+        finally:
+            policy._deliver()
 
     def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
         """Resources of every server (or of ``server``), each with a ``server`` key."""
@@ -256,8 +270,31 @@ class Hub:
         return self._native.get_prompt(name, arguments, server)
 
     def refresh(self, server: str) -> None:
-        """Reconnects ``server`` and lists its tools again."""
+        """Reconnects ``server`` and lists its tools again. For what that
+        changed in a policy's allow list, use :meth:`Policy.refresh`."""
         self._native.refresh(server)
+
+    def policy(
+        self,
+        *,
+        scope: Optional[str] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        redact: Optional[List[Mapping[str, str]]] = None,
+        audit_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+        on_audit: Optional[AuditCallback] = None,
+    ) -> "Policy":
+        """A tool-use policy for this hub's calls (pass it as
+        ``call_tool(..., policy=p)``): the allow lists of the config
+        (``allow_tools``, ``allow_all``, ``confirm_read_only``, ``scopes``
+        per server) and its ``[session]`` table, with the keyword arguments
+        over it. ``redact`` adds rules ``{"name", "pattern"}``. Every call
+        made with it is audited: appended to ``audit_path`` as a JSON line,
+        kept for :meth:`Policy.audit_events`, and passed to ``on_audit(event)``
+        (on the thread that made the call, after it). A bad value raises
+        :class:`InvalidInput` naming it."""
+        return Policy._make(self._native, _policy_settings(locals()), audit_path, on_audit)
 
     def close(self) -> None:
         """Closes every server (stdin, then SIGTERM, then SIGKILL for stdio)
@@ -429,27 +466,35 @@ class AsyncHub:
         *,
         timeout: Optional[float] = None,
         on_progress: Optional[ProgressCallback] = None,
+        policy: Optional["AsyncPolicy"] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.call_tool`. ``on_progress`` runs on the event
-        loop's thread; if it returns an awaitable, that runs as a task."""
+        loop's thread; if it returns an awaitable, that runs as a task.
+        The policy's ``on_audit`` runs on the event loop's thread too."""
         loop = _get_running_loop()
         if loop is not self._loop:
             self._bind(loop)
+        native = None if policy is None else _policy_native(policy, self._native)
         future = loop.create_future()
-        pending = self._native.call_tool(
-            name,
-            arguments,
-            timeout,
-            on_progress and _loop_progress(on_progress),
-            (future, self._bridge),
-        )
-        if pending is None:  # finished at once (e.g. an unknown tool)
-            return future.result()
         try:
-            return await future
-        except BaseException:
-            pending.cancel()
-            raise
+            pending = self._native.call_tool(
+                name,
+                arguments,
+                timeout,
+                on_progress and _loop_progress(on_progress),
+                (future, self._bridge),
+                policy=native,
+            )
+            if pending is None:  # finished at once (e.g. an unknown tool)
+                return future.result()
+            try:
+                return await future
+            except BaseException:
+                pending.cancel()
+                raise
+        finally:
+            if policy is not None:
+                policy._deliver()
 
     async def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
         """See :meth:`Hub.list_resources`."""
@@ -479,6 +524,20 @@ class AsyncHub:
     async def refresh(self, server: str) -> None:
         """See :meth:`Hub.refresh`."""
         await self._call(self._native.refresh, server)
+
+    def policy(
+        self,
+        *,
+        scope: Optional[str] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        redact: Optional[List[Mapping[str, str]]] = None,
+        audit_path: Optional[Union[str, "os.PathLike[str]"]] = None,
+        on_audit: Optional[AuditCallback] = None,
+    ) -> "AsyncPolicy":
+        """See :meth:`Hub.policy` (does not wait: nothing is started)."""
+        return AsyncPolicy._make(self._native, _policy_settings(locals()), audit_path, on_audit)
 
     async def close(self) -> None:
         """See :meth:`Hub.close`."""
@@ -520,6 +579,112 @@ async def _run(method: Callable[..., Any], *args: Any) -> Any:
     except BaseException:
         pending.cancel()
         raise
+
+
+# ---------------------------------------------------------------- policy
+
+#: Receives one audit event per call made with a policy: ``{"time",
+#: "server", "tool", "status", "bytes", "duration_ms", "redactions",
+#: "truncated", "code"?}``.
+AuditCallback = Callable[[Dict[str, Any]], Any]
+
+_POLICY_KEYS = ("scope", "max_tool_calls", "call_timeout_seconds", "max_output_bytes", "redact")
+
+
+def _policy_settings(args: Mapping[str, Any]) -> Dict[str, Any]:
+    """The settings the engine reads, from ``policy()``'s keyword arguments."""
+    return {k: args[k] for k in _POLICY_KEYS if args.get(k) is not None}
+
+
+def _policy_native(policy: Any, hub_native: Any) -> Any:
+    if not isinstance(policy, (Policy, AsyncPolicy)):
+        raise InvalidInput(
+            f"argument 'policy' must be an mcpmux.Policy from hub.policy(), not {type(policy).__name__!r}"
+        )
+    if policy._hub is not hub_native:
+        raise InvalidInput("argument 'policy' was made for another hub")
+    return policy._native
+
+
+class Policy:
+    """A tool-use policy for a hub's calls: allow lists, ``max_tool_calls``,
+    ``call_timeout_seconds``, ``max_output_bytes``, redaction and audit
+    (the same rules a review session's model runs under). Made by
+    :meth:`Hub.policy`; used as ``hub.call_tool(name, args, policy=p)``.
+    Counts are per policy: make a new one for a new budget."""
+
+    __slots__ = ("_native", "_hub", "_on_audit")
+
+    def __init__(self) -> None:
+        """Internal: use :meth:`Hub.policy`."""
+        raise InvalidInput("use hub.policy(...) to create a Policy")
+
+    @classmethod
+    def _make(cls, hub_native: Any, settings: Dict[str, Any], audit_path: Any, on_audit: Any) -> Any:
+        if on_audit is not None and not callable(on_audit):
+            raise InvalidInput(f"argument 'on_audit' must be callable or None, not {type(on_audit).__name__!r}")
+        self = object.__new__(cls)
+        self._native = _native.Policy(hub_native, settings, audit_path, on_audit is not None)
+        self._hub = hub_native
+        self._on_audit = on_audit
+        return self
+
+    def _deliver(self) -> None:
+        """Hands the events of the calls that just ended to ``on_audit``."""
+        if self._on_audit is None:
+            return
+        for event in self._native.take_events():
+            try:
+                result = self._on_audit(event)
+                if inspect.isawaitable(result):
+                    asyncio.ensure_future(result)
+            except Exception as e:  # a bad callback must not lose the call's result
+                warnings.warn(f"mcpmux: on_audit raised {e!r}", RuntimeWarning, stacklevel=3)
+
+    @property
+    def calls_made(self) -> int:
+        """Calls made with this policy so far, refused ones included."""
+        return self._native.calls_made
+
+    def offered(self) -> List[Dict[str, Any]]:
+        """The tools this policy offers, as :meth:`Hub.list_tools` gives them;
+        later calls are limited to these."""
+        return self._native.offered()
+
+    def verdicts(self) -> List[Dict[str, Any]]:
+        """Every tool with the decision: ``{"name", "server", "tool",
+        "offered", "refusal"?, "reason"?}`` (the entries of ``mcpmux policy --json``)."""
+        return self._native.verdicts()
+
+    def report(self) -> Dict[str, Any]:
+        """The effective allow list per server, as ``mcpmux policy --json``
+        prints it: ``{"scope", "servers": [{"name", "state", "scopes",
+        "in_scope", "offered", "refused", "missing"}]}``."""
+        return self._native.report()
+
+    def audit_events(self) -> List[Dict[str, Any]]:
+        """The audit events of the calls made so far, oldest first."""
+        return self._native.audit_events()
+
+    def refresh(self, server: str) -> Dict[str, Any]:
+        """Reconnects ``server``, lists its tools again and reports what
+        changed for this policy: ``{"server", "offered", "dropped", "added",
+        "missing"}``. Allowed tools the server no longer offers drop out
+        (and are refused from then on)."""
+        return self._native.refresh(server)
+
+    def __repr__(self) -> str:
+        return f"<mcpmux.{type(self).__name__} calls_made={self.calls_made}>"
+
+
+class AsyncPolicy(Policy):
+    """:class:`Policy` for an :class:`AsyncHub` (made by :meth:`AsyncHub.policy`)."""
+
+    __slots__ = ()
+
+    async def refresh(self, server: str) -> Dict[str, Any]:  # type: ignore[override]
+        """See :meth:`Policy.refresh`."""
+        return await _run(self._native.refresh, server)
 
 
 # ---------------------------------------------------------------- review sessions

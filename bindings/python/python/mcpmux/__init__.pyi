@@ -36,6 +36,30 @@ HubTool = Dict[str, Any]
 #: An MCP ``CallToolResult`` as the server sent it (``content``,
 #: ``structuredContent``, ``isError``, ...).
 CallToolResult = Dict[str, Any]
+#: One audit event: ``time``, ``server``, ``tool``, ``status`` ("ok",
+#: "error", "not_allowed", "limit_exceeded", "timeout"), ``bytes``,
+#: ``duration_ms``, ``redactions``, ``truncated``, ``code`` (refusals, failures).
+AuditEvent = Dict[str, Any]
+#: ``on_audit(event)``; for AsyncHub policies it may be a coroutine function.
+AuditCallback = Callable[[AuditEvent], Any]
+#: ``Policy.refresh`` result: ``server``, ``offered``, ``dropped``, ``added``, ``missing``.
+RefreshReport = Dict[str, Any]
+
+class Policy:
+    """A tool-use policy for a hub's calls (made by ``Hub.policy``)."""
+
+    @property
+    def calls_made(self) -> int: ...
+    def offered(self) -> List[HubTool]: ...
+    def verdicts(self) -> List[Dict[str, Any]]: ...
+    def report(self) -> Dict[str, Any]: ...
+    def audit_events(self) -> List[AuditEvent]: ...
+    def refresh(self, server: str) -> RefreshReport: ...
+
+class AsyncPolicy(Policy):
+    """A tool-use policy for an AsyncHub's calls (made by ``AsyncHub.policy``)."""
+
+    async def refresh(self, server: str) -> RefreshReport: ...  # type: ignore[override]
 
 class Hub:
     """Many MCP servers behind one tool list: the blocking API."""
@@ -57,6 +81,7 @@ class Hub:
         *,
         timeout: Optional[float] = None,
         on_progress: Optional[ProgressCallback] = None,
+        policy: Optional[Policy] = None,
     ) -> CallToolResult: ...
     def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
     def list_resource_templates(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
@@ -69,6 +94,17 @@ class Hub:
         server: Optional[str] = None,
     ) -> Dict[str, Any]: ...
     def refresh(self, server: str) -> None: ...
+    def policy(
+        self,
+        *,
+        scope: Optional[str] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        redact: Optional[List[Mapping[str, str]]] = None,
+        audit_path: Optional[Union[str, os.PathLike[str]]] = None,
+        on_audit: Optional[AuditCallback] = None,
+    ) -> Policy: ...
     def close(self) -> None: ...
     def __enter__(self) -> Hub: ...
     def __exit__(
@@ -115,6 +151,7 @@ class AsyncHub:
         on_progress: Optional[
             Callable[[float, Optional[float], Optional[str]], Union[None, Awaitable[None]]]
         ] = None,
+        policy: Optional[AsyncPolicy] = None,
     ) -> CallToolResult: ...
     async def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
     async def list_resource_templates(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
@@ -127,6 +164,17 @@ class AsyncHub:
         server: Optional[str] = None,
     ) -> Dict[str, Any]: ...
     async def refresh(self, server: str) -> None: ...
+    def policy(
+        self,
+        *,
+        scope: Optional[str] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        redact: Optional[List[Mapping[str, str]]] = None,
+        audit_path: Optional[Union[str, os.PathLike[str]]] = None,
+        on_audit: Optional[AuditCallback] = None,
+    ) -> AsyncPolicy: ...
     async def close(self) -> None: ...
     async def __aenter__(self) -> AsyncHub: ...
     async def __aexit__(
