@@ -241,3 +241,79 @@ async fn rate_limit_then_ok_and_server_errors() {
         assert!(!err.contains(KEY));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_stream_is_stalled_not_failed() {
+    // The reviewer sends a few bytes, then nothing: after `stall_seconds`
+    // the round is `stalled` (the watchdog's verdict), not a failed turn
+    // from the HTTP client giving up at the same moment.
+    for kind in ["openai", "anthropic"] {
+        let c = run_case(
+            kind,
+            true,
+            json!([{"text": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "stall_after_chunks": 2, "hang_seconds": 20}]),
+            "stall_seconds = 1",
+            PLAN,
+        )
+        .await;
+        assert_eq!(c.wait["status"], "stalled", "{kind}: {:#}", c.wait);
+        assert_eq!(next(&c.wait), ("stopped".into(), "stalled".into()));
+        assert_eq!(c.wait["progress_observed"], true, "{:#}", c.wait);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_tool_calls_zero_refuses_every_call() {
+    // `max_tool_calls = 0` is a valid limit (no tool calls at all), not a
+    // config error; the refused call still gets a final answer.
+    let steps = json!([
+        {"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]},
+        {"expect": "LIMIT_EXCEEDED", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]);
+    let c = run_case("openai", false, steps, "max_tool_calls = 0", PLAN).await;
+    assert_eq!(c.wait["status"], "completed", "{:#}", c.wait);
+    assert_eq!(c.wait["review"]["verdict"], "APPROVE");
+    // The model was told, and the demo server never ran echo (no result text).
+    assert_eq!(c.requests.len(), 2);
+    let body = c.requests[1]["body"].to_string();
+    assert!(body.contains("LIMIT_EXCEEDED"), "{body}");
+    assert!(!body.contains("untrusted-data"), "the tool ran: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_invalid_input_whatever_the_reviewer() {
+    // The reviewer's program does not exist, yet a bad input is reported
+    // as such (INVALID_INPUT naming what is missing), and nothing is created.
+    let wd = tempfile::tempdir().unwrap();
+    let ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/nonexistent/codex\"\n")
+                .unwrap(),
+        ),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let begin = |params: Value| {
+        let ctx = ctx.clone();
+        async move { session::begin(&ctx, &params).await }
+    };
+    let e = begin(json!({"skill": "review-impl", "input": PLAN, "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    assert!(e.to_string().contains("mode"), "{e}");
+    let e = begin(json!({"skill": "review-plan", "input": "---\nUSER_REQUEST: x\n---\n", "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    assert!(e.to_string().contains("PLAN"), "{e}");
+    let e = begin(json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "REVIEWER_NOT_FOUND", "{e}");
+    let sessions = wd.path().join(".mcpmux/sessions");
+    assert!(
+        !sessions.exists() || std::fs::read_dir(&sessions).unwrap().next().is_none(),
+        "a failed begin left a session behind"
+    );
+}

@@ -139,7 +139,9 @@ fn session_dir(p: &Params<'_>) -> Result<PathBuf, Error> {
 ///
 /// `params`: `{skill, mode?, input, working_dir, model?, effort?,
 /// timeout_seconds?, reviewer?}` → `{session_dir, round: 1, status:
-/// "running", analysis_prompt?}`.
+/// "running", analysis_prompt?}`. The session limits `max_turns`,
+/// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and `scope`
+/// may also be given, over the config's `[session]` table.
 pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
     let p = Params::new(
         params,
@@ -152,6 +154,12 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             "effort",
             "timeout_seconds",
             "reviewer",
+            // The per-session policy limits, over `[session]` (issue 8).
+            "max_turns",
+            "max_tool_calls",
+            "call_timeout_seconds",
+            "max_output_bytes",
+            "scope",
         ],
     )?;
     let skill = p.required("skill")?;
@@ -217,18 +225,6 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         }
     };
 
-    let empty = Map::new();
-    let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    let settings = settings::resolve(session_table, p.map)?;
-    if let Some(config) = &ctx.config {
-        // The policy's [session] keys fail now rather than in the runner.
-        crate::policy::PolicySettings::from_session_table(
-            &config.session,
-            &agent::config_origin(config),
-        )?;
-    }
-    check_reviewer(ctx, &settings)?;
-
     let mut provided = input::Values::new();
     if skill == "review-impl" {
         let Some(m) = mode.as_deref() else {
@@ -248,6 +244,20 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         input::render(&template, &input, &provided)?,
         TPL_FORMAT
     );
+
+    // The reviewer is checked after the input, so that a bad input is
+    // INVALID_INPUT whatever reviewer is (or is not) available.
+    let empty = Map::new();
+    let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    let settings = settings::resolve(session_table, p.map)?;
+    if let Some(config) = &ctx.config {
+        // The policy's [session] keys fail now rather than in the runner.
+        crate::policy::PolicySettings::from_session_table(
+            &config.session,
+            &agent::config_origin(config),
+        )?;
+    }
+    check_reviewer(ctx, &settings)?;
 
     let dir = store::create_session_dir(&working_dir, &name)?;
     // API and host reviewers run mcpmux's own thread: the session's name
@@ -534,7 +544,6 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     if let Some(e) = p.string("effort")? {
         spec.settings.effort = Some(e);
     }
-    check_reviewer(ctx, &spec.settings)?;
     let mut provided = input::Values::new();
     provided.insert("ROUND".into(), spec.round.to_string());
     let prompt = format!(
@@ -542,6 +551,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         input::render(TPL_FOLLOWUP, &input, &provided)?,
         TPL_FORMAT
     );
+    check_reviewer(ctx, &spec.settings)?;
     let n = spec.round + 1;
     let rd = store::round_dir(&dir, n);
     std::fs::create_dir_all(&rd)
