@@ -278,6 +278,11 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         thread_id,
         created_at: store::now(),
         ended: false,
+        config_path: ctx
+            .config
+            .as_ref()
+            .and_then(|c| c.source.as_deref())
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned())),
     };
     let rd = store::round_dir(&dir, 1);
     std::fs::create_dir(&rd)

@@ -61,6 +61,25 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         return Ok(());
     };
     let mut spec = state::read_spec(dir)?;
+    // A runner without a config of its own (started by a `wait` from a
+    // process that has none) uses the config the session began with.
+    let own;
+    let ctx = match (&ctx.config, &spec.config_path) {
+        (None, Some(path)) => match crate::config::Config::load(path) {
+            Ok(config) => {
+                own = SessionContext {
+                    config: Some(config),
+                    ..ctx.clone()
+                };
+                &own
+            }
+            Err(e) => {
+                tracing::warn!("cannot load the session's config: {e}");
+                ctx
+            }
+        },
+        _ => ctx,
+    };
     let empty = serde_json::Map::new();
     let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
     super::settings::fill_runtime(&mut spec.settings, table)?;

@@ -37,6 +37,12 @@ pub struct Spec {
     /// `end` was called.
     #[serde(default)]
     pub ended: bool,
+    /// The config file the session began with (a path, never its
+    /// contents): a runner started by a process that has no config of its
+    /// own (a `wait` from elsewhere resuming a dead round) loads it, so the
+    /// round goes on with the same servers and policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<PathBuf>,
 }
 
 /// `round-NNN/state.json`: where a round stands.
