@@ -47,7 +47,10 @@ pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider,
                 // The watchdog owns stalls (status `stalled`); the client
                 // must not give up first, so it waits a little longer.
                 request_timeout: Some(Duration::from_secs_f64(
-                    settings.stall_seconds + STALL_MARGIN_SECONDS,
+                    settings
+                        .stall_seconds
+                        .clamp(0.0, super::settings::MAX_NUMBER)
+                        + STALL_MARGIN_SECONDS,
                 )),
             };
             Ok(if settings.reviewer == "openai" {

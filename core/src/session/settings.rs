@@ -23,6 +23,8 @@ pub const DEFAULT_TIMEOUT_SECONDS: f64 = 18_000.0;
 pub const DEFAULT_MAX_ROUNDS: u32 = 5;
 /// Default `command` reviewer.
 pub const DEFAULT_COMMAND: &str = "codex";
+/// The largest number of seconds (or turns, rounds, bytes) a setting takes.
+pub const MAX_NUMBER: f64 = 1e9;
 /// The reviewers mcpmux knows.
 pub const REVIEWERS: &[&str] = &["openai", "anthropic", "command", "host"];
 
@@ -87,7 +89,9 @@ impl Settings {
     pub fn policy(&self) -> PolicySettings {
         PolicySettings {
             max_tool_calls: self.max_tool_calls,
-            call_timeout: self.call_timeout_seconds.map(Duration::from_secs_f64),
+            call_timeout: self
+                .call_timeout_seconds
+                .map(|s| Duration::from_secs_f64(s.clamp(0.0, MAX_NUMBER))),
             max_output_bytes: self.max_output_bytes,
             scope: self.scope.clone(),
             redact: Vec::new(),
@@ -130,10 +134,12 @@ impl Layer<'_> {
     fn number(&self, key: &str) -> Result<Option<f64>, Error> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
+            // Bounded so that every value converts to a `Duration` (a
+            // larger one would panic the round's runner).
             Some(Value::Number(n)) => match n.as_f64() {
-                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                Some(x) if x > 0.0 && x <= MAX_NUMBER => Ok(Some(x)),
                 _ => Err((self.err)(format!(
-                    "{}: '{key}' must be a positive number",
+                    "{}: '{key}' must be a positive number (at most {MAX_NUMBER})",
                     self.origin
                 ))),
             },
@@ -382,6 +388,20 @@ mod tests {
         let e = resolve(
             &Map::new(),
             json!({"max_tool_calls": -1}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        // Numbers too large for a Duration are refused, not a later panic.
+        let e = resolve(
+            json!({"stall_seconds": 1e300}).as_object().unwrap(),
+            &Map::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(e.to_string().contains("stall_seconds"), "{e}");
+        let e = resolve(
+            &Map::new(),
+            json!({"timeout_seconds": 1e300}).as_object().unwrap(),
         )
         .unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");
