@@ -317,3 +317,42 @@ async fn bad_input_is_invalid_input_whatever_the_reviewer() {
         "a failed begin left a session behind"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_servers_a_tool_call_is_refused_and_audited() {
+    // No [[mcp.servers]] at all: a call the model asks for is still a
+    // policy refusal (TOOL_NOT_ALLOWED) with its audit line.
+    std::env::set_var(KEY_VAR, KEY);
+    let mock = llm_mock::Mock::start(json!([
+        {"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]},
+        {"expect": "TOOL_NOT_ALLOWED", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]))
+    .await;
+    let wd = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[session]\nreviewer = \"openai\"\nbase_url = {}\napi_key_env = {}\n",
+        common::q(&mock.openai_base_url()),
+        common::q(KEY_VAR),
+    );
+    let ctx = SessionContext {
+        config: Some(Config::parse(&text).unwrap()),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let w = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 20}))
+        .await
+        .unwrap();
+    assert_eq!(w["status"], "completed", "{w:#}");
+    assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
+    let audit = std::fs::read_to_string(std::path::Path::new(&dir).join("audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(line["status"], "not_allowed", "{audit}");
+    assert_eq!(audit.lines().count(), 1, "{audit}");
+}

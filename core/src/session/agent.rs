@@ -74,11 +74,9 @@ pub async fn run(
 ) -> Result<Finish, Error> {
     let provider = providers::make(ctx, &spec.settings)?;
     let config = ctx.config.clone().unwrap_or_default();
-    let hub = if config.servers.iter().any(|s| s.enabled) {
-        Some(Hub::connect(config.clone()).await?)
-    } else {
-        None
-    };
+    // A hub even without servers: every call the model asks for then goes
+    // through the policy (refused as TOOL_NOT_ALLOWED, and audited).
+    let hub = Some(Hub::connect(config.clone()).await?);
     let result = turns(&provider, &config, hub.as_ref(), dir, spec, progress).await;
     if let Some(hub) = hub {
         hub.close().await;
