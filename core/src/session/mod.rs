@@ -434,15 +434,25 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
         if st.status != "running" {
             break;
         }
-        if !spec.ended
-            && store::now() - st.spawned_at > RUNNER_GRACE_SECONDS
-            && !store::RunnerLock::is_held(&dir)
-        {
-            // The round's runner is gone: resume it from the stored turns.
-            st.spawned_at = store::now();
-            state::write_state(&dir, n, &st)?;
-            state::event(&dir, n, json!({"type": "status", "status": "resuming"}));
-            start_runner(ctx, &dir)?;
+        if !spec.ended && store::now() - st.spawned_at > RUNNER_GRACE_SECONDS {
+            if let Some(lock) = store::RunnerLock::try_acquire(&dir)? {
+                // No runner holds the round. Read its state again while
+                // holding the lock: a runner writes its final state before
+                // it lets go, so a round that just finished is not taken
+                // for a dead one (and its state not overwritten).
+                st = state::read_state(&dir, n)?;
+                if st.status == "running" {
+                    // The round's runner is gone: resume it from the stored turns.
+                    st.spawned_at = store::now();
+                    state::write_state(&dir, n, &st)?;
+                    state::event(&dir, n, json!({"type": "status", "status": "resuming"}));
+                    drop(lock);
+                    start_runner(ctx, &dir)?;
+                }
+            }
+        }
+        if st.status != "running" {
+            break;
         }
         if store::now() >= until {
             break;
