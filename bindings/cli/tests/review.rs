@@ -200,6 +200,15 @@ fn errors_are_json_on_stderr() {
         .run();
     out.expect_exit(2);
     assert_eq!(out.error()["code"], "INVALID_SESSION");
+    // A directory that does not exist: the error names the file it needs.
+    let missing = sb.path().join("no-such-session");
+    let out = sb
+        .mcpmux(&["review", "wait", missing.to_str().unwrap()])
+        .run();
+    out.expect_exit(2);
+    let e = out.error();
+    assert_eq!(e["code"], "INVALID_SESSION", "{e}");
+    assert!(e["error"].as_str().unwrap().contains("session.json"), "{e}");
     let out = sb
         .mcpmux(&[
             "review",

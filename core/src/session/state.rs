@@ -132,8 +132,9 @@ impl Paths<'_> {
 pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
     if !dir.is_dir() {
         return Err(Error::InvalidSession(format!(
-            "not a session directory: {}",
-            dir.display()
+            "not a session directory: {} (cannot read {})",
+            dir.display(),
+            Paths(dir).spec().display()
         )));
     }
     store::read_json(&Paths(dir).spec())
