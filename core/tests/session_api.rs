@@ -19,6 +19,8 @@ struct Case {
     wait: Value,
     requests: Vec<Value>,
     dir: String,
+    /// The session's audit.jsonl (read before the directory goes).
+    audit: String,
 }
 
 async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &str) -> Case {
@@ -68,11 +70,14 @@ async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &s
         );
     }
     let requests = mock.requests();
+    let audit =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("audit.jsonl")).unwrap_or_default();
     drop(wd);
     Case {
         wait,
         requests,
         dir,
+        audit,
     }
 }
 
@@ -184,6 +189,33 @@ async fn past_max_turns_fails() {
     let tools = c.requests[2]["body"]["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1);
     assert!(c.requests[2]["body"].to_string().contains("tool budget"));
+    // Every call the model asked for has its audit line, the refused one
+    // past the budget included.
+    let statuses: Vec<String> = c
+        .audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["\"ok\"", "\"ok\"", "\"limit_exceeded\""],
+        "{}",
+        c.audit
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_broken_arguments_is_audited() {
+    let steps = json!([
+        {"raw_arguments": "{not json", "tool_name": "mcp_demo_echo"},
+        {"expect": "INVALID_INPUT", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]);
+    let c = run_case("openai", false, steps, "", PLAN).await;
+    assert_eq!(c.wait["status"], "completed", "{:#}", c.wait);
+    let line: Value = serde_json::from_str(c.audit.lines().next().unwrap_or("null")).unwrap();
+    assert_eq!(line["tool"], "echo", "{}", c.audit);
+    assert_eq!(line["status"], "error", "{}", c.audit);
+    assert_eq!(line["code"], "INVALID_INPUT", "{}", c.audit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,7 +26,7 @@ use crate::hub::Hub;
 use crate::llm::provider::{
     CompletionRequest, Message, ProviderEvent, Role, SharedProvider, ToolCallResult, ToolSpec,
 };
-use crate::policy::{PolicySettings, SessionPolicy};
+use crate::policy::{AuditStatus, PolicySettings, SessionPolicy};
 
 /// The tool the model gives its review with.
 pub const SUBMIT_REVIEW: &str = "submit_review";
@@ -262,13 +262,21 @@ async fn run_call(
     if call.name == SUBMIT_REVIEW {
         return answer("Review received.".into(), false);
     }
+    // Refused before the policy's own checks, yet audited like any call.
+    let refuse = |status: AuditStatus, code: &str| {
+        if let Some(hub) = hub {
+            policy.refused(hub, &call.name, status, code);
+        }
+    };
     if let Some(e) = &call.arguments_error {
+        refuse(AuditStatus::Error, "INVALID_INPUT");
         return answer(
             format!("INVALID_INPUT: the arguments are not valid JSON: {e}"),
             true,
         );
     }
     if last_turn {
+        refuse(AuditStatus::LimitExceeded, "LIMIT_EXCEEDED");
         return answer(
             "LIMIT_EXCEEDED: the tool budget is spent (max_turns); give the review now".into(),
             true,
