@@ -388,3 +388,49 @@ async fn without_servers_a_tool_call_is_refused_and_audited() {
     assert_eq!(line["status"], "not_allowed", "{audit}");
     assert_eq!(audit.lines().count(), 1, "{audit}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
+    // The round's first runner does nothing (it exits at once); the
+    // resuming wait's config no longer reads (`args` is not a list): the
+    // round ends as failed naming the field, instead of staying `running`.
+    let wd = tempfile::tempdir().unwrap();
+    let begin_ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
+        ),
+        host: None,
+        runner: Runner::Detached {
+            program: "/bin/true".into(),
+            args: Vec::new(),
+        },
+    };
+    let b = session::begin(
+        &begin_ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let wait_ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\nargs = 5\n")
+                .unwrap(),
+        ),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let w = session::wait(
+        &wait_ctx,
+        &json!({"session_dir": dir, "max_wait_seconds": 8}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(w["status"], "failed", "{w:#}");
+    assert_eq!(w["next"], "stopped", "{w:#}");
+    let err = w["error"].as_str().unwrap();
+    assert!(
+        err.contains("CONFIG_INVALID") && err.contains("args"),
+        "{err}"
+    );
+}
