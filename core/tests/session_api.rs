@@ -434,3 +434,52 @@ async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_never_kills_a_host_process_running_the_round_in_process() {
+    // Another process (a host application, here `sleep`) runs the round as
+    // an in-process task and holds its lock; `end` from this process ends
+    // the session without killing that process.
+    let wd = tempfile::tempdir().unwrap();
+    let ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
+        ),
+        host: None,
+        runner: Runner::Detached {
+            program: "/bin/true".into(),
+            args: Vec::new(),
+        },
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = std::path::PathBuf::from(b["session_dir"].as_str().unwrap());
+    let mut host = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let state_path = dir.join("round-001/state.json");
+    let mut st: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    st["pid"] = host.id().into();
+    st["in_process"] = true.into();
+    std::fs::write(&state_path, st.to_string()).unwrap();
+    let lock = session::store::RunnerLock::try_acquire(&dir)
+        .unwrap()
+        .unwrap();
+    let e = session::end(&ctx, &json!({"session_dir": dir}))
+        .await
+        .unwrap();
+    assert_eq!(e["status"], "ended", "{e:#}");
+    assert!(
+        host.try_wait().unwrap().is_none(),
+        "end killed the host process"
+    );
+    drop(lock);
+    let _ = host.kill();
+    let _ = host.wait();
+}

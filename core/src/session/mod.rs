@@ -722,7 +722,12 @@ async fn stop_runner(dir: &Path, st: &RoundState) {
     if let Some(handle) = tasks().lock().ok().and_then(|mut t| t.remove(dir)) {
         handle.abort();
     }
-    if let Some(pid) = st.pid.filter(|p| *p != std::process::id()) {
+    // Only a detached runner (a process group of its own) is killed; an
+    // in-process runner of another process is that host application.
+    if let Some(pid) = st
+        .pid
+        .filter(|p| *p != std::process::id() && !st.in_process)
+    {
         if store::RunnerLock::is_held(dir) {
             // SAFETY: plain kill(2) calls; a wrong pid only fails.
             unsafe {

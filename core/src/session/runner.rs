@@ -91,6 +91,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     }
     let resumed = st.pid.is_some();
     st.pid = Some(std::process::id());
+    st.in_process = matches!(ctx.runner, super::Runner::InProcess);
     if resumed {
         st.resumes += 1;
     }

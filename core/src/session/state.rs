@@ -57,6 +57,11 @@ pub struct RoundState {
     /// Pid of the process that runs it now, when known.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The runner is a task inside a host process (`Runner::InProcess`),
+    /// not a process of its own: `end` from another process must not kill
+    /// that pid (it is the host application).
+    #[serde(default)]
+    pub in_process: bool,
     /// Some progress was seen (a turn stored, a stream byte, an event).
     #[serde(default)]
     pub progress_observed: bool,
