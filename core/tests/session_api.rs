@@ -19,6 +19,8 @@ struct Case {
     wait: Value,
     requests: Vec<Value>,
     dir: String,
+    /// The session's audit.jsonl (read before the directory goes).
+    audit: String,
 }
 
 async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &str) -> Case {
@@ -68,11 +70,14 @@ async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &s
         );
     }
     let requests = mock.requests();
+    let audit =
+        std::fs::read_to_string(std::path::Path::new(&dir).join("audit.jsonl")).unwrap_or_default();
     drop(wd);
     Case {
         wait,
         requests,
         dir,
+        audit,
     }
 }
 
@@ -184,6 +189,33 @@ async fn past_max_turns_fails() {
     let tools = c.requests[2]["body"]["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1);
     assert!(c.requests[2]["body"].to_string().contains("tool budget"));
+    // Every call the model asked for has its audit line, the refused one
+    // past the budget included.
+    let statuses: Vec<String> = c
+        .audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["\"ok\"", "\"ok\"", "\"limit_exceeded\""],
+        "{}",
+        c.audit
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_with_broken_arguments_is_audited() {
+    let steps = json!([
+        {"raw_arguments": "{not json", "tool_name": "mcp_demo_echo"},
+        {"expect": "INVALID_INPUT", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]);
+    let c = run_case("openai", false, steps, "", PLAN).await;
+    assert_eq!(c.wait["status"], "completed", "{:#}", c.wait);
+    let line: Value = serde_json::from_str(c.audit.lines().next().unwrap_or("null")).unwrap();
+    assert_eq!(line["tool"], "echo", "{}", c.audit);
+    assert_eq!(line["status"], "error", "{}", c.audit);
+    assert_eq!(line["code"], "INVALID_INPUT", "{}", c.audit);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,4 +272,214 @@ async fn rate_limit_then_ok_and_server_errors() {
         );
         assert!(!err.contains(KEY));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_stream_is_stalled_not_failed() {
+    // The reviewer sends a few bytes, then nothing: after `stall_seconds`
+    // the round is `stalled` (the watchdog's verdict), not a failed turn
+    // from the HTTP client giving up at the same moment.
+    for kind in ["openai", "anthropic"] {
+        let c = run_case(
+            kind,
+            true,
+            json!([{"text": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "stall_after_chunks": 2, "hang_seconds": 20}]),
+            "stall_seconds = 1",
+            PLAN,
+        )
+        .await;
+        assert_eq!(c.wait["status"], "stalled", "{kind}: {:#}", c.wait);
+        assert_eq!(next(&c.wait), ("stopped".into(), "stalled".into()));
+        assert_eq!(c.wait["progress_observed"], true, "{:#}", c.wait);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_tool_calls_zero_refuses_every_call() {
+    // `max_tool_calls = 0` is a valid limit (no tool calls at all), not a
+    // config error; the refused call still gets a final answer.
+    let steps = json!([
+        {"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]},
+        {"expect": "LIMIT_EXCEEDED", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]);
+    let c = run_case("openai", false, steps, "max_tool_calls = 0", PLAN).await;
+    assert_eq!(c.wait["status"], "completed", "{:#}", c.wait);
+    assert_eq!(c.wait["review"]["verdict"], "APPROVE");
+    // The model was told, and the demo server never ran echo (no result text).
+    assert_eq!(c.requests.len(), 2);
+    let body = c.requests[1]["body"].to_string();
+    assert!(body.contains("LIMIT_EXCEEDED"), "{body}");
+    assert!(!body.contains("untrusted-data"), "the tool ran: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_invalid_input_whatever_the_reviewer() {
+    // The reviewer's program does not exist, yet a bad input is reported
+    // as such (INVALID_INPUT naming what is missing), and nothing is created.
+    let wd = tempfile::tempdir().unwrap();
+    let ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/nonexistent/codex\"\n")
+                .unwrap(),
+        ),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let begin = |params: Value| {
+        let ctx = ctx.clone();
+        async move { session::begin(&ctx, &params).await }
+    };
+    let e = begin(json!({"skill": "review-impl", "input": PLAN, "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    assert!(e.to_string().contains("mode"), "{e}");
+    let e = begin(json!({"skill": "review-plan", "input": "---\nUSER_REQUEST: x\n---\n", "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    assert!(e.to_string().contains("PLAN"), "{e}");
+    let e = begin(json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "REVIEWER_NOT_FOUND", "{e}");
+    let sessions = wd.path().join(".mcpmux/sessions");
+    assert!(
+        !sessions.exists() || std::fs::read_dir(&sessions).unwrap().next().is_none(),
+        "a failed begin left a session behind"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_servers_a_tool_call_is_refused_and_audited() {
+    // No [[mcp.servers]] at all: a call the model asks for is still a
+    // policy refusal (TOOL_NOT_ALLOWED) with its audit line.
+    std::env::set_var(KEY_VAR, KEY);
+    let mock = llm_mock::Mock::start(json!([
+        {"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "x"}}]},
+        {"expect": "TOOL_NOT_ALLOWED", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]))
+    .await;
+    let wd = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[session]\nreviewer = \"openai\"\nbase_url = {}\napi_key_env = {}\n",
+        common::q(&mock.openai_base_url()),
+        common::q(KEY_VAR),
+    );
+    let ctx = SessionContext {
+        config: Some(Config::parse(&text).unwrap()),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let w = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 20}))
+        .await
+        .unwrap();
+    assert_eq!(w["status"], "completed", "{w:#}");
+    assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
+    let audit = std::fs::read_to_string(std::path::Path::new(&dir).join("audit.jsonl")).unwrap();
+    let line: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(line["status"], "not_allowed", "{audit}");
+    assert_eq!(audit.lines().count(), 1, "{audit}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
+    // The round's first runner does nothing (it exits at once); the
+    // resuming wait's config no longer reads (`args` is not a list): the
+    // round ends as failed naming the field, instead of staying `running`.
+    let wd = tempfile::tempdir().unwrap();
+    let begin_ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
+        ),
+        host: None,
+        runner: Runner::Detached {
+            program: "/bin/true".into(),
+            args: Vec::new(),
+        },
+    };
+    let b = session::begin(
+        &begin_ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let wait_ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\nargs = 5\n")
+                .unwrap(),
+        ),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let w = session::wait(
+        &wait_ctx,
+        &json!({"session_dir": dir, "max_wait_seconds": 8}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(w["status"], "failed", "{w:#}");
+    assert_eq!(w["next"], "stopped", "{w:#}");
+    let err = w["error"].as_str().unwrap();
+    assert!(
+        err.contains("CONFIG_INVALID") && err.contains("args"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_never_kills_a_host_process_running_the_round_in_process() {
+    // Another process (a host application, here `sleep`) runs the round as
+    // an in-process task and holds its lock; `end` from this process ends
+    // the session without killing that process.
+    let wd = tempfile::tempdir().unwrap();
+    let ctx = SessionContext {
+        config: Some(
+            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
+        ),
+        host: None,
+        runner: Runner::Detached {
+            program: "/bin/true".into(),
+            args: Vec::new(),
+        },
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": PLAN, "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = std::path::PathBuf::from(b["session_dir"].as_str().unwrap());
+    let mut host = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let state_path = dir.join("round-001/state.json");
+    let mut st: Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
+    st["pid"] = host.id().into();
+    st["in_process"] = true.into();
+    std::fs::write(&state_path, st.to_string()).unwrap();
+    let lock = session::store::RunnerLock::try_acquire(&dir)
+        .unwrap()
+        .unwrap();
+    let e = session::end(&ctx, &json!({"session_dir": dir}))
+        .await
+        .unwrap();
+    assert_eq!(e["status"], "ended", "{e:#}");
+    assert!(
+        host.try_wait().unwrap().is_none(),
+        "end killed the host process"
+    );
+    drop(lock);
+    let _ = host.kill();
+    let _ = host.wait();
 }

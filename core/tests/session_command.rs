@@ -168,3 +168,34 @@ async fn fake_codex_failures_and_missing_command() {
     assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
     assert!(e.to_string().contains("mcpmux-no-such-reviewer"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_codex_event_names_are_read_too() {
+    // Older codex releases print `session.created` (`session_id`) and
+    // items with `item_type: "assistant_message"`.
+    let wd = tempfile::tempdir().unwrap();
+    let script = wd.path().join("old-codex");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > /dev/null\n\
+         printf '%s\\n' '{\"type\":\"session.created\",\"session_id\":\"old-thread-1\"}'\n\
+         printf '%s\\n' '{\"type\":\"item.completed\",\"item\":{\"id\":\"item_0\",\"item_type\":\"assistant_message\",\"text\":\"```json\\n{\\\"verdict\\\": \\\"APPROVE\\\", \\\"blocks\\\": []}\\n```\"}}'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ctx = ctx(&format!(
+        "command = {}\n",
+        common::q(&script.display().to_string())
+    ));
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-think", "input": "Is it wise?", "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let w = wait_done(&ctx, b["session_dir"].as_str().unwrap()).await;
+    assert_eq!(w["status"], "completed", "{w:#}");
+    assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
+    assert_eq!(w["thread_id"], "old-thread-1", "{w:#}");
+}

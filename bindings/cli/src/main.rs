@@ -84,7 +84,7 @@ enum Command {
     },
     /// Show which tools a review session's model is offered, per server, and why others are refused.
     Policy {
-        /// The session scope to evaluate (matched against each server's `scopes`).
+        /// The session scope to evaluate (matched against each server's `scopes`; default: the config's `[session]` scope).
         #[arg(long)]
         scope: Option<String>,
     },
@@ -336,6 +336,14 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
         }
         Command::Policy { scope } => {
             let config = load_config(cli.config.as_deref())?;
+            // Without --scope, the scope a session would have: [session] scope.
+            let scope = scope.clone().or_else(|| {
+                config
+                    .session
+                    .get("scope")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
             let report = policy_cmd::report(hub, &config, scope.as_deref()).await?;
             if json {
                 print_json(&report)

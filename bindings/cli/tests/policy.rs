@@ -95,3 +95,34 @@ fn policy_keys_are_checked_at_load_time() {
         "{out}"
     );
 }
+
+#[test]
+fn policy_defaults_to_the_session_scope() {
+    // Without --scope the report shows what a session would be offered,
+    // and a session's scope is the config's [session] scope.
+    let sb = Sandbox::new();
+    sb.write(
+        "mcpmux.toml",
+        &format!(
+            "{}\n[session]\nscope = \"ops\"\n",
+            demo_entry(
+                "demo",
+                "allow_tools = [\"echo\"]\nconfirm_read_only = [\"echo\"]\nscopes = [\"ops\"]"
+            )
+        ),
+    );
+    let out = sb.mcpmux(&["--json", "policy"]).run();
+    out.ok();
+    let v = out.json();
+    assert_eq!(v["scope"], "ops", "{out}");
+    assert_eq!(v["servers"][0]["in_scope"], true, "{out}");
+    assert_eq!(
+        strings(&v["servers"][0]["offered"]),
+        ["mcp_demo_echo"],
+        "{out}"
+    );
+    // --scope still overrides it.
+    let out = sb.mcpmux(&["--json", "policy", "--scope", "dev"]).run();
+    out.ok();
+    assert_eq!(out.json()["servers"][0]["in_scope"], false, "{out}");
+}

@@ -166,6 +166,75 @@ fn kill_9_between_turns_then_wait_resumes_without_rerunning_tools() {
     }
 }
 
+#[test]
+fn a_wait_without_config_resumes_with_the_sessions_config() {
+    // The resuming `wait` runs somewhere with no config of its own: the
+    // round must go on with the servers (and policy) it began with, so the
+    // tool call of the resumed turn reaches the demo server.
+    let mock = Mock::start(json!([
+        {"tool_calls": [{"name": "mcp_demo_add", "arguments": {"a": 1, "b": 2}}]},
+        {"hang": true, "hang_seconds": 30},
+        {"tool_calls": [{"name": "mcp_demo_echo", "arguments": {"text": "after resume"}}]},
+        {"expect": "after resume", "text": "```json\n{\"verdict\": \"APPROVE\", \"blocks\": []}\n```"}
+    ]));
+    let sb = Sandbox::with_config(&format!(
+        "{}\n[session]\nreviewer = \"openai\"\nbase_url = {}\napi_key_env = \"MCPMUX_RESUME_TEST_KEY\"\n",
+        common::demo_entry(
+            "demo",
+            "allow_tools = [\"echo\", \"add\"]\nconfirm_read_only = [\"echo\"]"
+        ),
+        common::q(format!("http://127.0.0.1:{}/v1", mock.port))
+    ));
+    let input = sb.write("plan.md", "USER_REQUEST: x\n\n## PLAN\nsteps");
+    let out = sb
+        .mcpmux(&["review", "begin", "--skill", "review-plan", "--input"])
+        .arg(&input)
+        .env("MCPMUX_RESUME_TEST_KEY", "sk-resume-secret")
+        .run();
+    out.ok();
+    let dir = out.json()["session_dir"].as_str().unwrap().to_owned();
+    let d = Path::new(&dir);
+    eventually("turn 1 stored", Duration::from_secs(20), || {
+        read_json(&d.join("thread.json"))
+            .as_array()
+            .is_some_and(|t| t.len() == 3)
+            && mock.requests().len() == 2
+    });
+    let pid = read_json(&d.join("round-001/state.json"))["pid"]
+        .as_u64()
+        .unwrap() as i32;
+    // SAFETY: kill(2) on the runner we started; the test owns it.
+    assert_eq!(unsafe { libc_kill(pid, 9) }, 0);
+    let elsewhere = Sandbox::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    let w = loop {
+        let out = elsewhere
+            .mcpmux_bare(&["review", "wait", &dir, "--max-wait-seconds", "3"])
+            .env("MCPMUX_RESUME_TEST_KEY", "sk-resume-secret")
+            .run();
+        out.ok();
+        let w = out.json();
+        if w["status"] != "running" {
+            break w;
+        }
+        assert!(Instant::now() < end, "not resumed: {w:#}");
+    };
+    assert_eq!(w["status"], "completed", "{w:#}");
+    assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
+    let audit = std::fs::read_to_string(d.join("audit.jsonl")).unwrap();
+    let echo: Value = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "echo")
+        .unwrap_or_else(|| panic!("echo never ran: {audit}"));
+    assert_eq!(echo["status"], "ok", "{audit}");
+    assert_eq!(
+        audit.lines().filter(|l| l.contains("\"add\"")).count(),
+        1,
+        "{audit}"
+    );
+}
+
 extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;

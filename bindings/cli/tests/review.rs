@@ -174,11 +174,41 @@ fn errors_are_json_on_stderr() {
     let e = out.error();
     assert_eq!(e["code"], "REVIEWER_NOT_FOUND");
     assert!(e["error"].as_str().unwrap().contains("codex"), "{e}");
+    // A bad input is INVALID_INPUT even where the reviewer is missing too:
+    // the input is checked first.
+    let out = sb
+        .mcpmux(&["review", "begin", "--skill", "review-impl", "--input"])
+        .arg(&input)
+        .env("PATH", "/usr/bin:/bin")
+        .run();
+    out.expect_exit(2);
+    let e = out.error();
+    assert_eq!(e["code"], "INVALID_INPUT", "{e}");
+    assert!(e["error"].as_str().unwrap().contains("mode"), "{e}");
+    let no_plan = sb.write("no-plan.md", "---\nUSER_REQUEST: add a flag\n---\n");
+    let out = sb
+        .mcpmux(&["review", "begin", "--skill", "review-plan", "--input"])
+        .arg(&no_plan)
+        .env("PATH", "/usr/bin:/bin")
+        .run();
+    out.expect_exit(2);
+    let e = out.error();
+    assert_eq!(e["code"], "INVALID_INPUT", "{e}");
+    assert!(e["error"].as_str().unwrap().contains("PLAN"), "{e}");
     let out = sb
         .mcpmux(&["review", "wait", sb.path().to_str().unwrap()])
         .run();
     out.expect_exit(2);
     assert_eq!(out.error()["code"], "INVALID_SESSION");
+    // A directory that does not exist: the error names the file it needs.
+    let missing = sb.path().join("no-such-session");
+    let out = sb
+        .mcpmux(&["review", "wait", missing.to_str().unwrap()])
+        .run();
+    out.expect_exit(2);
+    let e = out.error();
+    assert_eq!(e["code"], "INVALID_SESSION", "{e}");
+    assert!(e["error"].as_str().unwrap().contains("session.json"), "{e}");
     let out = sb
         .mcpmux(&[
             "review",

@@ -338,6 +338,26 @@ impl SessionPolicy {
         }
     }
 
+    /// Records a call the model asked for that its session refused before
+    /// the policy's own checks (arguments that are not JSON, the turn
+    /// budget spent): it counts against `max_tool_calls` and gets its audit
+    /// line like any other call; the server is never asked.
+    pub fn refused(&self, hub: &Hub, name: &str, status: AuditStatus, code: &str) {
+        self.calls_made.fetch_add(1, Ordering::SeqCst);
+        let tool = hub.tool(name);
+        self.audit.record(AuditEvent {
+            time: audit::rfc3339(SystemTime::now()),
+            server: tool.as_ref().map(|t| t.server.clone()),
+            tool: tool.map_or_else(|| name.to_owned(), |t| t.tool),
+            status,
+            bytes: 0,
+            duration_ms: 0,
+            redactions: 0,
+            truncated: false,
+            code: Some(code.to_owned()),
+        });
+    }
+
     /// A host's call with this policy ([`CallOptions::policy`]): the same
     /// checks, limits, redaction and audit as [`SessionPolicy::call`], with
     /// refusals as errors (`TOOL_NOT_ALLOWED`, `LIMIT_EXCEEDED`) and the

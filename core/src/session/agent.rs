@@ -26,7 +26,7 @@ use crate::hub::Hub;
 use crate::llm::provider::{
     CompletionRequest, Message, ProviderEvent, Role, SharedProvider, ToolCallResult, ToolSpec,
 };
-use crate::policy::{PolicySettings, SessionPolicy};
+use crate::policy::{AuditStatus, PolicySettings, SessionPolicy};
 
 /// The tool the model gives its review with.
 pub const SUBMIT_REVIEW: &str = "submit_review";
@@ -74,11 +74,9 @@ pub async fn run(
 ) -> Result<Finish, Error> {
     let provider = providers::make(ctx, &spec.settings)?;
     let config = ctx.config.clone().unwrap_or_default();
-    let hub = if config.servers.iter().any(|s| s.enabled) {
-        Some(Hub::connect(config.clone()).await?)
-    } else {
-        None
-    };
+    // A hub even without servers: every call the model asks for then goes
+    // through the policy (refused as TOOL_NOT_ALLOWED, and audited).
+    let hub = Some(Hub::connect(config.clone()).await?);
     let result = turns(&provider, &config, hub.as_ref(), dir, spec, progress).await;
     if let Some(hub) = hub {
         hub.close().await;
@@ -264,13 +262,21 @@ async fn run_call(
     if call.name == SUBMIT_REVIEW {
         return answer("Review received.".into(), false);
     }
+    // Refused before the policy's own checks, yet audited like any call.
+    let refuse = |status: AuditStatus, code: &str| {
+        if let Some(hub) = hub {
+            policy.refused(hub, &call.name, status, code);
+        }
+    };
     if let Some(e) = &call.arguments_error {
+        refuse(AuditStatus::Error, "INVALID_INPUT");
         return answer(
             format!("INVALID_INPUT: the arguments are not valid JSON: {e}"),
             true,
         );
     }
     if last_turn {
+        refuse(AuditStatus::LimitExceeded, "LIMIT_EXCEEDED");
         return answer(
             "LIMIT_EXCEEDED: the tool budget is spent (max_turns); give the review now".into(),
             true,

@@ -125,16 +125,20 @@ pub async fn run(dir: &Path, spec: &Spec, progress: &Progress) -> Result<Finish,
                 continue;
             };
             match ev["type"].as_str().unwrap_or("") {
-                "thread.started" => {
-                    if let Some(id) = ev["thread_id"].as_str() {
+                // `session.created` / `session_id`: older codex releases.
+                "thread.started" | "session.created" => {
+                    if let Some(id) = ev["thread_id"].as_str().or(ev["session_id"].as_str()) {
                         set_thread_id(dir, id)?;
                         state::event(dir, n, json!({"type": "thread", "thread_id": id}));
                     }
                 }
                 "item.completed" => {
                     let item = &ev["item"];
-                    match item["type"].as_str().unwrap_or("") {
-                        "agent_message" => {
+                    // Older codex releases name the field `item_type` and
+                    // the answer `assistant_message`.
+                    let kind = item["type"].as_str().or(item["item_type"].as_str());
+                    match kind.unwrap_or("") {
+                        "agent_message" | "assistant_message" => {
                             let text = item["text"].as_str().unwrap_or("").to_owned();
                             let snippet: String = text.chars().take(300).collect();
                             state::event(dir, n, json!({"type": "text", "text": snippet}));

@@ -139,7 +139,9 @@ fn session_dir(p: &Params<'_>) -> Result<PathBuf, Error> {
 ///
 /// `params`: `{skill, mode?, input, working_dir, model?, effort?,
 /// timeout_seconds?, reviewer?}` → `{session_dir, round: 1, status:
-/// "running", analysis_prompt?}`.
+/// "running", analysis_prompt?}`. The session limits `max_turns`,
+/// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and `scope`
+/// may also be given, over the config's `[session]` table.
 pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
     let p = Params::new(
         params,
@@ -152,6 +154,12 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             "effort",
             "timeout_seconds",
             "reviewer",
+            // The per-session policy limits, over `[session]` (issue 8).
+            "max_turns",
+            "max_tool_calls",
+            "call_timeout_seconds",
+            "max_output_bytes",
+            "scope",
         ],
     )?;
     let skill = p.required("skill")?;
@@ -217,18 +225,6 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         }
     };
 
-    let empty = Map::new();
-    let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    let settings = settings::resolve(session_table, p.map)?;
-    if let Some(config) = &ctx.config {
-        // The policy's [session] keys fail now rather than in the runner.
-        crate::policy::PolicySettings::from_session_table(
-            &config.session,
-            &agent::config_origin(config),
-        )?;
-    }
-    check_reviewer(ctx, &settings)?;
-
     let mut provided = input::Values::new();
     if skill == "review-impl" {
         let Some(m) = mode.as_deref() else {
@@ -249,6 +245,20 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         TPL_FORMAT
     );
 
+    // The reviewer is checked after the input, so that a bad input is
+    // INVALID_INPUT whatever reviewer is (or is not) available.
+    let empty = Map::new();
+    let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    let settings = settings::resolve(session_table, p.map)?;
+    if let Some(config) = &ctx.config {
+        // The policy's [session] keys fail now rather than in the runner.
+        crate::policy::PolicySettings::from_session_table(
+            &config.session,
+            &agent::config_origin(config),
+        )?;
+    }
+    check_reviewer(ctx, &settings)?;
+
     let dir = store::create_session_dir(&working_dir, &name)?;
     // API and host reviewers run mcpmux's own thread: the session's name
     // identifies it. A command reviewer reports its own id.
@@ -268,6 +278,11 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         thread_id,
         created_at: store::now(),
         ended: false,
+        config_path: ctx
+            .config
+            .as_ref()
+            .and_then(|c| c.source.as_deref())
+            .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned())),
     };
     let rd = store::round_dir(&dir, 1);
     std::fs::create_dir(&rd)
@@ -419,15 +434,25 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
         if st.status != "running" {
             break;
         }
-        if !spec.ended
-            && store::now() - st.spawned_at > RUNNER_GRACE_SECONDS
-            && !store::RunnerLock::is_held(&dir)
-        {
-            // The round's runner is gone: resume it from the stored turns.
-            st.spawned_at = store::now();
-            state::write_state(&dir, n, &st)?;
-            state::event(&dir, n, json!({"type": "status", "status": "resuming"}));
-            start_runner(ctx, &dir)?;
+        if !spec.ended && store::now() - st.spawned_at > RUNNER_GRACE_SECONDS {
+            if let Some(lock) = store::RunnerLock::try_acquire(&dir)? {
+                // No runner holds the round. Read its state again while
+                // holding the lock: a runner writes its final state before
+                // it lets go, so a round that just finished is not taken
+                // for a dead one (and its state not overwritten).
+                st = state::read_state(&dir, n)?;
+                if st.status == "running" {
+                    // The round's runner is gone: resume it from the stored turns.
+                    st.spawned_at = store::now();
+                    state::write_state(&dir, n, &st)?;
+                    state::event(&dir, n, json!({"type": "status", "status": "resuming"}));
+                    drop(lock);
+                    start_runner(ctx, &dir)?;
+                }
+            }
+        }
+        if st.status != "running" {
+            break;
         }
         if store::now() >= until {
             break;
@@ -534,7 +559,6 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     if let Some(e) = p.string("effort")? {
         spec.settings.effort = Some(e);
     }
-    check_reviewer(ctx, &spec.settings)?;
     let mut provided = input::Values::new();
     provided.insert("ROUND".into(), spec.round.to_string());
     let prompt = format!(
@@ -542,6 +566,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         input::render(TPL_FOLLOWUP, &input, &provided)?,
         TPL_FORMAT
     );
+    check_reviewer(ctx, &spec.settings)?;
     let n = spec.round + 1;
     let rd = store::round_dir(&dir, n);
     std::fs::create_dir_all(&rd)
@@ -697,7 +722,12 @@ async fn stop_runner(dir: &Path, st: &RoundState) {
     if let Some(handle) = tasks().lock().ok().and_then(|mut t| t.remove(dir)) {
         handle.abort();
     }
-    if let Some(pid) = st.pid.filter(|p| *p != std::process::id()) {
+    // Only a detached runner (a process group of its own) is killed; an
+    // in-process runner of another process is that host application.
+    if let Some(pid) = st
+        .pid
+        .filter(|p| *p != std::process::id() && !st.in_process)
+    {
         if store::RunnerLock::is_held(dir) {
             // SAFETY: plain kill(2) calls; a wrong pid only fails.
             unsafe {

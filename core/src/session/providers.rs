@@ -13,6 +13,11 @@ use crate::llm::api::ApiSettings;
 use crate::llm::openai::OpenAi;
 use crate::llm::provider::SharedProvider;
 
+/// How much longer than `stall_seconds` the HTTP client waits for a byte,
+/// so that the runner's watchdog (which polls every 200 ms) reports a
+/// silent reviewer as `stalled` rather than the client failing the turn.
+const STALL_MARGIN_SECONDS: f64 = 2.0;
+
 /// The API key of an API reviewer, from the variable `settings` names.
 pub fn api_key(settings: &Settings) -> Result<String, Error> {
     let var = settings.key_env();
@@ -39,8 +44,14 @@ pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider,
                 api_key: Some(api_key(settings)?),
                 model: settings.model.clone(),
                 stream: settings.stream,
-                // The watchdog owns stalls; the client must not give up first.
-                request_timeout: Some(Duration::from_secs_f64(settings.stall_seconds)),
+                // The watchdog owns stalls (status `stalled`); the client
+                // must not give up first, so it waits a little longer.
+                request_timeout: Some(Duration::from_secs_f64(
+                    settings
+                        .stall_seconds
+                        .clamp(0.0, super::settings::MAX_NUMBER)
+                        + STALL_MARGIN_SECONDS,
+                )),
             };
             Ok(if settings.reviewer == "openai" {
                 Arc::new(OpenAi::new(api)?) as SharedProvider

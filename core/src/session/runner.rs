@@ -13,6 +13,10 @@ use super::store::{self, RunnerLock};
 use super::{agent, command, SessionContext};
 use crate::error::Error;
 
+/// How many times a round is resumed after its runner died before it is
+/// given up as failed (`failure_reason = "runner_died"`).
+const MAX_RESUMES: u32 = 5;
+
 /// Progress seen by the watchdog: stream bytes, events, finished tool calls.
 #[derive(Default)]
 pub struct Progress {
@@ -61,9 +65,25 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         return Ok(());
     };
     let mut spec = state::read_spec(dir)?;
-    let empty = serde_json::Map::new();
-    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    super::settings::fill_runtime(&mut spec.settings, table)?;
+    // A runner without a config of its own (started by a `wait` from a
+    // process that has none) uses the config the session began with.
+    let own;
+    let ctx = match (&ctx.config, &spec.config_path) {
+        (None, Some(path)) => match crate::config::Config::load(path) {
+            Ok(config) => {
+                own = SessionContext {
+                    config: Some(config),
+                    ..ctx.clone()
+                };
+                &own
+            }
+            Err(e) => {
+                tracing::warn!("cannot load the session's config: {e}");
+                ctx
+            }
+        },
+        _ => ctx,
+    };
     let n = spec.round;
     let mut st = state::read_state(dir, n)?;
     if st.status != "running" {
@@ -71,10 +91,39 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     }
     let resumed = st.pid.is_some();
     st.pid = Some(std::process::id());
+    st.in_process = matches!(ctx.runner, super::Runner::InProcess);
     if resumed {
         st.resumes += 1;
     }
     state::write_state(dir, n, &st)?;
+    // A round no runner can run ends as failed, rather than staying
+    // `running` for every later wait to start another runner that fails
+    // the same way: a config that no longer reads, or runners that keep
+    // dying before they finish it.
+    let empty = serde_json::Map::new();
+    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    let unrunnable = match super::settings::fill_runtime(&mut spec.settings, table) {
+        Err(e) => Some((format!("{}: {e}", e.code()), "turn_failed")),
+        Ok(()) if st.resumes > MAX_RESUMES => Some((
+            format!(
+                "the round's runner stopped {} times without finishing it",
+                st.resumes
+            ),
+            "runner_died",
+        )),
+        Ok(()) => None,
+    };
+    if let Some((error, reason)) = unrunnable {
+        let result = RoundResult {
+            status: "failed".into(),
+            review: super::review::empty(),
+            error: Some(error),
+            failure_reason: Some(reason.into()),
+            ..Default::default()
+        };
+        let observed = st.progress_observed;
+        return finish(dir, n, &mut st, &result, observed);
+    }
     if resumed {
         state::event(
             dir,

@@ -23,6 +23,8 @@ pub const DEFAULT_TIMEOUT_SECONDS: f64 = 18_000.0;
 pub const DEFAULT_MAX_ROUNDS: u32 = 5;
 /// Default `command` reviewer.
 pub const DEFAULT_COMMAND: &str = "codex";
+/// The largest number of seconds (or turns, rounds, bytes) a setting takes.
+pub const MAX_NUMBER: f64 = 1e9;
 /// The reviewers mcpmux knows.
 pub const REVIEWERS: &[&str] = &["openai", "anthropic", "command", "host"];
 
@@ -87,7 +89,9 @@ impl Settings {
     pub fn policy(&self) -> PolicySettings {
         PolicySettings {
             max_tool_calls: self.max_tool_calls,
-            call_timeout: self.call_timeout_seconds.map(Duration::from_secs_f64),
+            call_timeout: self
+                .call_timeout_seconds
+                .map(|s| Duration::from_secs_f64(s.clamp(0.0, MAX_NUMBER))),
             max_output_bytes: self.max_output_bytes,
             scope: self.scope.clone(),
             redact: Vec::new(),
@@ -130,10 +134,12 @@ impl Layer<'_> {
     fn number(&self, key: &str) -> Result<Option<f64>, Error> {
         match self.map.get(key) {
             None | Some(Value::Null) => Ok(None),
+            // Bounded so that every value converts to a `Duration` (a
+            // larger one would panic the round's runner).
             Some(Value::Number(n)) => match n.as_f64() {
-                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                Some(x) if x > 0.0 && x <= MAX_NUMBER => Ok(Some(x)),
                 _ => Err((self.err)(format!(
-                    "{}: '{key}' must be a positive number",
+                    "{}: '{key}' must be a positive number (at most {MAX_NUMBER})",
                     self.origin
                 ))),
             },
@@ -151,6 +157,18 @@ impl Layer<'_> {
                 self.origin
             ))),
             None => Ok(None),
+        }
+    }
+    /// A count that may be zero (`max_tool_calls = 0`: no tool calls).
+    fn count(&self, key: &str) -> Result<Option<u64>, Error> {
+        match self.map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                (self.err)(format!(
+                    "{}: '{key}' must be a non-negative integer",
+                    self.origin
+                ))
+            }),
         }
     }
     fn strings(&self, key: &str) -> Result<Option<Vec<String>>, Error> {
@@ -177,7 +195,9 @@ impl Layer<'_> {
 }
 
 /// Resolves settings from the call's `params` (keys `reviewer`, `model`,
-/// `effort`, `timeout_seconds`) over `[session]` over the defaults.
+/// `effort`, `timeout_seconds`, and the per-session limits `max_turns`,
+/// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes`, `scope`)
+/// over `[session]` over the defaults.
 /// `base_url` falls back to `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
 pub fn resolve(
     session: &Map<String, Value>,
@@ -227,8 +247,9 @@ pub fn resolve(
                 ))
             }
         },
-        max_turns: cfg
+        max_turns: call
             .integer("max_turns")?
+            .or(cfg.integer("max_turns")?)
             .unwrap_or(DEFAULT_MAX_TURNS as u64) as u32,
         stall_seconds: cfg
             .number("stall_seconds")?
@@ -245,10 +266,17 @@ pub fn resolve(
             .strings("resume_args")?
             .unwrap_or_else(default_resume_args),
         command,
-        max_tool_calls: cfg.integer("max_tool_calls")?,
-        call_timeout_seconds: cfg.number("call_timeout_seconds")?,
-        max_output_bytes: cfg.integer("max_output_bytes")?.map(|x| x as usize),
-        scope: cfg.string("scope")?,
+        max_tool_calls: call
+            .count("max_tool_calls")?
+            .or(cfg.count("max_tool_calls")?),
+        call_timeout_seconds: call
+            .number("call_timeout_seconds")?
+            .or(cfg.number("call_timeout_seconds")?),
+        max_output_bytes: call
+            .integer("max_output_bytes")?
+            .or(cfg.integer("max_output_bytes")?)
+            .map(|x| x as usize),
+        scope: call.string("scope")?.or(cfg.string("scope")?),
         reviewer,
     })
 }
@@ -342,5 +370,40 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("max_turns"), "{e}");
+    }
+
+    #[test]
+    fn session_limits_per_call_over_config_and_zero_calls_allowed() {
+        let table = json!({"max_tool_calls": 0, "scope": "dev", "max_turns": 4});
+        let s = resolve(table.as_object().unwrap(), &Map::new()).unwrap();
+        assert_eq!(s.max_tool_calls, Some(0));
+        let params = json!({"scope": "prod", "max_tool_calls": 3, "max_turns": 2,
+            "call_timeout_seconds": 5, "max_output_bytes": 100});
+        let s = resolve(table.as_object().unwrap(), params.as_object().unwrap()).unwrap();
+        assert_eq!(s.scope.as_deref(), Some("prod"));
+        assert_eq!(s.max_tool_calls, Some(3));
+        assert_eq!(s.max_turns, 2);
+        assert_eq!(s.call_timeout_seconds, Some(5.0));
+        assert_eq!(s.max_output_bytes, Some(100));
+        let e = resolve(
+            &Map::new(),
+            json!({"max_tool_calls": -1}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        // Numbers too large for a Duration are refused, not a later panic.
+        let e = resolve(
+            json!({"stall_seconds": 1e300}).as_object().unwrap(),
+            &Map::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(e.to_string().contains("stall_seconds"), "{e}");
+        let e = resolve(
+            &Map::new(),
+            json!({"timeout_seconds": 1e300}).as_object().unwrap(),
+        )
+        .unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
     }
 }

@@ -37,6 +37,12 @@ pub struct Spec {
     /// `end` was called.
     #[serde(default)]
     pub ended: bool,
+    /// The config file the session began with (a path, never its
+    /// contents): a runner started by a process that has no config of its
+    /// own (a `wait` from elsewhere resuming a dead round) loads it, so the
+    /// round goes on with the same servers and policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<PathBuf>,
 }
 
 /// `round-NNN/state.json`: where a round stands.
@@ -51,6 +57,11 @@ pub struct RoundState {
     /// Pid of the process that runs it now, when known.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The runner is a task inside a host process (`Runner::InProcess`),
+    /// not a process of its own: `end` from another process must not kill
+    /// that pid (it is the host application).
+    #[serde(default)]
+    pub in_process: bool,
     /// Some progress was seen (a turn stored, a stream byte, an event).
     #[serde(default)]
     pub progress_observed: bool,
@@ -126,8 +137,9 @@ impl Paths<'_> {
 pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
     if !dir.is_dir() {
         return Err(Error::InvalidSession(format!(
-            "not a session directory: {}",
-            dir.display()
+            "not a session directory: {} (cannot read {})",
+            dir.display(),
+            Paths(dir).spec().display()
         )));
     }
     store::read_json(&Paths(dir).spec())
