@@ -10,6 +10,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Property tests (proptest) draw the same cases on every CI run; set
+# PROPTEST_RNG_SEED yourself to explore others.
+export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 
 step() { printf '\n==> %s\n' "$*"; }
 

@@ -203,6 +203,15 @@ fn sentence() -> impl Strategy<Value = String> {
     })
 }
 
+/// A sentence the redactor leaves alone (a random sentence can itself hold
+/// something secret-shaped, like `Bearer <token>`; that is measured by the
+/// false-positive test, not here).
+fn secret_free_sentence() -> impl Strategy<Value = String> {
+    sentence().prop_filter("holds nothing secret-shaped", |s| {
+        Redactor::default().redact(s).1 == 0
+    })
+}
+
 fn code_line() -> impl Strategy<Value = String> {
     prop_oneof![
         (identifier(), identifier(), identifier(), any::<u16>())
@@ -383,8 +392,8 @@ proptest! {
 
     #[test]
     fn a_secret_split_between_blocks_is_caught(
-        before in sentence(),
-        after in sentence(),
+        before in secret_free_sentence(),
+        after in secret_free_sentence(),
         planted in secrets(),
         which in 0..12usize,
         cut in any::<prop::sample::Index>(),
