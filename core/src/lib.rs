@@ -21,7 +21,8 @@
 //!
 //! Module map (DESIGN §1): [`jsonrpc`] (messages, in-flight table,
 //! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
-//! (stdio), [`client`] (one server), [`hub`] (many servers), [`config`],
+//! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
+//! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`policy`] (what a session's model may call, redaction, audit),
 //! [`error`].
