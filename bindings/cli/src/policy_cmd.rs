@@ -4,35 +4,18 @@
 
 use mcpmux_core::policy::{PolicySettings, SessionPolicy};
 use mcpmux_core::{Config, Error, Hub};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-/// The effective allow list as JSON (`--json` prints exactly this).
+/// The effective allow list as JSON (`--json` prints exactly this); the
+/// bindings' `policy.report()` gives the same object.
 pub async fn report(hub: &Hub, config: &Config, scope: Option<&str>) -> Result<Value, Error> {
     let settings = PolicySettings {
         scope: scope.map(str::to_owned),
         ..PolicySettings::default()
     };
-    let policy = SessionPolicy::new(config, settings, None)?;
-    let verdicts = policy.verdicts(&hub.list_tools().await);
-    let servers: Vec<Value> = hub
-        .servers()
-        .iter()
-        .map(|s| {
-            let rules = policy.server_policy(&s.name).cloned().unwrap_or_default();
-            let mine: Vec<_> = verdicts.iter().filter(|v| v.server == s.name).collect();
-            let names: Vec<&str> = mine.iter().map(|v| v.tool.as_str()).collect();
-            json!({
-                "name": s.name,
-                "state": s.state,
-                "scopes": rules.scopes,
-                "in_scope": rules.in_scope(scope),
-                "offered": mine.iter().filter(|v| v.offered).map(|v| &v.name).collect::<Vec<_>>(),
-                "refused": mine.iter().filter(|v| !v.offered).collect::<Vec<_>>(),
-                "missing": if s.state == "connected" { rules.missing_names(&names) } else { Vec::new() },
-            })
-        })
-        .collect();
-    Ok(json!({ "scope": scope, "servers": servers }))
+    Ok(SessionPolicy::new(config, settings, None)?
+        .report(hub)
+        .await)
 }
 
 /// The same report for people.
