@@ -41,6 +41,9 @@ const MAX_RESUMES: u32 = 5;
 /// Authorizations (or refreshes, or DPoP nonce retries) one message may
 /// trigger before its 401 / 403 is final.
 const MAX_AUTH_ROUNDS: u32 = 3;
+/// Longest that messages after `notifications/initialized` wait for it to
+/// be delivered and for the GET stream to open.
+const HANDSHAKE_GATE: Duration = Duration::from_secs(3);
 
 /// A Streamable HTTP connection to one server. Owned by its peer.
 pub struct StreamableHttpTransport {
@@ -64,6 +67,12 @@ struct Inner {
     reinit: tokio::sync::Mutex<()>,
     /// OAuth for this server (`auth.type = "oauth"`).
     auth: Option<Arc<Authorizer>>,
+    /// `false` from the moment `notifications/initialized` is sent until it
+    /// was delivered and the GET stream answered (or [`HANDSHAKE_GATE`]
+    /// passed). Each message is POSTed by its own task, so without this a
+    /// request could overtake the notification, and a server request sent
+    /// on the GET stream before that stream exists would be lost.
+    handshake_done: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -162,6 +171,7 @@ impl StreamableHttpTransport {
                 reinit: tokio::sync::Mutex::new(()),
                 runtime: tokio::runtime::Handle::current(),
                 auth: authorizer,
+                handshake_done: tokio::sync::watch::Sender::new(true),
             }),
         }))
     }
@@ -188,6 +198,9 @@ impl Transport for StreamableHttpTransport {
         out.headers = headers.to_vec();
         if out.method.as_deref() == Some("initialize") {
             inner.state.lock().unwrap().initialize = Some(message.clone());
+        }
+        if out.method.as_deref() == Some("notifications/initialized") {
+            inner.handshake_done.send_replace(false);
         }
         let task = inner.runtime.spawn(inner.clone().deliver(message, out));
         inner.track(task.abort_handle());
@@ -271,6 +284,13 @@ impl Inner {
 
     /// Sends one message and handles whatever comes back.
     async fn deliver(self: Arc<Self>, message: Vec<u8>, out: Outgoing) {
+        if !matches!(
+            out.method.as_deref(),
+            Some("initialize" | "notifications/initialized")
+        ) {
+            let mut done = self.handshake_done.subscribe();
+            let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
+        }
         let session = self.state.lock().unwrap().session_id.clone();
         match self.send_authorized(&message, &out).await {
             Ok(response)
@@ -293,6 +313,11 @@ impl Inner {
         if out.method.as_deref() == Some("notifications/initialized") {
             self.start_get_stream();
         }
+    }
+
+    /// Lets the messages held back by the handshake go.
+    fn open_handshake_gate(&self) {
+        self.handshake_done.send_replace(true);
     }
 
     /// POSTs a message with the server's credentials; a 401 (or a 403
@@ -606,6 +631,8 @@ impl Inner {
                 .as_deref()
                 .is_some_and(crate::protocol::is_stateless);
             if state.get_stream_started || stateless {
+                drop(state);
+                self.open_handshake_gate();
                 return;
             }
             state.get_stream_started = true;
@@ -615,7 +642,11 @@ impl Inner {
             let mut position = StreamPosition::default();
             let mut failures = 0u32;
             while !this.closed.load(Ordering::SeqCst) {
-                match this.get(position.last_event_id.as_deref()).await {
+                let answer = this.get(position.last_event_id.as_deref()).await;
+                // Whatever the answer, the server has seen the GET (or never
+                // will): the messages behind the handshake may go.
+                this.open_handshake_gate();
+                match answer {
                     Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
                     Ok(r)
                         if r.status().is_success()
