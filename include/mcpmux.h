@@ -189,9 +189,10 @@ typedef struct mcpmux_call mcpmux_call;
 typedef struct mcpmux_engine mcpmux_engine;
 
 /**
- * An error reported by mcpmux: a status, its stable code string (DESIGN
- * section 7) and a message for people. Created by mcpmux, owned by the caller
- * that received it, freed with mcpmux_error_free().
+ * An error reported by mcpmux: a status, its stable code string (see
+ * docs/ARCHITECTURE.md#error-codes) and a message for people. Created by
+ * mcpmux, owned by the caller that received it, freed with
+ * mcpmux_error_free().
  */
 typedef struct mcpmux_error mcpmux_error;
 
@@ -822,7 +823,7 @@ enum mcpmux_status mcpmux_host_reply_error(struct mcpmux_host_reply *reply, cons
  * renders the prompt and writes the session directory).
  *
  * `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
- * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (DESIGN §5).
+ * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (docs/ARCHITECTURE.md#review-sessions).
  * On success `*out_json` receives `{"session_dir", "round": 1, "status":
  * "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
  * caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a
@@ -929,8 +930,8 @@ enum mcpmux_status mcpmux_session_end_async(const struct mcpmux_sessions *sessio
 
 /**
  * The stable code string of `error` ("TIMEOUT", "UNKNOWN_TOOL", ... the
- * DESIGN section 7 codes, the same in every mcpmux front end), or "" when `error`
- * is NULL. The string is static: do not free it; it stays valid after
+ * codes of docs/ARCHITECTURE.md#error-codes, the same in every mcpmux front
+ * end), or "" when `error` is NULL. The string is static: do not free it; it stays valid after
  * mcpmux_error_free(). Any thread.
  *
  * # Safety

@@ -1,7 +1,7 @@
 // Type definitions for the `mcpmux` package (the public API of index.js /
 // index.mjs). The native addon's own generated types are in native.d.ts.
 
-/** The stable error codes (DESIGN §7), the same in every mcpmux front end. */
+/** The stable error codes (docs/ARCHITECTURE.md#error-codes), the same in every front end. */
 export type ErrorCode =
   | 'CONFIG_INVALID'
   | 'INVALID_INPUT'
@@ -40,7 +40,7 @@ export declare const version: string
 export declare class McpmuxError extends Error {
   constructor(code: ErrorCode, message: string, extra?: { rpcCode?: number; data?: unknown; cause?: unknown })
   readonly name: 'McpmuxError'
-  /** What went wrong, as a stable code (DESIGN §7). */
+  /** What went wrong, as a stable code (docs/ARCHITECTURE.md#error-codes). */
   readonly code: ErrorCode
   /** The JSON-RPC error code the server sent (`SERVER_ERROR` only). */
   readonly rpcCode?: number
@@ -352,7 +352,7 @@ export declare class Hub {
 }
 
 // ---------------------------------------------------------------------------
-// Review sessions (DESIGN §5)
+// Review sessions (docs/ARCHITECTURE.md#review-sessions)
 
 /** A message of a host reviewer's conversation. */
 export interface SessionMessage {

@@ -7,7 +7,7 @@
 const native = require('./native.js')
 
 /**
- * The stable error codes (DESIGN §7), as the engine lists them.
+ * The stable error codes (docs/ARCHITECTURE.md#error-codes), as the engine lists them.
  * @type {readonly string[]}
  */
 const ERROR_CODES = Object.freeze(native.errorCodes())
@@ -704,12 +704,13 @@ function nativeThrow(err) {
 }
 
 /**
- * Review sessions (DESIGN §5): begin / wait / reply / end, kept on disk under
- * `<working_dir>/.mcpmux/sessions/`. Every method takes an object whose keys
- * are the engine's JSON keys (`skill`, `input`, `working_dir`,
- * `session_dir`, `max_wait_seconds`, ...) and resolves to the engine's JSON
- * result. Rounds run in the background of this process; a later `wait`
- * (from any process) resumes a round whose runner died.
+ * Review sessions (docs/ARCHITECTURE.md#review-sessions): begin / wait /
+ * reply / end, kept on disk under `<working_dir>/.mcpmux/sessions/`. Every
+ * method takes an object whose keys are the engine's JSON keys (`skill`,
+ * `input`, `working_dir`, `session_dir`, `max_wait_seconds`, ...) and
+ * resolves to the engine's JSON result. Rounds run in the background of
+ * this process; a later `wait` (from any process) resumes a round whose
+ * runner died.
  *
  * `host` is the `host` reviewer: `(request) => result | Promise<result>`,
  * called on the JavaScript thread with the completion request (`system`,

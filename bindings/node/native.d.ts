@@ -175,5 +175,5 @@ export declare class NativeSessions {
 /** The version of the mcpmux engine inside this addon. */
 export declare function engineVersion(): string
 
-/** The stable error code strings (DESIGN §7), as core lists them. */
+/** The stable error code strings (docs/ARCHITECTURE.md#error-codes), as core lists them. */
 export declare function errorCodes(): Array<string>

@@ -108,7 +108,7 @@ pub const ALL_CODES: &[&str] = &[
 ];
 
 impl Error {
-    /// The stable code string of this error (DESIGN §7), e.g. `"TIMEOUT"`.
+    /// The stable code string of this error (one of [`ALL_CODES`]), e.g. `"TIMEOUT"`.
     pub fn code(&self) -> &'static str {
         match self {
             Error::ConfigInvalid(_) => "CONFIG_INVALID",

@@ -38,7 +38,7 @@ impl Default for HubOptions {
 /// One tool as the hub offers it (`tools --json` prints exactly this).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HubTool {
-    /// Hub-wide name, `mcp_{server}_{tool}` (see DESIGN §4).
+    /// Hub-wide name, `mcp_{server}_{tool}` (see [`crate::tool_names`]).
     pub name: String,
     /// The configured name of the server that has it.
     pub server: String,

@@ -19,7 +19,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map (DESIGN §1): [`jsonrpc`] (messages, in-flight table,
+//! Module map (`docs/ARCHITECTURE.md#core-modules`): [`jsonrpc`] (messages, in-flight table,
 //! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],

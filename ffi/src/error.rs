@@ -1,5 +1,6 @@
 //! Error mapping of the C ABI, in one place: [`mcpmux_status`] (one value per
-//! DESIGN §7 code), [`mcpmux_error`] (code + message) and its accessors.
+//! code of `docs/ARCHITECTURE.md#error-codes`), [`mcpmux_error`] (code + message)
+//! and its accessors.
 
 use std::ffi::{c_char, CStr, CString};
 
@@ -92,9 +93,10 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
     (MCPMUX_STATUS_AUTH_FAILED, c"AUTH_FAILED"),
 ];
 
-/// An error reported by mcpmux: a status, its stable code string (DESIGN
-/// section 7) and a message for people. Created by mcpmux, owned by the caller
-/// that received it, freed with mcpmux_error_free().
+/// An error reported by mcpmux: a status, its stable code string (see
+/// docs/ARCHITECTURE.md#error-codes) and a message for people. Created by
+/// mcpmux, owned by the caller that received it, freed with
+/// mcpmux_error_free().
 pub struct mcpmux_error {
     status: mcpmux_status,
     code: &'static CStr,
@@ -160,8 +162,8 @@ pub(crate) unsafe fn report(err: *mut *mut mcpmux_error, e: &Error) -> mcpmux_st
 }
 
 /// The stable code string of `error` ("TIMEOUT", "UNKNOWN_TOOL", ... the
-/// DESIGN section 7 codes, the same in every mcpmux front end), or "" when `error`
-/// is NULL. The string is static: do not free it; it stays valid after
+/// codes of docs/ARCHITECTURE.md#error-codes, the same in every mcpmux front
+/// end), or "" when `error` is NULL. The string is static: do not free it; it stays valid after
 /// mcpmux_error_free(). Any thread.
 ///
 /// # Safety

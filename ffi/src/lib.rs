@@ -1,6 +1,6 @@
 //! # mcpmux-ffi
 //!
-//! The C ABI of mcpmux (DESIGN §8): `libmcpmux.so` / `libmcpmux.a` and the
+//! The C ABI of mcpmux (`docs/ARCHITECTURE.md#front-ends`): `libmcpmux.so` / `libmcpmux.a` and the
 //! header `include/mcpmux.h`, generated from this crate by cbindgen.
 //!
 //! A thin layer over `mcpmux-core`: argument conversion (`util`), error

@@ -1,8 +1,8 @@
-//! Review sessions (DESIGN §5): [`mcpmux_sessions`] (a configuration and a
-//! host reviewer), the four verbs `begin` / `wait` / `reply` / `end`
-//! (blocking, and `_async` variants with a callback), and the `host`
-//! reviewer as a C function pointer ([`mcpmux_host_fn`], answered through
-//! [`mcpmux_host_reply`]).
+//! Review sessions (`docs/ARCHITECTURE.md#review-sessions`):
+//! [`mcpmux_sessions`] (a configuration and a host reviewer), the four verbs
+//! `begin` / `wait` / `reply` / `end` (blocking, and `_async` variants with a
+//! callback), and the `host` reviewer as a C function pointer
+//! ([`mcpmux_host_fn`], answered through [`mcpmux_host_reply`]).
 //!
 //! Everything is JSON in, JSON out, exactly as `mcpmux_core::session`
 //! takes and gives it; this file only converts arguments, maps errors and
@@ -510,7 +510,7 @@ unsafe fn asynchronous(
 /// renders the prompt and writes the session directory).
 ///
 /// `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
-/// "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (DESIGN §5).
+/// "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (docs/ARCHITECTURE.md#review-sessions).
 /// On success `*out_json` receives `{"session_dir", "round": 1, "status":
 /// "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
 /// caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a

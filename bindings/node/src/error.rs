@@ -5,7 +5,7 @@
 //! JSON text `{"code", "message", "rpcCode"?, "data"?}` (see
 //! [`error_json`]); the wrapper in `index.js` turns it into an
 //! `McpmuxError` with the same fields. `code` is always one of the stable
-//! strings of DESIGN §7 ([`mcpmux_core::error::ALL_CODES`]), unchanged.
+//! strings of `docs/ARCHITECTURE.md#error-codes` ([`mcpmux_core::error::ALL_CODES`]), unchanged.
 //! Failures inside the binding itself (a worker task that panicked, a
 //! runtime that cannot start) are reported as `INTERNAL` through the same
 //! shape ([`internal`]).
@@ -13,10 +13,10 @@
 use mcpmux_core::Error;
 use serde_json::{json, Value};
 
-/// The error as the JSON text the JavaScript wrapper reads: `code` (DESIGN
-/// §7), `message` (for people; never carries secrets, core sees to that),
-/// and for `SERVER_ERROR` the JSON-RPC `rpcCode` and the server's `data`
-/// when it sent any.
+/// The error as the JSON text the JavaScript wrapper reads: `code` (one of
+/// [`mcpmux_core::error::ALL_CODES`]), `message` (for people; never carries
+/// secrets, core sees to that), and for `SERVER_ERROR` the JSON-RPC
+/// `rpcCode` and the server's `data` when it sent any.
 pub fn error_json(error: &Error) -> String {
     let mut out = json!({ "code": error.code(), "message": error.to_string() });
     if let Error::ServerError { code, data, .. } = error {

@@ -2,7 +2,7 @@
 //!
 //! The documented public API is the Python layer (`python/mcpmux/__init__.py`,
 //! typed in `__init__.pyi`); it calls this module. This crate stays thin
-//! (DESIGN §1): argument conversion ([`convert`]), handing engine errors to
+//! (`docs/ARCHITECTURE.md#crates`): argument conversion ([`convert`]), handing engine errors to
 //! the Python exception classes ([`errors`]), and async bridging
 //! ([`bridge`]). The engine itself is `mcpmux-core`.
 //!

@@ -1,5 +1,5 @@
-//! Review sessions (DESIGN §5): `begin`, `wait`, `reply` and `end`, JSON in
-//! and JSON out, durable on disk under
+//! Review sessions (`docs/ARCHITECTURE.md#review-sessions`): `begin`,
+//! `wait`, `reply` and `end`, JSON in and JSON out, durable on disk under
 //! `<working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/` (see
 //! [`store`] for the layout).
 //!

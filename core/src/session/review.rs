@@ -1,5 +1,6 @@
 //! The reviewer's verdict and findings, read from a `submit_review` call or
-//! from the answer text, and the `next` / `next_reason` advice (DESIGN §5).
+//! from the answer text, and the `next` / `next_reason` advice
+//! (`docs/ARCHITECTURE.md#review-sessions`).
 //!
 //! Text parsing is tolerant: the last fenced code block (```json or plain
 //! ```) that holds an object with a `verdict`, else the last bare `{...}`
@@ -173,7 +174,7 @@ pub struct Outcome<'a> {
     pub max_rounds: u32,
 }
 
-/// `(next, next_reason)` for a round (DESIGN §5).
+/// `(next, next_reason)` for a round (see the module docs).
 pub fn next(o: &Outcome<'_>) -> (&'static str, String) {
     match o.status {
         "running" => ("running", "reviewer_running".into()),

@@ -93,7 +93,7 @@ __all__ = [
 #: The version of the mcpmux engine inside this package.
 __version__: str = _native.ENGINE_VERSION
 
-#: Every stable error code, as the engine lists them (DESIGN §7).
+#: Every stable error code, as the engine lists them (docs/ARCHITECTURE.md#error-codes).
 ERROR_CODES: tuple = tuple(_native.ERROR_CODES)
 
 #: At interpreter exit, open hubs get this long (seconds) to let their
