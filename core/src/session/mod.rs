@@ -16,12 +16,14 @@
 mod agent;
 mod command;
 pub mod input;
+pub mod process;
 mod providers;
 pub mod review;
 mod runner;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod trust;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -302,7 +304,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             ..Default::default()
         },
     )?;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     state::event(&dir, 1, json!({"type": "status", "status": "running"}));
     start_runner(ctx, &dir)?;
 
@@ -377,9 +379,14 @@ fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
                 .append(true)
                 .open(dir.join("runner.log"))
                 .map_err(|e| Error::Internal(format!("cannot open runner.log: {e}")))?;
+            // The canonical path: `end` recognizes its runner by this last
+            // argument (see `process`).
+            let dir = dir.canonicalize().map_err(|e| {
+                Error::InvalidSession(format!("cannot resolve {}: {e}", dir.display()))
+            })?;
             let mut child = std::process::Command::new(program)
                 .args(args)
-                .arg(dir)
+                .arg(&dir)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(log)
@@ -567,7 +574,17 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         TPL_FORMAT
     );
     check_reviewer(ctx, &spec.settings)?;
-    let n = spec.round + 1;
+    let n = spec
+        .round
+        .checked_add(1)
+        .filter(|n| *n <= state::MAX_ROUND)
+        .ok_or_else(|| {
+            Error::LimitExceeded(format!(
+                "session {} has had {} rounds, the most a session may have",
+                dir.display(),
+                spec.round
+            ))
+        })?;
     let rd = store::round_dir(&dir, n);
     std::fs::create_dir_all(&rd)
         .map_err(|e| Error::Internal(format!("cannot create {}: {e}", rd.display())))?;
@@ -603,7 +620,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         },
     )?;
     spec.round = n;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     state::event(&dir, n, json!({"type": "status", "status": "running"}));
     start_runner(ctx, &dir)?;
     Ok(json!({
@@ -685,7 +702,7 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
     }
     let finalized = completed || outcome.is_some() || error.is_some();
     spec.ended = true;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     let mut out = json!({
         "status": "ended",
         "session_dir": dir.display().to_string(),
@@ -717,22 +734,19 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
 }
 
 /// Stops the runner of a running round: aborts the task in this process,
-/// or kills the runner's process group; waits for its lock to free.
+/// or kills the detached runner (and the process group it leads) when it
+/// is provably this session's runner (see [`process`]); waits for its lock
+/// to free.
 async fn stop_runner(dir: &Path, st: &RoundState) {
     if let Some(handle) = tasks().lock().ok().and_then(|mut t| t.remove(dir)) {
         handle.abort();
     }
-    // Only a detached runner (a process group of its own) is killed; an
-    // in-process runner of another process is that host application.
-    if let Some(pid) = st
-        .pid
-        .filter(|p| *p != std::process::id() && !st.in_process)
-    {
+    // Only a detached runner is killed; an in-process runner of another
+    // process is that host application.
+    if let Some(pid) = st.pid.filter(|_| !st.in_process) {
         if store::RunnerLock::is_held(dir) {
-            // SAFETY: plain kill(2) calls; a wrong pid only fails.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-                libc::kill(pid as i32, libc::SIGKILL);
+            if let Err(why) = process::kill_runner(dir, pid, st.pid_start_time) {
+                tracing::warn!(dir = %dir.display(), "the round's runner is not signalled: {why}");
             }
         }
     }
