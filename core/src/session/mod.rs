@@ -260,6 +260,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         )?;
     }
     check_reviewer(ctx, &settings)?;
+    trust::ensure_key()?;
 
     let dir = store::create_session_dir(&working_dir, &name)?;
     // API and host reviewers run mcpmux's own thread: the session's name

@@ -178,7 +178,16 @@ fn key(create: bool) -> Result<hmac::Key, String> {
     let dir = path
         .parent()
         .ok_or_else(|| format!("{} has no directory", path.display()))?;
-    if create && !dir.exists() {
+    let missing = || {
+        format!(
+            "there is no session key at {} (mcpmux makes it when it begins a session)",
+            path.display()
+        )
+    };
+    if !dir.exists() {
+        if !create {
+            return Err(missing());
+        }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
@@ -192,14 +201,18 @@ fn key(create: bool) -> Result<hmac::Key, String> {
             create_key(&path)?;
             read_key(&path)?.ok_or_else(|| format!("{} vanished", path.display()))?
         }
-        None => {
-            return Err(format!(
-                "there is no session key at {} (mcpmux makes it when it begins a session)",
-                path.display()
-            ))
-        }
+        None => return Err(missing()),
     };
     Ok(hmac::Key::new(hmac::HMAC_SHA256, &bytes))
+}
+
+/// Makes sure this user's key exists and is usable (creating it when
+/// missing), so that `begin` fails before it creates a session directory
+/// it could not sign.
+pub fn ensure_key() -> Result<(), Error> {
+    key(true)
+        .map(|_| ())
+        .map_err(|why| Error::InvalidSession(format!("cannot sign session files: {why}")))
 }
 
 /// The session directory as bound into the MAC (its canonical path).
