@@ -109,9 +109,14 @@ fn a_copied_in_or_edited_session_never_runs_its_command() {
         .into();
     spec["settings"]["command"] = evil.display().to_string().into();
     write_json(&dir.join("session.json"), &spec);
+    // Started now, so that a resumed round would run, not time out.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     write_json(
         &dir.join("round-001/state.json"),
-        &json!({"status": "running", "started_at": 1.0, "spawned_at": 0.0, "thread_start": 0}),
+        &json!({"status": "running", "started_at": now, "spawned_at": 0.0, "thread_start": 0}),
     );
     std::fs::write(dir.join("round-001/prompt.md"), "x").unwrap();
     std::fs::write(
@@ -124,8 +129,8 @@ fn a_copied_in_or_edited_session_never_runs_its_command() {
     let out = repo
         .mcpmux(&["review", "wait", d, "--max-wait-seconds", "5"])
         .run();
+    assert!(!marker.exists(), "wait ran the session's command:\n{out}");
     assert_invalid_session(&out, "session.json is not authenticated by this user's key");
-    assert!(!marker.exists(), "wait ran the session's command");
     let input = repo.write("r.md", "reply");
     let out = repo
         .mcpmux(&["review", "reply", d, "--input"])
@@ -173,8 +178,8 @@ fn a_copied_in_or_edited_session_never_runs_its_command() {
             "5",
         ])
         .run();
+    assert!(!marker.exists(), "wait ran the edited command:\n{out}");
     assert_invalid_session(&out, "the MAC does not match");
-    assert!(!marker.exists(), "wait ran the edited command");
 }
 
 /// `flock FILE sleep 30`: a live process holding the session's runner
