@@ -184,8 +184,10 @@ fn a_copied_in_or_edited_session_never_runs_its_command() {
 
 /// `flock FILE sleep 30`: a live process holding the session's runner
 /// lock, as a runner would.
+// The caller kills and waits for the returned child.
+#[allow(clippy::zombie_processes)]
 fn lock_holder(dir: &Path) -> Child {
-    let child = Command::new("flock")
+    let mut child = Command::new("flock")
         .arg(dir.join("runner.lock"))
         .args(["sleep", "30"])
         .spawn()
@@ -202,7 +204,11 @@ fn lock_holder(dir: &Path) -> Child {
         if !free {
             return child;
         }
-        assert!(Instant::now() < end, "flock never took the lock");
+        if Instant::now() >= end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("flock never took the lock");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }

@@ -9,6 +9,11 @@
 //! with the lock free (its runner died) resumes it from the stored
 //! transcript through the context's runner.
 //!
+//! Session files are data, not authority: every verb acts only on a
+//! session whose `session.json` and current `state.json` carry a valid MAC
+//! under this user's key ([`trust`]), and `end` signals only a runner it
+//! can prove is this session's ([`process`]).
+//!
 //! Custom skills: a `skill` that is a path to a template file (it contains
 //! a `/` or ends in `.md`) is a custom skill; its session directory takes
 //! the file's stem as its name, and it ends on `APPROVE` like `review-plan`.

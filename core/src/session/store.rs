@@ -18,6 +18,10 @@
 //! Every file except the append-only `events.jsonl` is replaced with a
 //! temporary file in the same directory and a rename, so a reader (or a
 //! process resuming after `kill -9`) never sees half a file.
+//!
+//! `session.json` and each `state.json` carry a MAC under this user's key
+//! as their last field (see [`super::trust`]); they are read and written
+//! through [`super::state`], never with [`read_json`] / [`write_json`].
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
