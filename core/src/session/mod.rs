@@ -60,7 +60,7 @@ pub struct SessionContext {
 pub enum Runner {
     /// A tokio task in this process (library default; the round dies with the process and resumes on a later wait).
     InProcess,
-    /// A detached process (own process group, stdio to /dev/null and a log in the session dir): `program args... <session_dir>` runs the round to its end (the CLI and `serve` use `current_exe()` + a hidden subcommand `review run-round`).
+    /// A detached process (own process group, stdio to /dev/null and a log in the session dir): `program args... <session_dir>` runs the round to its end (the CLI and `serve` use `current_exe()` + a hidden subcommand `review run-round`). The session dir is passed as its canonical path, the last argument: `end` kills a runner only when its command line ends with it (see [`process`]).
     Detached {
         /// The program to start.
         program: PathBuf,
