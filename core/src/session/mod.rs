@@ -752,7 +752,7 @@ async fn stop_runner(dir: &Path, st: &RoundState) {
     if let Some(pid) = st.pid.filter(|_| !st.in_process) {
         if store::RunnerLock::is_held(dir) {
             if let Err(why) = process::kill_runner(dir, pid, st.pid_start_time) {
-                tracing::warn!(dir = %dir.display(), "the round's runner is not signalled: {why}");
+                tracing::debug!(dir = %dir.display(), "the round's runner is not signalled: {why}");
             }
         }
     }
