@@ -13,6 +13,10 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # Property tests (proptest) draw the same cases on every CI run; set
 # PROPTEST_RNG_SEED yourself to explore others.
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
+# Review sessions sign their files with a per-user key under
+# $XDG_STATE_HOME/mcpmux/ (README, "Session files and trust"); the suites
+# (Rust, C, Python, Node) use one of the build's, never the real home's.
+export XDG_STATE_HOME="$CARGO_TARGET_DIR/test-state"
 
 step() { printf '\n==> %s\n' "$*"; }
 

@@ -119,6 +119,7 @@ async fn a_reviewer_model_cannot_do_more_see_secrets_or_be_steered() {
         q(&mock.openai_base_url()),
         q(KEY_VAR),
     );
+    common::private_state();
     let ctx = SessionContext {
         config: Some(Config::parse(&text).unwrap()),
         host: None,

@@ -38,6 +38,7 @@ async fn run_case(kind: &str, stream: bool, steps: Value, extra: &str, input: &s
         }),
         common::q(KEY_VAR),
     );
+    common::private_state();
     let ctx = SessionContext {
         config: Some(Config::parse(&text).unwrap()),
         host: None,
@@ -317,6 +318,7 @@ async fn bad_input_is_invalid_input_whatever_the_reviewer() {
     // The reviewer's program does not exist, yet a bad input is reported
     // as such (INVALID_INPUT naming what is missing), and nothing is created.
     let wd = tempfile::tempdir().unwrap();
+    common::private_state();
     let ctx = SessionContext {
         config: Some(
             Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/nonexistent/codex\"\n")
@@ -366,6 +368,7 @@ async fn without_servers_a_tool_call_is_refused_and_audited() {
         common::q(&mock.openai_base_url()),
         common::q(KEY_VAR),
     );
+    common::private_state();
     let ctx = SessionContext {
         config: Some(Config::parse(&text).unwrap()),
         host: None,
@@ -395,6 +398,7 @@ async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
     // resuming wait's config no longer reads (`args` is not a list): the
     // round ends as failed naming the field, instead of staying `running`.
     let wd = tempfile::tempdir().unwrap();
+    common::private_state();
     let begin_ctx = SessionContext {
         config: Some(
             Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
@@ -412,6 +416,7 @@ async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
     .await
     .unwrap();
     let dir = b["session_dir"].as_str().unwrap().to_owned();
+    common::private_state();
     let wait_ctx = SessionContext {
         config: Some(
             Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\nargs = 5\n")
@@ -441,6 +446,7 @@ async fn end_never_kills_a_host_process_running_the_round_in_process() {
     // an in-process task and holds its lock; `end` from this process ends
     // the session without killing that process.
     let wd = tempfile::tempdir().unwrap();
+    common::private_state();
     let ctx = SessionContext {
         config: Some(
             Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap(),
@@ -462,12 +468,11 @@ async fn end_never_kills_a_host_process_running_the_round_in_process() {
         .arg("30")
         .spawn()
         .unwrap();
-    let state_path = dir.join("round-001/state.json");
-    let mut st: Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_path).unwrap()).unwrap();
-    st["pid"] = host.id().into();
-    st["in_process"] = true.into();
-    std::fs::write(&state_path, st.to_string()).unwrap();
+    // Written as mcpmux writes it (with its MAC): the runner of another process.
+    let mut st = session::state::read_state(&dir, 1).unwrap();
+    st.pid = Some(host.id());
+    st.in_process = true;
+    session::state::write_state(&dir, 1, &st).unwrap();
     let lock = session::store::RunnerLock::try_acquire(&dir)
         .unwrap()
         .unwrap();

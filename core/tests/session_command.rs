@@ -18,6 +18,7 @@ fn fake_codex() -> PathBuf {
 }
 
 fn ctx(session_toml: &str) -> SessionContext {
+    common::private_state();
     SessionContext {
         config: Some(Config::parse(&format!("[session]\n{session_toml}\n")).unwrap()),
         host: None,

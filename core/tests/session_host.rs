@@ -29,6 +29,7 @@ fn scripted(answers: Vec<Value>) -> (HostCallback, Arc<Mutex<Vec<Value>>>) {
 }
 
 fn ctx(config: Option<Config>, cb: Option<HostCallback>) -> SessionContext {
+    common::private_state();
     SessionContext {
         config,
         host: cb.map(session::host_provider),
@@ -295,6 +296,7 @@ async fn errors_name_what_is_wrong() {
     assert!(e.to_string().contains("input"), "{e}");
     let e = begin(json!({"skill": "review-think", "input": "x", "working_dir": wdp, "reviewer": "carrier-pigeon"})).await;
     assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
+    common::private_state();
     let no_host = SessionContext {
         config: None,
         host: None,

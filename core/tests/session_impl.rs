@@ -38,6 +38,7 @@ fn host(answer: Value) -> SessionContext {
         let a = answer.clone();
         Box::pin(async move { Ok(a) })
     });
+    common::private_state();
     SessionContext {
         config: Some(Config::parse("[session]\nreviewer = \"host\"\n").unwrap()),
         host: Some(session::host_provider(cb)),
@@ -123,6 +124,7 @@ async fn server_everything_as_review_tools() {
             "allow_tools = [\"echo\", \"get-sum\"]\nconfirm_read_only = [\"echo\", \"get-sum\"]"
         )
     );
+    common::private_state();
     let ctx = SessionContext {
         config: Some(Config::parse(&text).unwrap()),
         host: Some(session::host_provider(cb)),

@@ -22,6 +22,7 @@ fn python_sdk_client_runs_a_whole_review() {
         .arg(sb.path().join("mcpmux.toml"))
         .arg(sb.path())
         .current_dir(sb.path())
+        .env("XDG_STATE_HOME", common::state_home())
         .output()
         .expect("run the Python client");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -65,6 +66,7 @@ fn round_outlives_serve_and_unknown_methods_are_refused() {
         .arg(sb.path().join("mcpmux.toml"))
         .arg("serve")
         .current_dir(sb.path())
+        .env("XDG_STATE_HOME", common::state_home())
         .env("FAKE_CODEX_DELAY", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

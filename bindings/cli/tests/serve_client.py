@@ -6,10 +6,11 @@ usage: serve_client.py MCPMUX_BIN CONFIG WORKING_DIR
 """
 import asyncio
 import json
+import os
 import sys
 
 from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 
 
 async def call(session, name, args):
@@ -29,7 +30,12 @@ async def wait_done(session, session_dir):
 
 async def main():
     binary, config, working_dir = sys.argv[1:4]
-    params = StdioServerParameters(command=binary, args=["--config", config, "serve"], env=None)
+    # The SDK's default environment, plus where the test keeps the session
+    # key (never the real home's).
+    env = get_default_environment()
+    if "XDG_STATE_HOME" in os.environ:
+        env["XDG_STATE_HOME"] = os.environ["XDG_STATE_HOME"]
+    params = StdioServerParameters(command=binary, args=["--config", config, "serve"], env=env)
     summary = {}
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

@@ -9,6 +9,11 @@
 //! with the lock free (its runner died) resumes it from the stored
 //! transcript through the context's runner.
 //!
+//! Session files are data, not authority: every verb acts only on a
+//! session whose `session.json` and current `state.json` carry a valid MAC
+//! under this user's key ([`trust`]), and `end` signals only a runner it
+//! can prove is this session's ([`process`]).
+//!
 //! Custom skills: a `skill` that is a path to a template file (it contains
 //! a `/` or ends in `.md`) is a custom skill; its session directory takes
 //! the file's stem as its name, and it ends on `APPROVE` like `review-plan`.
@@ -16,12 +21,14 @@
 mod agent;
 mod command;
 pub mod input;
+pub mod process;
 mod providers;
 pub mod review;
 mod runner;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod trust;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -53,7 +60,7 @@ pub struct SessionContext {
 pub enum Runner {
     /// A tokio task in this process (library default; the round dies with the process and resumes on a later wait).
     InProcess,
-    /// A detached process (own process group, stdio to /dev/null and a log in the session dir): `program args... <session_dir>` runs the round to its end (the CLI and `serve` use `current_exe()` + a hidden subcommand `review run-round`).
+    /// A detached process (own process group, stdio to /dev/null and a log in the session dir): `program args... <session_dir>` runs the round to its end (the CLI and `serve` use `current_exe()` + a hidden subcommand `review run-round`). The session dir is passed as its canonical path, the last argument: `end` kills a runner only when its command line ends with it (see [`process`]).
     Detached {
         /// The program to start.
         program: PathBuf,
@@ -258,6 +265,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         )?;
     }
     check_reviewer(ctx, &settings)?;
+    trust::ensure_key()?;
 
     let dir = store::create_session_dir(&working_dir, &name)?;
     // API and host reviewers run mcpmux's own thread: the session's name
@@ -302,7 +310,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             ..Default::default()
         },
     )?;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     state::event(&dir, 1, json!({"type": "status", "status": "running"}));
     start_runner(ctx, &dir)?;
 
@@ -377,9 +385,14 @@ fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
                 .append(true)
                 .open(dir.join("runner.log"))
                 .map_err(|e| Error::Internal(format!("cannot open runner.log: {e}")))?;
+            // The canonical path: `end` recognizes its runner by this last
+            // argument (see `process`).
+            let dir = dir.canonicalize().map_err(|e| {
+                Error::InvalidSession(format!("cannot resolve {}: {e}", dir.display()))
+            })?;
             let mut child = std::process::Command::new(program)
                 .args(args)
-                .arg(dir)
+                .arg(&dir)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(log)
@@ -567,7 +580,17 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         TPL_FORMAT
     );
     check_reviewer(ctx, &spec.settings)?;
-    let n = spec.round + 1;
+    let n = spec
+        .round
+        .checked_add(1)
+        .filter(|n| *n <= state::MAX_ROUND)
+        .ok_or_else(|| {
+            Error::LimitExceeded(format!(
+                "session {} has had {} rounds, the most a session may have",
+                dir.display(),
+                spec.round
+            ))
+        })?;
     let rd = store::round_dir(&dir, n);
     std::fs::create_dir_all(&rd)
         .map_err(|e| Error::Internal(format!("cannot create {}: {e}", rd.display())))?;
@@ -603,7 +626,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         },
     )?;
     spec.round = n;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     state::event(&dir, n, json!({"type": "status", "status": "running"}));
     start_runner(ctx, &dir)?;
     Ok(json!({
@@ -685,7 +708,7 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
     }
     let finalized = completed || outcome.is_some() || error.is_some();
     spec.ended = true;
-    store::write_json(&Paths(&dir).spec(), &spec)?;
+    state::write_spec(&dir, &spec)?;
     let mut out = json!({
         "status": "ended",
         "session_dir": dir.display().to_string(),
@@ -717,22 +740,19 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
 }
 
 /// Stops the runner of a running round: aborts the task in this process,
-/// or kills the runner's process group; waits for its lock to free.
+/// or kills the detached runner (and the process group it leads) when it
+/// is provably this session's runner (see [`process`]); waits for its lock
+/// to free.
 async fn stop_runner(dir: &Path, st: &RoundState) {
     if let Some(handle) = tasks().lock().ok().and_then(|mut t| t.remove(dir)) {
         handle.abort();
     }
-    // Only a detached runner (a process group of its own) is killed; an
-    // in-process runner of another process is that host application.
-    if let Some(pid) = st
-        .pid
-        .filter(|p| *p != std::process::id() && !st.in_process)
-    {
+    // Only a detached runner is killed; an in-process runner of another
+    // process is that host application.
+    if let Some(pid) = st.pid.filter(|_| !st.in_process) {
         if store::RunnerLock::is_held(dir) {
-            // SAFETY: plain kill(2) calls; a wrong pid only fails.
-            unsafe {
-                libc::kill(-(pid as i32), libc::SIGKILL);
-                libc::kill(pid as i32, libc::SIGKILL);
+            if let Err(why) = process::kill_runner(dir, pid, st.pid_start_time) {
+                tracing::debug!(dir = %dir.display(), "the round's runner is not signalled: {why}");
             }
         }
     }

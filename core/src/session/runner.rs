@@ -91,9 +91,10 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     }
     let resumed = st.pid.is_some();
     st.pid = Some(std::process::id());
+    st.pid_start_time = super::process::own_start_time();
     st.in_process = matches!(ctx.runner, super::Runner::InProcess);
     if resumed {
-        st.resumes += 1;
+        st.resumes = st.resumes.saturating_add(1);
     }
     state::write_state(dir, n, &st)?;
     // A round no runner can run ends as failed, rather than staying
@@ -235,7 +236,7 @@ pub fn set_thread_id(dir: &Path, thread_id: &str) -> Result<(), Error> {
     let mut spec: Spec = state::read_spec(dir)?;
     if spec.thread_id.as_deref() != Some(thread_id) {
         spec.thread_id = Some(thread_id.to_owned());
-        store::write_json(&Paths(dir).spec(), &spec)?;
+        state::write_spec(dir, &spec)?;
     }
     Ok(())
 }

@@ -84,6 +84,34 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Checks settings read back from `session.json` against the bounds
+    /// [`resolve`] puts on them (a number too large for a `Duration` would
+    /// panic a runner); the error names the field.
+    pub fn check_stored(&self) -> Result<(), String> {
+        let seconds = [
+            ("settings.timeout_seconds", Some(self.timeout_seconds)),
+            ("settings.stall_seconds", Some(self.stall_seconds)),
+            ("settings.call_timeout_seconds", self.call_timeout_seconds),
+        ];
+        for (name, v) in seconds {
+            if let Some(v) = v.filter(|v| !(*v > 0.0 && *v <= MAX_NUMBER)) {
+                return Err(format!("{name} {v}"));
+            }
+        }
+        let counts = [
+            ("settings.max_turns", u64::from(self.max_turns)),
+            ("settings.max_rounds", u64::from(self.max_rounds)),
+            (
+                "settings.max_output_bytes",
+                self.max_output_bytes.unwrap_or(0) as u64,
+            ),
+        ];
+        if let Some((name, v)) = counts.iter().find(|(_, v)| *v as f64 > MAX_NUMBER) {
+            return Err(format!("{name} {v}"));
+        }
+        Ok(())
+    }
+
     /// The policy part as stored (redaction rules come from the config's
     /// `[session]` table at run time; see `agent`).
     pub fn policy(&self) -> PolicySettings {

@@ -57,6 +57,11 @@ pub struct RoundState {
     /// Pid of the process that runs it now, when known.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// That process's start time (field 22 of `/proc/<pid>/stat`), recorded
+    /// by the runner itself: `end` signals the pid only while a process with
+    /// this start time runs this session (see [`super::process`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_start_time: Option<u64>,
     /// The runner is a task inside a host process (`Runner::InProcess`),
     /// not a process of its own: `end` from another process must not kill
     /// that pid (it is the host application).
@@ -133,7 +138,45 @@ impl Paths<'_> {
     }
 }
 
-/// Reads `session.json`.
+/// The highest round number a session may have; a larger one read from a
+/// file is `INVALID_SESSION` (no round counter can overflow).
+pub const MAX_ROUND: u32 = 10_000;
+/// The largest counter (turns, resumes, tool calls, a thread index) read
+/// from a `state.json`.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+/// The largest `session.json` or `state.json` read.
+const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The name of round `n`'s state file inside the session directory.
+fn state_name(n: u32) -> String {
+    format!("round-{n:03}/state.json")
+}
+
+/// Reads a session file after checking its MAC (see [`super::trust`]).
+fn read_signed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T, Error> {
+    use std::io::Read;
+    let path = dir.join(name);
+    let unreadable = |e: String| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    };
+    let file = std::fs::File::open(&path).map_err(|e| unreadable(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unreadable(e.to_string()))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(unreadable(format!("larger than {MAX_FILE_BYTES} bytes")));
+    }
+    super::trust::verify(dir, name, &bytes)?;
+    serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))
+}
+
+fn out_of_range(path: &Path, what: &str) -> Error {
+    Error::InvalidSession(format!("{}: {what} is out of range", path.display()))
+}
+
+/// Reads `session.json`: authenticated by this user's key, its round and
+/// settings in range, the directory inside its working dir.
 pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
     if !dir.is_dir() {
         return Err(Error::InvalidSession(format!(
@@ -142,17 +185,83 @@ pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
             Paths(dir).spec().display()
         )));
     }
-    store::read_json(&Paths(dir).spec())
+    let spec: Spec = read_signed(dir, "session.json")?;
+    let path = Paths(dir).spec();
+    if spec.version != 1 {
+        return Err(Error::InvalidSession(format!(
+            "{}: version {} is not supported (expected 1)",
+            path.display(),
+            spec.version
+        )));
+    }
+    if !(1..=MAX_ROUND).contains(&spec.round) {
+        return Err(out_of_range(
+            &path,
+            &format!("round {} (expected 1 to {MAX_ROUND})", spec.round),
+        ));
+    }
+    if let Err(what) = spec.settings.check_stored() {
+        return Err(out_of_range(&path, &what));
+    }
+    // A session directory reached through a symlink that leads out of the
+    // working dir is not this session's (its MAC names the canonical path
+    // too; this says why).
+    let inside = match (dir.canonicalize(), spec.working_dir.canonicalize()) {
+        (Ok(d), Ok(w)) => d.starts_with(w),
+        _ => false,
+    };
+    if !inside {
+        return Err(Error::InvalidSession(format!(
+            "{} is not inside its working dir {} (a symlink leads out of it, or it was moved)",
+            dir.display(),
+            spec.working_dir.display()
+        )));
+    }
+    Ok(spec)
 }
 
-/// Reads the state of round `n`.
+/// Writes `session.json` with its MAC.
+pub fn write_spec(dir: &Path, spec: &Spec) -> Result<(), Error> {
+    store::write_atomic(
+        &Paths(dir).spec(),
+        &super::trust::sign_json(dir, "session.json", spec)?,
+    )
+}
+
+/// Reads the state of round `n`: authenticated by this user's key, its
+/// counters in range.
 pub fn read_state(dir: &Path, n: u32) -> Result<RoundState, Error> {
-    store::read_json(&Paths(dir).round(n, "state.json"))
+    if !(1..=MAX_ROUND).contains(&n) {
+        return Err(out_of_range(
+            dir,
+            &format!("round {n} (expected 1 to {MAX_ROUND})"),
+        ));
+    }
+    let st: RoundState = read_signed(dir, &state_name(n))?;
+    let path = Paths(dir).round(n, "state.json");
+    let counters = [
+        ("turns", u64::from(st.turns)),
+        ("tool_calls", st.tool_calls),
+        ("thread_start", st.thread_start as u64),
+        ("resumes", u64::from(st.resumes)),
+    ];
+    if let Some((name, v)) = counters.iter().find(|(_, v)| *v > MAX_COUNT) {
+        return Err(out_of_range(&path, &format!("{name} {v}")));
+    }
+    let times = [Some(st.started_at), Some(st.spawned_at), st.finished_at];
+    if times.iter().flatten().any(|t| !t.is_finite() || *t < 0.0) {
+        return Err(out_of_range(&path, "a time"));
+    }
+    Ok(st)
 }
 
-/// Writes the state of round `n`.
+/// Writes the state of round `n` with its MAC.
 pub fn write_state(dir: &Path, n: u32, state: &RoundState) -> Result<(), Error> {
-    store::write_json(&Paths(dir).round(n, "state.json"), state)
+    let name = state_name(n);
+    store::write_atomic(
+        &dir.join(&name),
+        &super::trust::sign_json(dir, &name, state)?,
+    )
 }
 
 /// Appends an activity to round `n`'s events.

@@ -18,6 +18,10 @@
 //! Every file except the append-only `events.jsonl` is replaced with a
 //! temporary file in the same directory and a rename, so a reader (or a
 //! process resuming after `kill -9`) never sees half a file.
+//!
+//! `session.json` and each `state.json` carry a MAC under this user's key
+//! as their last field (see [`super::trust`]); they are read and written
+//! through [`super::state`], never with [`read_json`] / [`write_json`].
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -57,10 +61,70 @@ pub fn today() -> String {
 
 /// Creates `<working_dir>/.mcpmux/sessions/<name>-<YYYYMMDD>-<NNN>/` with
 /// the first free NNN; `create_dir` makes the choice atomic between processes.
+/// `working_dir` is canonical. `.mcpmux` or `sessions` being a symlink that
+/// leads out of the working dir (or nowhere) is `INVALID_INPUT` naming it:
+/// a repository under review must not send session files elsewhere.
 pub fn create_session_dir(working_dir: &Path, name: &str) -> Result<PathBuf, Error> {
-    let base = working_dir.join(".mcpmux").join("sessions");
-    std::fs::create_dir_all(&base)
-        .map_err(|e| Error::InvalidInput(format!("cannot create {}: {e}", base.display())))?;
+    let mut base = working_dir.to_owned();
+    for part in [".mcpmux", "sessions"] {
+        base.push(part);
+        match std::fs::symlink_metadata(&base) {
+            Ok(md) if md.file_type().is_symlink() => {
+                let target = base.canonicalize().ok();
+                if !target
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with(working_dir) && t.is_dir())
+                {
+                    return Err(Error::InvalidInput(format!(
+                        "{} is a symlink that leads outside the working dir {}{}; sessions \
+                         are only written inside it",
+                        base.display(),
+                        working_dir.display(),
+                        target
+                            .map(|t| format!(" (to {})", t.display()))
+                            .unwrap_or_default()
+                    )));
+                }
+            }
+            Ok(md) if md.is_dir() => {}
+            Ok(_) => {
+                return Err(Error::InvalidInput(format!(
+                    "{} is not a directory",
+                    base.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match std::fs::create_dir(&base) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => {
+                        return Err(Error::InvalidInput(format!(
+                            "cannot create {}: {e}",
+                            base.display()
+                        )))
+                    }
+                }
+            }
+            Err(e) => {
+                return Err(Error::InvalidInput(format!(
+                    "cannot read {}: {e}",
+                    base.display()
+                )))
+            }
+        }
+    }
+    // Whatever happened in between: the sessions live inside the working dir.
+    let real = base
+        .canonicalize()
+        .map_err(|e| Error::InvalidInput(format!("cannot resolve {}: {e}", base.display())))?;
+    if !real.starts_with(working_dir) {
+        return Err(Error::InvalidInput(format!(
+            "{} leads outside the working dir {} (to {})",
+            base.display(),
+            working_dir.display(),
+            real.display()
+        )));
+    }
     let date = today();
     for n in 1..100_000 {
         let dir = base.join(format!("{name}-{date}-{n:03}"));

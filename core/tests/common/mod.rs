@@ -8,6 +8,19 @@ use std::time::{Duration, Instant};
 
 use mcpmux_core::Config;
 
+/// Points `XDG_STATE_HOME` (where the session key lives) at a directory
+/// of the build, once per test binary, so session tests never touch the
+/// real home. Call it before any session verb.
+pub fn private_state() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var(
+            "XDG_STATE_HOME",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcpmux-core-state"),
+        )
+    });
+}
+
 /// The workspace root.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

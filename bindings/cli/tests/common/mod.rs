@@ -161,6 +161,12 @@ pub fn disabled_entry(name: &str) -> String {
     )
 }
 
+/// The `XDG_STATE_HOME` of every run: the session key (see the README,
+/// "Session files and trust") lives there, never in the real home.
+pub fn state_home() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcpmux-cli-state")
+}
+
 /// A temp dir holding config files; the working directory of runs.
 pub struct Sandbox {
     pub dir: TempDir,
@@ -223,7 +229,8 @@ impl Run {
             // Hermetic: nothing from the environment of `cargo test` leaks in.
             .env_remove("MCPMUX_CONFIG")
             .env_remove("MCPMUX_LOG")
-            .env_remove("RUST_LOG");
+            .env_remove("RUST_LOG")
+            .env("XDG_STATE_HOME", state_home());
         Run {
             cmd,
             stdin: None,
