@@ -554,16 +554,26 @@ impl Client {
             let page: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
                 serde_json::from_str(raw.get()).map_err(|e| invalid(e.to_string()))?;
             if let Some(list) = page.get(key).filter(|l| l.get() != "null") {
-                let list: Vec<T> = serde_json::from_str(list.get())
-                    .map_err(|e| invalid(format!("'{key}': {e}")))?;
-                if items.len().saturating_add(list.len()) > MAX_LIST_ITEMS {
+                // Items are counted while they are read: one page of tiny
+                // items must not fill memory before the count is known.
+                let mut over = false;
+                let mut de = serde_json::Deserializer::from_str(list.get());
+                let read = serde::de::DeserializeSeed::deserialize(
+                    BoundedList {
+                        items: &mut items,
+                        max: MAX_LIST_ITEMS,
+                        over: &mut over,
+                    },
+                    &mut de,
+                );
+                if over {
                     return Err(limit(format!(
                         "returned more than {MAX_LIST_ITEMS} items (the limit of one listing) \
                          after {} pages",
                         pages + 1
                     )));
                 }
-                items.extend(list);
+                read.map_err(|e| invalid(format!("'{key}': {e}")))?;
             }
             let next: Option<String> = match page.get("nextCursor") {
                 Some(c) => serde_json::from_str(c.get())
@@ -691,6 +701,41 @@ const MIN_LIST_BYTES: usize = 32 * 1024 * 1024;
 /// `max_message_bytes` when that is larger (one page may always be that big).
 pub fn max_list_bytes(max_message_bytes: usize) -> usize {
     max_message_bytes.max(MIN_LIST_BYTES)
+}
+
+/// Reads a JSON array into `items`, failing (with `over` set) as soon as
+/// `items` would hold more than `max`.
+struct BoundedList<'a, T> {
+    items: &'a mut Vec<T>,
+    max: usize,
+    over: &'a mut bool,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> serde::de::DeserializeSeed<'de> for BoundedList<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> serde::de::Visitor<'de> for BoundedList<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<T>()? {
+            if self.items.len() >= self.max {
+                *self.over = true;
+                return Err(serde::de::Error::custom("too many items"));
+            }
+            self.items.push(item);
+        }
+        Ok(())
+    }
 }
 
 /// Why a listing failed: a bound it passed fails the whole server.

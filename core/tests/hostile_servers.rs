@@ -207,6 +207,22 @@ async fn endless_template_pages_fail_the_server_at_the_item_limit() {
 }
 
 #[tokio::test]
+async fn a_page_of_tiny_items_fails_the_server_while_it_is_read() {
+    let _case = start_case().await;
+    let tag = marker("dense-page");
+    // One 15 MB page of 5,000,000 `{}`: hundreds of MiB if read whole.
+    let entry = endless(&tag, "resources/list", "dense", 1, "");
+    let hub = Hub::connect(config(&[entry])).await.unwrap();
+    let listed = no_hang("list", hub.list_resources(Some("pages"))).await;
+    let e = listing_error(listed, "resources/list");
+    assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+    assert!(e.to_string().contains("more than 100000 items"), "{e}");
+    assert_failed_with(&hub, "more than 100000 items");
+    assert_memory_bounded("dense resources/list page");
+    close_and_check(hub, &tag).await;
+}
+
+#[tokio::test]
 async fn endless_resource_pages_fail_the_server_at_the_byte_limit() {
     let _case = start_case().await;
     let tag = marker("resource-pages");

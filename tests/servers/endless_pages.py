@@ -9,7 +9,9 @@ pages:
 
 - `items` (default): 1000 items per page;
 - `bytes`: 4 items per page, each with a 256 KiB description (1 MiB pages);
-- `slow`: 1 item per page, each page answered after 0.25 s.
+- `slow`: 1 item per page, each page answered after 0.25 s;
+- `dense`: 5,000,000 empty objects `{}` per page (15 MB: under the default
+  message cap, but many items for their size).
 
 ENDLESS_PAGES (default 0: never) makes the list end after that many pages,
 so that a client without bounds gets an answer instead of running forever.
@@ -50,10 +52,14 @@ def page_of(method, cursor):
     if method != ENDLESS:
         return {key: [item(method, 0, 0)]}
     page = int(cursor) if cursor else 0
-    count = {"items": 1000, "bytes": 4, "slow": 1}[MODE]
-    if MODE == "slow":
-        time.sleep(0.25)
-    result = {key: [item(method, page, i) for i in range(count)]}
+    if MODE == "dense":
+        items = [{}] * 5000000
+    else:
+        count = {"items": 1000, "bytes": 4, "slow": 1}[MODE]
+        if MODE == "slow":
+            time.sleep(0.25)
+        items = [item(method, page, i) for i in range(count)]
+    result = {key: items}
     if PAGES == 0 or page + 1 < PAGES:
         result["nextCursor"] = str(page + 1)
     return result
