@@ -149,13 +149,24 @@ struct ClientInner {
     handlers: ClientHandlers,
     tools: RwLock<Arc<Vec<Tool>>>,
     on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// Refreshes after `notifications/tools/list_changed`: one runs at a
+    /// time, and notifications meanwhile make at most one more.
+    refresh: std::sync::Mutex<Refresh>,
+}
+
+/// The state of list_changed refreshes of one client.
+#[derive(Default)]
+struct Refresh {
+    running: bool,
+    again: bool,
 }
 
 impl Client {
     /// Starts the server, runs the `initialize` handshake and lists its tools.
     ///
     /// Any failure is [`Error::ConnectFailed`] with the cause (for a process
-    /// that died, its exit status and the end of its stderr).
+    /// that died, its exit status and the end of its stderr), except a tool
+    /// list past a bound of [`Client::list_all_as`]: `PROTOCOL_ERROR`.
     pub async fn connect(config: &ServerConfig, options: &ClientOptions) -> Result<Client, Error> {
         let label = format!("server '{}'", config.name);
         let inbound = Arc::new(ClientInbound {
@@ -180,13 +191,20 @@ impl Client {
                         handlers: options.handlers.clone(),
                         tools: RwLock::new(Arc::new(Vec::new())),
                         on_tools_changed: options.on_tools_changed.clone(),
+                        refresh: Default::default(),
                     }),
                 };
                 let _ = inbound.client.set(Arc::downgrade(&client.inner));
                 if client.inner.init.has_capability("tools") {
                     if let Err(e) = client.refresh_tools().await {
+                        // A listing bound the server passed stays a
+                        // PROTOCOL_ERROR naming the bound.
+                        let bound = client.closed_error();
                         client.close().await;
-                        return Err(connect_failed(e));
+                        return Err(match bound {
+                            Some(bound @ Error::ProtocolError(_)) => bound,
+                            _ => connect_failed(e),
+                        });
                     }
                 }
                 Ok(client)
@@ -461,30 +479,101 @@ impl Client {
     }
 
     /// [`Client::list_all`] with the items read as `T`.
+    ///
+    /// One listing is bounded: at most [`MAX_LIST_ITEMS`] items, at most
+    /// [`max_list_bytes`] bytes of pages, and the server's request timeout
+    /// for all pages together. A server that passes a bound (pagination
+    /// that never ends) fails: the error is `PROTOCOL_ERROR` naming the
+    /// bound, and the connection is ended with it.
     pub async fn list_all_as<T: serde::de::DeserializeOwned>(
         &self,
         method: &str,
         key: &str,
     ) -> Result<Vec<T>, Error> {
-        const MAX_PAGES: usize = 10_000;
+        let result = self.list_pages(method, key).await;
+        if let Err(ListError::Limit(e)) = &result {
+            tracing::warn!(server = %self.name(), "{e}");
+            self.inner.peer.fail(e.clone());
+        }
+        result.map_err(ListError::into_error)
+    }
+
+    async fn list_pages<T: serde::de::DeserializeOwned>(
+        &self,
+        method: &str,
+        key: &str,
+    ) -> Result<Vec<T>, ListError> {
         let invalid = |what: String| {
-            Error::ProtocolError(format!(
+            ListError::Other(Error::ProtocolError(format!(
                 "server '{}': invalid {method} result: {what}",
                 self.name()
-            ))
+            )))
         };
-        let opts = self.request_options(&CallOptions::default());
+        let limit = |what: String| {
+            ListError::Limit(Error::ProtocolError(format!(
+                "server '{}': {method} {what}",
+                self.name()
+            )))
+        };
+        let max_bytes = max_list_bytes(self.inner.config.max_message_bytes);
+        let timeout = self.inner.config.timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut opts = self.request_options(&CallOptions::default());
         let mut items = Vec::new();
+        let mut bytes = 0usize;
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        let mut pages = 0usize;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let over_time = || {
+                limit(format!(
+                    "pagination did not end within the request timeout ({:.1} s, \
+                     timeout_seconds) after {pages} pages",
+                    timeout.as_secs_f64()
+                ))
+            };
+            if pages > 0 && left.is_zero() {
+                return Err(over_time());
+            }
+            // The whole listing shares one timeout, progress or not.
+            opts.timeout = left;
+            opts.max_total = left;
             let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }));
-            let raw = self.rpc(method, params, &opts).await?;
+            let raw = match self.rpc(method, params, &opts).await {
+                Ok(raw) => raw,
+                Err(Error::Timeout(_)) if pages > 0 => return Err(over_time()),
+                Err(e) => return Err(ListError::Other(e)),
+            };
+            bytes = bytes.saturating_add(raw.get().len());
+            if bytes > max_bytes {
+                return Err(limit(format!(
+                    "pages passed {max_bytes} bytes (the limit of one listing) after {} pages",
+                    pages + 1
+                )));
+            }
             let page: std::collections::HashMap<std::borrow::Cow<'_, str>, &RawValue> =
                 serde_json::from_str(raw.get()).map_err(|e| invalid(e.to_string()))?;
             if let Some(list) = page.get(key).filter(|l| l.get() != "null") {
-                let list: Vec<T> = serde_json::from_str(list.get())
-                    .map_err(|e| invalid(format!("'{key}': {e}")))?;
-                items.extend(list);
+                // Items are counted while they are read: one page of tiny
+                // items must not fill memory before the count is known.
+                let mut over = false;
+                let mut de = serde_json::Deserializer::from_str(list.get());
+                let read = serde::de::DeserializeSeed::deserialize(
+                    BoundedList {
+                        items: &mut items,
+                        max: MAX_LIST_ITEMS,
+                        over: &mut over,
+                    },
+                    &mut de,
+                );
+                if over {
+                    return Err(limit(format!(
+                        "returned more than {MAX_LIST_ITEMS} items (the limit of one listing) \
+                         after {} pages",
+                        pages + 1
+                    )));
+                }
+                read.map_err(|e| invalid(format!("'{key}': {e}")))?;
             }
             let next: Option<String> = match page.get("nextCursor") {
                 Some(c) => serde_json::from_str(c.get())
@@ -500,8 +589,8 @@ impl Client {
                 }
                 _ => return Ok(items),
             }
+            pages += 1;
         }
-        Err(invalid(format!("more than {MAX_PAGES} pages")))
     }
 
     /// Sends one request. With the stateless revision, adds the request
@@ -602,6 +691,67 @@ impl Client {
     }
 }
 
+/// Most items one listing (`tools/list`, `resources/list`, ...) may return.
+pub const MAX_LIST_ITEMS: usize = 100_000;
+
+/// The least room for the pages of one listing.
+const MIN_LIST_BYTES: usize = 32 * 1024 * 1024;
+
+/// Most bytes the pages of one listing may hold together: 32 MiB, or
+/// `max_message_bytes` when that is larger (one page may always be that big).
+pub fn max_list_bytes(max_message_bytes: usize) -> usize {
+    max_message_bytes.max(MIN_LIST_BYTES)
+}
+
+/// Reads a JSON array into `items`, failing (with `over` set) as soon as
+/// `items` would hold more than `max`.
+struct BoundedList<'a, T> {
+    items: &'a mut Vec<T>,
+    max: usize,
+    over: &'a mut bool,
+}
+
+impl<'de, T: serde::de::DeserializeOwned> serde::de::DeserializeSeed<'de> for BoundedList<'_, T> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        de.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: serde::de::DeserializeOwned> serde::de::Visitor<'de> for BoundedList<'_, T> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element::<T>()? {
+            if self.items.len() >= self.max {
+                *self.over = true;
+                return Err(serde::de::Error::custom("too many items"));
+            }
+            self.items.push(item);
+        }
+        Ok(())
+    }
+}
+
+/// Why a listing failed: a bound it passed fails the whole server.
+enum ListError {
+    Limit(Error),
+    Other(Error),
+}
+
+impl ListError {
+    fn into_error(self) -> Error {
+        match self {
+            ListError::Limit(e) | ListError::Other(e) => e,
+        }
+    }
+}
+
 /// The capabilities to declare: one per handler the host set.
 fn client_capabilities(handlers: &ClientHandlers) -> Value {
     let mut capabilities = serde_json::Map::new();
@@ -645,7 +795,8 @@ impl Inbound for ClientInbound {
             _ => None,
         };
         let Some(handler) = handler else {
-            let message = format!("Method not found: {method}");
+            // The name is echoed, but never at a length the server chose.
+            let message = format!("Method not found: {method:.100}");
             return Box::pin(async move { Err(RpcError::new(codes::METHOD_NOT_FOUND, message)) });
         };
         let request = ServerRequest {
@@ -670,19 +821,48 @@ impl Inbound for ClientInbound {
         match method {
             "notifications/message" => log_server_message(&self.server, params),
             "notifications/tools/list_changed" => {
-                let Some(inner) = self.client.get().and_then(Weak::upgrade) else {
-                    return;
-                };
-                let client = Client { inner };
-                tokio::spawn(async move {
-                    if let Err(e) = client.refresh_tools().await {
-                        tracing::warn!(server = %client.name(), error = %e, "cannot refresh tools after list_changed");
-                    }
-                });
+                if let Some(weak) = self.client.get() {
+                    refresh_after_change(weak.clone());
+                }
             }
             _ => tracing::debug!(server = %self.server, method, "notification from server"),
         }
     }
+}
+
+/// Lists the tools again after `notifications/tools/list_changed`, coalesced:
+/// while a refresh runs, any number of notifications make one more refresh
+/// (it sees every change before it), so a flood costs two refreshes, not one
+/// per notification. The task holds the client only while it lists.
+fn refresh_after_change(weak: Weak<ClientInner>) {
+    let Some(inner) = weak.upgrade() else {
+        return;
+    };
+    {
+        let mut refresh = inner.refresh.lock().unwrap();
+        if refresh.running {
+            refresh.again = true;
+            return;
+        }
+        refresh.running = true;
+    }
+    drop(inner);
+    tokio::spawn(async move {
+        loop {
+            let Some(inner) = weak.upgrade() else {
+                return;
+            };
+            let client = Client { inner };
+            if let Err(e) = client.refresh_tools().await {
+                tracing::warn!(server = %client.name(), error = %e, "cannot refresh tools after list_changed");
+            }
+            let mut refresh = client.inner.refresh.lock().unwrap();
+            if !std::mem::take(&mut refresh.again) {
+                refresh.running = false;
+                return;
+            }
+        }
+    });
 }
 
 /// Sends a server's `notifications/message` to `tracing` at its level.

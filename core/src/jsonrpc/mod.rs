@@ -8,7 +8,9 @@
 
 mod peer;
 
-pub use peer::{Inbound, Peer, ProgressCallback, ProgressUpdate, RequestOptions};
+pub use peer::{
+    Inbound, Peer, ProgressCallback, ProgressUpdate, RequestOptions, MAX_SERVER_REQUESTS,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -27,6 +29,9 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// Internal JSON-RPC error.
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// A server request refused because too many of that server's requests
+    /// are in flight (implementation-defined server error range).
+    pub const SERVER_BUSY: i64 = -32000;
 }
 
 /// The error member of a JSON-RPC response, as sent or received.

@@ -15,7 +15,9 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::{encode_notification, encode_request, encode_response, Incoming, Kind, RpcError};
+use super::{
+    codes, encode_notification, encode_request, encode_response, Incoming, Kind, RpcError,
+};
 use crate::error::Error;
 use crate::transport::{FrameSink, Transport};
 
@@ -83,6 +85,11 @@ pub trait Inbound: Send + Sync + 'static {
 
 type Reply = Result<Box<RawValue>, Error>;
 
+/// How many requests of one server (sampling, roots, elicitation, ping) are
+/// handled at once; more are answered with an error at once, so a server
+/// cannot make the host hold an unbounded number of handlers.
+pub const MAX_SERVER_REQUESTS: usize = 64;
+
 struct Pending {
     tx: oneshot::Sender<Reply>,
     progress: Option<Arc<ProgressState>>,
@@ -97,8 +104,10 @@ struct ProgressState {
 #[derive(Default)]
 struct Table {
     pending: HashMap<u64, Pending>,
-    /// Server requests being handled, by their id as raw JSON text.
-    serving: HashMap<String, AbortHandle>,
+    /// Server requests being handled, by their id as raw JSON text (the
+    /// handle is set once the task is spawned). At most
+    /// [`MAX_SERVER_REQUESTS`] entries.
+    serving: HashMap<String, Option<AbortHandle>>,
     /// Set once the connection is gone; every later request fails with it.
     closed: Option<Error>,
 }
@@ -390,7 +399,7 @@ impl Shared {
             .get("requestId")
             .map(|id| id.to_string())
             .unwrap_or_default();
-        if let Some(handle) = self.table.lock().unwrap().serving.remove(&key) {
+        if let Some(Some(handle)) = self.table.lock().unwrap().serving.remove(&key) {
             handle.abort();
         }
     }
@@ -399,8 +408,31 @@ impl Shared {
         let (Some(method), Some(id)) = (&msg.method, msg.id) else {
             return;
         };
-        let id: Box<RawValue> = id.to_owned();
         let key = id.get().to_owned();
+        let refused = {
+            let mut table = self.table.lock().unwrap();
+            if table.serving.contains_key(&key) {
+                Some(format!("request id {key:.64} is already in flight"))
+            } else if table.serving.len() >= MAX_SERVER_REQUESTS {
+                Some(format!(
+                    "too many requests in flight: at most {MAX_SERVER_REQUESTS} at once"
+                ))
+            } else {
+                // Reserved before the task exists, so that a task that ends
+                // at once finds (and removes) its own entry.
+                table.serving.insert(key.clone(), None);
+                None
+            }
+        };
+        if let Some(why) = refused {
+            tracing::debug!(server = %self.label, method = %method, "refused a server request: {why}");
+            let outcome = Err(RpcError::new(codes::SERVER_BUSY, why));
+            if let Ok(line) = encode_response(id, &outcome) {
+                let _ = self.send(line);
+            }
+            return;
+        }
+        let id: Box<RawValue> = id.to_owned();
         let fut = self.inbound.on_request(method, msg.params);
         let weak = Arc::downgrade(self);
         let key_for_task = key.clone();
@@ -418,11 +450,11 @@ impl Shared {
                 }
             }
         });
-        self.table
-            .lock()
-            .unwrap()
-            .serving
-            .insert(key, task.abort_handle());
+        match self.table.lock().unwrap().serving.get_mut(&key) {
+            Some(slot) => *slot = Some(task.abort_handle()),
+            // Cancelled meanwhile (or already done: then this does nothing).
+            None => task.abort(),
+        }
     }
 
     fn protocol_violation(&self, what: &str) {
@@ -499,7 +531,7 @@ impl FrameSink for Shared {
 
     fn on_oversized(&self, id: Option<u64>, size: usize, limit: usize) {
         let err = Error::ProtocolError(format!(
-            "{}: message of {size} bytes exceeds the limit of {limit} bytes (max_message_bytes)",
+            "{}: message of at least {size} bytes exceeds the limit of {limit} bytes (max_message_bytes)",
             self.label
         ));
         tracing::warn!(server = %self.label, "{err}");
@@ -534,13 +566,23 @@ impl FrameSink for Shared {
         for (_, p) in pending {
             let _ = p.tx.send(Err(error.clone()));
         }
-        for (_, handle) in serving {
+        for handle in serving.into_values().flatten() {
             handle.abort();
         }
     }
 }
 
 impl Peer {
+    /// Ends the connection because the server broke a rule: every request
+    /// in flight and every later one fails with `error` (so the server shows
+    /// as failed with it), and the transport is closed on a background task.
+    pub fn fail(&self, error: Error) {
+        self.shared.on_closed(error);
+        if let Some(t) = self.shared.transport.get().cloned() {
+            tokio::spawn(async move { t.close().await });
+        }
+    }
+
     /// Fails every request in flight and every later one, then closes the
     /// transport and waits until it is gone.
     pub async fn close(&self) {

@@ -3,8 +3,9 @@
 //! The buffer starts small and grows only for large messages (then shrinks
 //! back), so an idle connection costs a few KiB. A message that fits in the
 //! buffer is handed over without a copy. A message over the cap is never
-//! held whole: its start and end are kept to find its request id, the rest
-//! is discarded, and reading goes on at the next line.
+//! held whole: it is reported as soon as the cap is passed (a line that never
+//! ends must not wait for a timeout), with the request id found at its start;
+//! the rest is discarded, and reading goes on at the next line.
 
 use std::collections::VecDeque;
 
@@ -14,7 +15,9 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 pub(crate) trait Lines {
     /// One complete message, without its newline. Returns `false` to stop reading.
     fn line(&mut self, line: &[u8]) -> bool;
-    /// A message over the cap was discarded.
+    /// A message passed the cap and is being discarded. `size` is what was
+    /// read of it so far (the whole message when its end was already read).
+    /// Called once per message, as soon as the cap is passed.
     fn oversized(&mut self, id: Option<u64>, size: usize) -> bool;
 }
 
@@ -42,7 +45,9 @@ pub(crate) async fn read_lines(
     out: &mut impl Lines,
 ) -> End {
     let mut buf: Vec<u8> = Vec::with_capacity(INITIAL);
-    let mut big: Option<Oversized> = None;
+    // Inside a message over the cap (already reported): drop bytes up to
+    // its newline.
+    let mut discarding = false;
     // `buf[..scanned]` holds no newline.
     let mut scanned = 0;
     loop {
@@ -50,17 +55,15 @@ pub(crate) async fn read_lines(
         while let Some(i) = memchr::memchr(b'\n', &buf[start + scanned..]) {
             let end = start + scanned + i;
             let line = &buf[start..end];
-            let go_on = match big.take() {
-                Some(mut b) => {
-                    b.push(line);
-                    out.oversized(b.request_id(), b.size)
-                }
-                None if line.len() > max => {
-                    let mut b = Oversized::default();
-                    b.push(line);
-                    out.oversized(b.request_id(), b.size)
-                }
-                None => out.line(line),
+            let go_on = if std::mem::take(&mut discarding) {
+                true
+            } else if line.len() > max {
+                // The whole message is here: both ends can name its id.
+                let mut b = Oversized::default();
+                b.push(line);
+                out.oversized(b.request_id(), b.size)
+            } else {
+                out.line(line)
             };
             if !go_on {
                 return End::Stopped;
@@ -69,10 +72,17 @@ pub(crate) async fn read_lines(
             scanned = 0;
         }
         let pending = buf.len() - start;
-        if big.is_some() || pending > max {
-            // Too large to keep: remember its ends, drop the bytes.
-            big.get_or_insert_with(Oversized::default)
-                .push(&buf[start..]);
+        if discarding {
+            buf.clear();
+            scanned = 0;
+        } else if pending > max {
+            // Past the cap without an end: report it now (it may never end),
+            // naming the id when the message starts with it, and drop the bytes.
+            let id = head_id(&buf[start..]);
+            if !out.oversized(id, pending) {
+                return End::Stopped;
+            }
+            discarding = true;
             buf.clear();
             scanned = 0;
         } else if start > 0 {
@@ -93,6 +103,14 @@ pub(crate) async fn read_lines(
             Err(_) => return End::Failed,
         }
     }
+}
+
+/// The top-level `"id"` of a message whose start is `bytes`, when it comes
+/// first (as most serializers put it). Deeper in an unfinished message an
+/// `"id"` may belong to the content, so only the start is trusted.
+fn head_id(bytes: &[u8]) -> Option<u64> {
+    let head = &bytes[..bytes.len().min(PEEK)];
+    memchr::memmem::find(head, b"\"id\":").and_then(|at| id_after(head, at))
 }
 
 /// The start and end of a message too large to keep, and its size.
@@ -180,7 +198,45 @@ mod tests {
         let input = format!("small\n{big}\nafter\n");
         let out = run(input.into_bytes(), 10_000).await;
         assert_eq!(out.lines, ["small", "after"]);
-        assert_eq!(out.oversized, [(Some(42), big.len())]);
+        assert_eq!(out.oversized.len(), 1);
+        assert_eq!(out.oversized[0].0, Some(42));
+        assert!(out.oversized[0].1 > 10_000 && out.oversized[0].1 <= big.len());
+    }
+
+    /// Stops at the first message over the cap, as a connection that gives up would.
+    struct StopOnOversized(Vec<(Option<u64>, usize)>);
+
+    impl Lines for StopOnOversized {
+        fn line(&mut self, _: &[u8]) -> bool {
+            true
+        }
+        fn oversized(&mut self, id: Option<u64>, size: usize) -> bool {
+            self.0.push((id, size));
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn reports_a_line_that_never_ends_once_it_passes_the_cap() {
+        let start = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":""#;
+        let endless = (&start[..]).chain(tokio::io::repeat(b'x'));
+        let mut out = StopOnOversized(Vec::new());
+        let end = read_lines(endless, 100_000, &mut out).await;
+        assert!(matches!(end, End::Stopped));
+        assert_eq!(out.0.len(), 1);
+        assert_eq!(out.0[0].0, Some(7));
+        assert!(out.0[0].1 > 100_000, "{:?}", out.0);
+    }
+
+    #[tokio::test]
+    async fn whole_oversized_lines_name_the_id_at_their_end() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"result\":\"{}\",\"id\":9}}",
+            "x".repeat(3_000)
+        );
+        let out = run(format!("{big}\nafter\n").into_bytes(), 2_000).await;
+        assert_eq!(out.lines, ["after"]);
+        assert_eq!(out.oversized, [(Some(9), big.len())]);
     }
 
     #[test]

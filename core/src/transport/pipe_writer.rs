@@ -6,6 +6,11 @@
 //! Whatever the pipe does not take right away (it is full, or a write is
 //! already under way) is queued and flushed by a background task in large
 //! batches, so many calls in flight become few system calls.
+//!
+//! The queue is bounded: a server that stops reading its stdin while it
+//! keeps us busy (a flood of pings, each answered) would otherwise grow it
+//! without end. Past the bound, [`PipeWriter::send`] refuses the message and
+//! the writer closes; the transport then ends the connection.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
@@ -20,6 +25,9 @@ pub(crate) struct PipeWriter {
     state: Mutex<State>,
     wake: Notify,
     fd: RawFd,
+    /// Most bytes queued at once (one message is always taken when the
+    /// queue is empty, however large).
+    limit: usize,
 }
 
 #[derive(Default)]
@@ -34,15 +42,28 @@ struct State {
 
 /// Why a message could not be sent.
 #[derive(Debug)]
-pub(crate) struct Closed;
+pub(crate) enum Closed {
+    /// The pipe is closed (the child is gone or we are closing it).
+    Gone,
+    /// The child does not read its input: `queued` bytes wait already, and
+    /// the message would pass the limit. The writer is closed from now on.
+    Full {
+        /// Bytes waiting in the queue.
+        queued: usize,
+        /// The limit they would pass.
+        limit: usize,
+    },
+}
 
 impl PipeWriter {
-    /// Takes ownership of `stdin` and starts its flusher on the current runtime.
-    pub(crate) fn start(stdin: ChildStdin) -> Arc<PipeWriter> {
+    /// Takes ownership of `stdin` and starts its flusher on the current
+    /// runtime. At most `limit` bytes wait in the queue.
+    pub(crate) fn start(stdin: ChildStdin, limit: usize) -> Arc<PipeWriter> {
         let writer = Arc::new(PipeWriter {
             state: Mutex::new(State::default()),
             wake: Notify::new(),
             fd: stdin.as_raw_fd(),
+            limit,
         });
         tokio::spawn(flush(writer.clone(), stdin));
         writer
@@ -52,9 +73,21 @@ impl PipeWriter {
     pub(crate) fn send(&self, message: &[u8]) -> Result<(), Closed> {
         let mut state = self.state.lock().unwrap();
         if state.closed {
-            return Err(Closed);
+            return Err(Closed::Gone);
         }
         if state.flushing || !state.queue.is_empty() {
+            let queued = state.queue.len();
+            if queued > 0 && queued.saturating_add(message.len()) > self.limit {
+                // Stop here: nothing more is queued, what is queued is dropped.
+                state.closed = true;
+                state.queue = Vec::new();
+                drop(state);
+                self.wake.notify_one();
+                return Err(Closed::Full {
+                    queued,
+                    limit: self.limit,
+                });
+            }
             state.queue.extend_from_slice(message);
             return Ok(());
         }
@@ -70,7 +103,7 @@ impl PipeWriter {
                     state.closed = true;
                     drop(state);
                     self.wake.notify_one();
-                    return Err(Closed);
+                    return Err(Closed::Gone);
                 }
             },
         };

@@ -19,7 +19,7 @@ use tokio::process::Command;
 use tokio::sync::watch;
 
 use super::line_reader::{read_lines, End, Lines};
-use super::pipe_writer::PipeWriter;
+use super::pipe_writer::{Closed, PipeWriter};
 use super::{FrameSink, Transport};
 use crate::config::StdioConfig;
 use crate::error::Error;
@@ -28,6 +28,15 @@ use crate::error::Error;
 const GRACE: Duration = Duration::from_secs(2);
 /// How much of the child's stderr is kept for error messages.
 const STDERR_KEEP_BYTES: usize = 8 * 1024;
+/// The least room for what waits to be written to the child's stdin.
+const MIN_QUEUE_BYTES: usize = 1024 * 1024;
+
+/// How many bytes may wait to be written to a child's stdin: twice the
+/// largest message, so a few large calls in a row fit, but a server that
+/// never reads cannot make us buffer without end.
+pub(crate) fn stdin_queue_limit(max_message_bytes: usize) -> usize {
+    max_message_bytes.saturating_mul(2).max(MIN_QUEUE_BYTES)
+}
 
 /// A running stdio server process. Owned by its [`Peer`](crate::jsonrpc::Peer).
 ///
@@ -36,6 +45,9 @@ const STDERR_KEEP_BYTES: usize = 8 * 1024;
 pub struct StdioTransport {
     label: String,
     stdin: Arc<PipeWriter>,
+    /// Why we ended the connection ourselves, when we did (the stdout
+    /// reader reports it instead of a plain end of stream).
+    aborted: Arc<Mutex<Option<String>>>,
     pgid: libc::pid_t,
     exit: watch::Receiver<Option<ExitStatus>>,
     closing: Arc<AtomicBool>,
@@ -110,11 +122,13 @@ impl StdioTransport {
             stderr_done_tx,
         ));
 
-        let stdin = PipeWriter::start(stdin);
+        let stdin = PipeWriter::start(stdin, stdin_queue_limit(max_message_bytes));
 
         let closing = Arc::new(AtomicBool::new(false));
+        let aborted = Arc::new(Mutex::new(None));
         let ending = Ending {
             label: label.to_owned(),
+            aborted: aborted.clone(),
             exit: exit_rx.clone(),
             stderr_done: stderr_done_rx,
             ring,
@@ -125,6 +139,7 @@ impl StdioTransport {
         Ok(Arc::new(StdioTransport {
             label: label.to_owned(),
             stdin,
+            aborted,
             pgid,
             exit: exit_rx,
             closing,
@@ -165,9 +180,26 @@ impl StdioTransport {
 
 impl Transport for StdioTransport {
     fn send(&self, message: Vec<u8>) -> Result<(), Error> {
-        self.stdin
-            .send(&message)
-            .map_err(|_| Error::TransportClosed(format!("{}: connection closed", self.label)))
+        match self.stdin.send(&message) {
+            Ok(()) => Ok(()),
+            Err(Closed::Gone) => {
+                let why = self.aborted.lock().unwrap().clone();
+                let why = why.unwrap_or_else(|| "connection closed".into());
+                Err(Error::TransportClosed(format!("{}: {why}", self.label)))
+            }
+            Err(Closed::Full { queued, limit }) => {
+                let why = format!(
+                    "server does not read its stdin: {queued} bytes wait to be written \
+                     (limit {limit} bytes, 2 × max_message_bytes); connection ended"
+                );
+                tracing::warn!(server = %self.label, "{why}");
+                self.aborted.lock().unwrap().get_or_insert(why.clone());
+                // The stdout reader sees the end and fails the connection
+                // with the reason above.
+                self.signal_group(libc::SIGKILL);
+                Err(Error::TransportClosed(format!("{}: {why}", self.label)))
+            }
+        }
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -228,6 +260,7 @@ fn group_has_live_member(pgid: libc::pid_t) -> bool {
 /// Everything the stdout reader needs to explain why the connection ended.
 struct Ending {
     label: String,
+    aborted: Arc<Mutex<Option<String>>>,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr_done: watch::Receiver<bool>,
     ring: Arc<StderrRing>,
@@ -236,6 +269,9 @@ struct Ending {
 
 impl Ending {
     async fn error(mut self, cause: &str) -> Error {
+        if let Some(why) = self.aborted.lock().unwrap().clone() {
+            return Error::TransportClosed(format!("{}: {why}", self.label));
+        }
         if self.closing.load(Ordering::SeqCst) {
             return Error::TransportClosed(format!("{}: connection closed", self.label));
         }
