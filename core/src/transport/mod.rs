@@ -10,6 +10,7 @@ pub(crate) mod http;
 mod line_reader;
 mod pipe_writer;
 pub mod sse;
+pub mod sse_parser;
 pub mod stdio;
 pub mod streamable_http;
 pub mod websocket;
