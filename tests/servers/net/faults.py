@@ -20,6 +20,9 @@ with `--on all` every POST has the fault (so `initialize` fails).
   sse-cut   HTTP 200 text/event-stream: one progress notification event (no
             event id), then the connection is closed mid-body (chunked body
             never terminated) before the JSON-RPC response
+  sse-endless  HTTP 200 text/event-stream: the start of the JSON-RPC response
+            event (`data: {"jsonrpc":"2.0","id":N,"result":...`), then 64 KiB
+            chunks of the same text, without end, until the client goes
   silent    never answers: with --on all the TCP connection is accepted and
             nothing is ever sent (for any transport: HTTP, SSE GET, the
             WebSocket handshake); with --on call the tools/call POST is read
@@ -178,6 +181,22 @@ async def fault_response(writer, reader, msg):
         # Close mid-body: no terminating chunk, no JSON-RPC response.
         writer.transport.abort()
         return
+    elif fault == "sse-endless":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        start = f'event: message\ndata: {{"jsonrpc":"2.0","id":{json.dumps(msg.get("id"))},"result":{{"content":[{{"type":"text","text":"'
+        writer.write(f"{len(start):x}\r\n{start}\r\n".encode())
+        filler = b"x" * 65536
+        chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
+        sent = 0
+        while True:  # ends when the client closes the connection
+            writer.write(chunk)
+            await writer.drain()
+            sent += len(filler)
+            if sent % (16 << 20) == 0:
+                print(f"sse-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
@@ -287,7 +306,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
