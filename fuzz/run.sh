@@ -17,6 +17,9 @@
 # The committed corpus is replayed on stable by core/tests/fuzz_corpus_replay.rs.
 set -u
 cd "$(dirname "$0")"
+# Release build with debug assertions (overflow checks), no sanitizer: the
+# code under test is safe Rust, and ASan would halve the executions.
+FLAGS="-O -a -s none"
 TARGETS="jsonrpc_stream config_toml config_json sse session_input redact tool_names"
 
 mode=run
@@ -36,7 +39,7 @@ if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo +nightly fuzz --help >/
 fi
 
 # Build once (all targets), quietly.
-cargo +nightly fuzz build -O >/dev/null 2>fuzz-build.log || { cat fuzz-build.log >&2; exit 1; }
+cargo +nightly fuzz build $FLAGS >/dev/null 2>fuzz-build.log || { cat fuzz-build.log >&2; exit 1; }
 rm -f fuzz-build.log
 
 scratch=""
@@ -51,7 +54,7 @@ for t in $TARGETS; do
   mkdir -p "corpus/$t" "artifacts/$t"
   if [ "$mode" = cmin ]; then
     mkdir -p "corpus/$t.min"
-    cargo +nightly fuzz run -O "$t" "corpus/$t.min" "corpus/$t" -- -merge=1 -max_len=4096 >/dev/null 2>&1
+    cargo +nightly fuzz run $FLAGS "$t" "corpus/$t.min" "corpus/$t" -- -merge=1 -max_len=4096 >/dev/null 2>&1
     rm -rf "corpus/$t" && mv "corpus/$t.min" "corpus/$t"
     printf '%-16s %12s %8s %s\n' "$t" - "$(ls "corpus/$t" | wc -l)" minimized
     continue
@@ -62,7 +65,7 @@ for t in $TARGETS; do
     cp -r "corpus/$t" "$corpus"
   fi
   log="artifacts/$t/last-run.log"
-  cargo +nightly fuzz run -O "$t" "$corpus" -- \
+  cargo +nightly fuzz run $FLAGS "$t" "$corpus" -- \
     -max_total_time="$seconds" -max_len=4096 -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"$log" 2>&1
   status=$?
