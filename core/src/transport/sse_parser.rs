@@ -176,9 +176,6 @@ impl SseParser {
         if line.is_empty() {
             return self.dispatch();
         }
-        if line[0] == b':' {
-            return; // a comment
-        }
         let (field, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let value = &line[i + 1..];
@@ -186,8 +183,13 @@ impl SseParser {
             }
             None => (line, &[][..]),
         };
+        // Other lines than data count whole, comments included: the same
+        // bound as for a line still arriving (see `check_partial_line`).
         if field != b"data" && line.len() > self.max {
-            return self.oversized(line.len(), value);
+            return self.oversized(line.len(), b"");
+        }
+        if field.is_empty() {
+            return; // a comment
         }
         match field {
             b"event" => self.event_type = String::from_utf8_lossy(value).into_owned(),

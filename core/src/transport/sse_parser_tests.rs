@@ -229,6 +229,28 @@ fn endless_comment_or_field_lines_are_oversized_too() {
 }
 
 #[test]
+fn a_long_line_is_oversized_whether_it_comes_whole_or_in_pieces() {
+    for line in [": comment", "event: name", "id: 1", "data: x"] {
+        let input = format!("{line}{}\n\ndata: after\n\n", "a".repeat(200));
+        let kinds = |items: Vec<Item>| -> Vec<String> {
+            items
+                .into_iter()
+                .map(|i| match i {
+                    Item::Event(e) => e.data,
+                    Item::Oversized { .. } => "<oversized>".to_owned(),
+                })
+                .collect()
+        };
+        let whole = kinds(parse_chunks([input.as_bytes()], 100));
+        assert_eq!(whole, ["<oversized>", "after"], "{line}");
+        for at in [3, 50, 150, 210] {
+            let (a, b) = input.as_bytes().split_at(at);
+            assert_eq!(kinds(parse_chunks([a, b], 100)), whole, "{line} at {at}");
+        }
+    }
+}
+
+#[test]
 fn a_large_event_in_many_chunks_is_parsed_in_linear_time() {
     // 8 MB in 4 KB chunks: a quadratic parser would take minutes here.
     let payload = "y".repeat(8 << 20);
