@@ -81,7 +81,7 @@ fn run() -> Res<()> {
         let start = Instant::now();
         let result = rt.block_on(hub.call_tool(tool, Some(&json!({})), &options))?;
         let took = start.elapsed();
-        let got = result.json()["content"][0]["text"]
+        let got = result.value()["content"][0]["text"]
             .as_str()
             .map_or(0, str::len);
         if got != mib << 20 {

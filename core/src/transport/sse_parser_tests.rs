@@ -376,7 +376,7 @@ fn cut(input: &[u8], mut at: Vec<usize>) -> Vec<&[u8]> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
     fn matches_the_specification_in_any_chunking(
