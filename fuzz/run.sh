@@ -9,7 +9,8 @@
 #                                    the corpus (the checkout is not changed);
 #                                    skipped, exit 0, when the nightly toolchain
 #                                    or cargo-fuzz is missing
-#   bash fuzz/run.sh --cmin          minimizes every corpus in place (run after
+#   bash fuzz/run.sh --cmin          minimizes every corpus in place, by edge
+#                                    coverage only, to keep it small (run after
 #                                    a long run, before committing the corpus)
 #
 # Needs `rustup toolchain install nightly` and `cargo install cargo-fuzz`.
@@ -20,6 +21,8 @@ cd "$(dirname "$0")"
 # Release build with debug assertions (overflow checks), no sanitizer: the
 # code under test is safe Rust, and ASan would halve the executions.
 FLAGS="-O -a -s none"
+# Inputs kept per target by --cmin besides seeds and regressions.
+KEEP=50
 TARGETS="jsonrpc_stream config_toml config_json sse session_input redact tool_names"
 
 mode=run
@@ -54,7 +57,12 @@ for t in $TARGETS; do
   mkdir -p "corpus/$t" "artifacts/$t"
   if [ "$mode" = cmin ]; then
     mkdir -p "corpus/$t.min"
-    cargo +nightly fuzz run $FLAGS "$t" "corpus/$t.min" "corpus/$t" -- -merge=1 -max_len=4096 >/dev/null 2>&1
+    cargo +nightly fuzz run $FLAGS "$t" "corpus/$t.min" "corpus/$t" -- -merge=1 -use_counters=0 -max_len=4096 >/dev/null 2>&1
+    # Hand-written seeds and regressions stay; of the rest (named by their
+    # SHA-1, so in no particular order) at most KEEP are kept.
+    cp corpus/"$t"/seed-* corpus/"$t"/regression-* "corpus/$t.min/" 2>/dev/null
+    ls "corpus/$t.min" | grep -v -e '^seed-' -e '^regression-' | sort | tail -n +$((KEEP + 1)) |
+      while read -r f; do rm -f "corpus/$t.min/$f"; done
     rm -rf "corpus/$t" && mv "corpus/$t.min" "corpus/$t"
     printf '%-16s %12s %8s %s\n' "$t" - "$(ls "corpus/$t" | wc -l)" minimized
     continue

@@ -230,6 +230,8 @@ impl SseParser {
         // "data:" plus at most one space come before the value.
         let size = match line.strip_prefix(b"data:") {
             Some(rest) => self.data.len() + rest.len().saturating_sub(1),
+            // It may still become a data line ("dat" of "data: ...").
+            None if b"data:".starts_with(line) => 0,
             None => line.len(),
         };
         if size > self.max {

@@ -251,6 +251,12 @@ fn a_long_line_is_oversized_whether_it_comes_whole_or_in_pieces() {
 }
 
 #[test]
+fn the_start_of_a_data_line_is_not_taken_for_a_long_line() {
+    // Found by fuzzing: with a cap of 0, "dat" was oversized before "a:" came.
+    all_splits(b"data:\n\n", 0, &[ev("message", "", "")]);
+}
+
+#[test]
 fn a_large_event_in_many_chunks_is_parsed_in_linear_time() {
     // 8 MB in 4 KB chunks: a quadratic parser would take minutes here.
     let payload = "y".repeat(8 << 20);
