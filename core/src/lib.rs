@@ -25,13 +25,14 @@
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`policy`] (what a session's model may call, redaction, audit),
-//! [`error`].
+//! [`error`]; [`fuzzing`] (entry points for the fuzz targets).
 
 pub mod auth;
 pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod error;
+pub mod fuzzing;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;

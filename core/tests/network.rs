@@ -1021,6 +1021,57 @@ async fn sse_response_closed_before_the_answer_is_transport_closed() {
     within(10, "close", hub.close()).await;
 }
 
+/// An SSE response whose event never ends (the server streams the start of
+/// a response, then filler without end) fails the call with PROTOCOL_ERROR
+/// once the event passes `max_message_bytes`, not at the call's timeout;
+/// the connection stays usable.
+#[tokio::test]
+async fn sse_event_without_end_fails_at_the_size_limit() {
+    let server = fault_server("sse-endless", "call");
+    let extra = "max_message_bytes = 1048576\ntimeout_seconds = 60";
+    let hub = hub_with_demo(&[net_entry("endless", "http", &server.http("/mcp"), extra)]).await;
+    assert_connected(&hub, "endless", "http");
+    for _ in 0..2 {
+        let e = call_err(
+            &hub,
+            "mcp_endless_work",
+            json!({}),
+            &opts(Duration::from_secs(60)),
+            90,
+        )
+        .await;
+        assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("endless") && msg.contains("1048576"), "{msg}");
+        assert_eq!(status(&hub, "endless").state, "connected");
+    }
+    assert_demo_works(&hub).await;
+    within(10, "close", hub.close()).await;
+}
+
+/// The same over the legacy HTTP+SSE transport: the answer event on the
+/// GET stream never ends; the call fails with PROTOCOL_ERROR at the limit.
+#[tokio::test]
+async fn legacy_sse_event_without_end_fails_at_the_size_limit() {
+    let server = fault_server("sse-legacy-endless", "call");
+    let extra = "max_message_bytes = 1048576\ntimeout_seconds = 60";
+    let hub = hub_with_demo(&[net_entry("endless", "sse", &server.http("/sse"), extra)]).await;
+    assert_connected(&hub, "endless", "sse");
+    let e = call_err(
+        &hub,
+        "mcp_endless_work",
+        json!({}),
+        &opts(Duration::from_secs(60)),
+        90,
+    )
+    .await;
+    assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("endless") && msg.contains("1048576"), "{msg}");
+    assert_demo_works(&hub).await;
+    within(10, "close", hub.close()).await;
+}
+
 #[tokio::test]
 async fn websocket_dropped_mid_call_fails_every_call_in_flight() {
     let server = fault_server("ws-drop", "call");

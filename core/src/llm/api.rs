@@ -12,12 +12,10 @@
 //! not retried (the next attempt would likely hang as long).
 
 use std::fmt;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use eventsource_stream::{Event, Eventsource};
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::StatusCode;
 use serde_json::Value;
@@ -26,6 +24,7 @@ use crate::error::Error;
 use crate::llm::anthropic::Anthropic;
 use crate::llm::openai::OpenAi;
 use crate::llm::provider::{EventSink, ProviderEvent, SharedProvider};
+use crate::transport::sse_parser::{Event, EventStream, Item};
 
 /// How many times a request is sent at most (the first try included).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -362,29 +361,25 @@ impl Endpoint {
     }
 
     /// The server-sent events of a streamed response; every received chunk
-    /// of bytes reports [`ProviderEvent::Progress`].
+    /// of bytes reports [`ProviderEvent::Progress`]. One event may hold at
+    /// most `MAX_BODY_BYTES`.
     pub fn events<'a>(&'a self, response: reqwest::Response, events: EventSink<'a>) -> Sse<'a> {
-        let stream = response
-            .bytes_stream()
-            .inspect(move |chunk| {
-                if chunk.is_ok() {
-                    events(ProviderEvent::Progress);
-                }
-            })
-            .eventsource();
+        let stream = response.bytes_stream().inspect(move |chunk| {
+            if chunk.is_ok() {
+                events(ProviderEvent::Progress);
+            }
+        });
         Sse {
             endpoint: self,
-            inner: Box::pin(stream),
+            inner: EventStream::new(stream.boxed(), MAX_BODY_BYTES),
         }
     }
 }
 
-type EventResult = Result<Event, eventsource_stream::EventStreamError<reqwest::Error>>;
-
 /// A stream of server-sent events with the idle timeout applied.
 pub(crate) struct Sse<'a> {
     endpoint: &'a Endpoint,
-    inner: Pin<Box<dyn Stream<Item = EventResult> + Send + 'a>>,
+    inner: EventStream<'a, reqwest::Error>,
 }
 
 impl Sse<'_> {
@@ -394,14 +389,15 @@ impl Sse<'_> {
         match tokio::time::timeout(ep.idle, self.inner.next()).await {
             Err(_) => Err(ep.timeout()),
             Ok(None) => Ok(None),
-            Ok(Some(Ok(event))) => Ok(Some(event)),
+            Ok(Some(Ok(Item::Event(event)))) => Ok(Some(event)),
+            Ok(Some(Ok(Item::Oversized { .. }))) => Err(ep.error(format!(
+                "an event from {} exceeds {MAX_BODY_BYTES} bytes",
+                ep.shown_url()
+            ))),
             Ok(Some(Err(e))) => Err(ep.error(format!(
                 "event stream from {} broke off: {}",
                 ep.shown_url(),
-                match e {
-                    eventsource_stream::EventStreamError::Transport(e) => causes(e),
-                    other => other.to_string(),
-                }
+                causes(e)
             ))),
         }
     }

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStream, Eventsource};
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use super::sse_parser::{EventStream, SseParser};
 use crate::error::Error;
 
 /// The process-wide HTTP client: connections are pooled and reused across
@@ -197,11 +197,13 @@ pub(crate) fn content_type(response: &reqwest::Response) -> String {
         .to_ascii_lowercase()
 }
 
-/// The server-sent events of a response body.
+/// The server-sent events of a response body, each event's data capped
+/// at `max` bytes (see [`super::sse_parser`]).
 pub(crate) fn events(
     response: reqwest::Response,
-) -> EventStream<impl Stream<Item = Result<bytes::Bytes, reqwest::Error>>> {
-    response.bytes_stream().eventsource()
+    max: usize,
+) -> EventStream<'static, reqwest::Error> {
+    EventStream::new(response.bytes_stream().boxed(), max)
 }
 
 /// Where an SSE stream got to: the last event id and the server's `retry`.
@@ -214,13 +216,13 @@ pub(crate) struct StreamPosition {
 }
 
 impl StreamPosition {
-    /// Notes an event's id and retry.
-    pub(crate) fn saw(&mut self, event: &Event) {
-        if !event.id.is_empty() {
-            self.last_event_id = Some(event.id.clone());
+    /// Notes the stream's last event id (when it has one) and retry.
+    pub(crate) fn saw(&mut self, stream: &SseParser) {
+        if !stream.last_event_id().is_empty() {
+            self.last_event_id = Some(stream.last_event_id().to_owned());
         }
-        if event.retry.is_some() {
-            self.retry = event.retry;
+        if stream.retry().is_some() {
+            self.retry = stream.retry();
         }
     }
 }

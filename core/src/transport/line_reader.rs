@@ -143,6 +143,12 @@ impl Oversized {
     }
 }
 
+/// The first `"id":` number in `head`, the start of a message too large to
+/// keep (serializers usually put a response's id before its result).
+pub(crate) fn id_in_head(head: &[u8]) -> Option<u64> {
+    memchr::memmem::find(head, b"\"id\":").and_then(|at| id_after(head, at))
+}
+
 fn id_after(bytes: &[u8], at: usize) -> Option<u64> {
     let rest = &bytes[at + 5..];
     let rest = &rest[rest.iter().take_while(|b| b.is_ascii_whitespace()).count()..];

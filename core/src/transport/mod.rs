@@ -7,9 +7,10 @@
 //! owner of a connection is enough to stop its reader.
 
 pub(crate) mod http;
-mod line_reader;
+pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod sse;
+pub mod sse_parser;
 pub mod stdio;
 pub mod streamable_http;
 pub mod websocket;

@@ -9,12 +9,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::StreamExt;
 use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use super::http::{self, StreamPosition};
+use super::line_reader;
+use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;
@@ -192,10 +193,21 @@ impl Inner {
     }
 
     async fn pump(&self, response: reqwest::Response, position: &mut StreamPosition) {
-        let mut events = http::events(response);
-        while let Some(event) = events.next().await {
-            let Ok(event) = event else { break };
-            position.saw(&event);
+        let mut events = http::events(response, self.max_message_bytes);
+        while let Some(item) = events.next().await {
+            let Ok(item) = item else { break };
+            position.saw(events.parser());
+            let event = match item {
+                Item::Event(event) => event,
+                Item::Oversized { size, head } => {
+                    // The parser skips the rest of it; reading goes on.
+                    if let Some(sink) = self.sink.upgrade() {
+                        let id = line_reader::id_in_head(&head);
+                        sink.on_oversized(id, size, self.max_message_bytes);
+                    }
+                    continue;
+                }
+            };
             match event.event.as_str() {
                 "endpoint" => match self.url.join(event.data.trim()) {
                     // Messages (and the configured headers) go only to the
@@ -221,10 +233,6 @@ impl Inner {
                     }
                 },
                 "message" if !event.data.trim().is_empty() => {
-                    if event.data.len() > self.max_message_bytes {
-                        tracing::warn!(server = %self.label, "dropping an SSE event over max_message_bytes");
-                        continue;
-                    }
                     if let Some(sink) = self.sink.upgrade() {
                         sink.on_frame(event.data.as_bytes());
                     }

@@ -15,12 +15,13 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use tokio::task::AbortHandle;
 
 use super::http::{self, StreamPosition};
+use super::line_reader;
+use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::auth::challenge::Challenge;
 use crate::auth::flow::Authorizer;
@@ -530,7 +531,7 @@ impl Inner {
     /// resumes it with `Last-Event-ID` after the server's `retry`.
     async fn read_stream(&self, response: reqwest::Response, id: Option<u64>) {
         let mut position = StreamPosition::default();
-        self.pump(response, &mut position).await;
+        self.pump(response, &mut position, id).await;
         let waiting = |id| self.sink.upgrade().is_some_and(|s| s.is_waiting(id));
         let Some(id) = id else { return };
         let mut attempts = 0;
@@ -559,7 +560,7 @@ impl Inner {
                 Ok(r)
                     if r.status().is_success() && http::content_type(&r) == "text/event-stream" =>
                 {
-                    self.pump(r, &mut position).await;
+                    self.pump(r, &mut position, Some(id)).await;
                 }
                 Ok(r) => {
                     return self.fail_id(id, http::response_error(&self.label, &self.url, r).await)
@@ -575,23 +576,41 @@ impl Inner {
         }
     }
 
-    /// Hands every message event of a stream to the sink.
-    async fn pump(&self, response: reqwest::Response, position: &mut StreamPosition) {
-        let mut events = http::events(response);
-        while let Some(event) = events.next().await {
-            let Ok(event) = event else { break };
-            position.saw(&event);
-            if event.event == "message" && !event.data.trim().is_empty() {
-                if event.data.len() > self.max_message_bytes {
-                    tracing::warn!(server = %self.label, "dropping an SSE event over max_message_bytes");
-                    continue;
+    /// Hands every message event of a stream to the sink. `request` is the
+    /// request a POST's stream answers: an event over `max_message_bytes`
+    /// fails it (PROTOCOL_ERROR) as soon as the event passes the limit, and
+    /// the rest of the stream is not read.
+    async fn pump(
+        &self,
+        response: reqwest::Response,
+        position: &mut StreamPosition,
+        request: Option<u64>,
+    ) {
+        let mut events = http::events(response, self.max_message_bytes);
+        while let Some(item) = events.next().await {
+            let Ok(item) = item else { break };
+            position.saw(events.parser());
+            match item {
+                Item::Event(event) => {
+                    if event.event == "message" && !event.data.trim().is_empty() {
+                        self.frame(event.data.as_bytes());
+                    }
                 }
-                self.frame(event.data.as_bytes());
+                Item::Oversized { size, head } => {
+                    let Some(sink) = self.sink.upgrade() else {
+                        return;
+                    };
+                    let id = line_reader::id_in_head(&head)
+                        .filter(|id| sink.is_waiting(*id))
+                        .or(request);
+                    sink.on_oversized(id, size, self.max_message_bytes);
+                    if request.is_some_and(|id| !sink.is_waiting(id)) {
+                        return;
+                    }
+                }
             }
         }
-        if position.last_event_id.is_none() && !events.last_event_id().is_empty() {
-            position.last_event_id = Some(events.last_event_id().to_owned());
-        }
+        position.saw(events.parser());
     }
 
     async fn get(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, Error> {
@@ -653,7 +672,7 @@ impl Inner {
                             && http::content_type(&r) == "text/event-stream" =>
                     {
                         failures = 0;
-                        this.pump(r, &mut position).await;
+                        this.pump(r, &mut position, None).await;
                     }
                     Ok(r) => {
                         tracing::debug!(server = %this.label, status = %r.status(), "no GET stream");

@@ -20,11 +20,21 @@ with `--on all` every POST has the fault (so `initialize` fails).
   sse-cut   HTTP 200 text/event-stream: one progress notification event (no
             event id), then the connection is closed mid-body (chunked body
             never terminated) before the JSON-RPC response
+  sse-endless  HTTP 200 text/event-stream: the start of the JSON-RPC response
+            event (`data: {"jsonrpc":"2.0","id":N,"result":...`), then 64 KiB
+            chunks of the same text, without end, until the client goes
   silent    never answers: with --on all the TCP connection is accepted and
             nothing is ever sent (for any transport: HTTP, SSE GET, the
             WebSocket handshake); with --on call the tools/call POST is read
             and never answered (the connection is held until the client goes)
   notfound  HTTP 404 text/plain "no such path" to every request
+
+Legacy HTTP+SSE fault (--on is ignored):
+
+  sse-legacy-endless  GET answers an event stream with an `endpoint` event
+            (same origin); POSTs are answered 202 and their answers sent as
+            events on that stream, except `tools/call`, whose answer event
+            starts and never ends (64 KiB chunks until the client goes)
 
 Faults that point the client at another origin (--target URL, e.g. a
 header-recording server on another port; --on is ignored):
@@ -178,6 +188,22 @@ async def fault_response(writer, reader, msg):
         # Close mid-body: no terminating chunk, no JSON-RPC response.
         writer.transport.abort()
         return
+    elif fault == "sse-endless":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        start = f'event: message\ndata: {{"jsonrpc":"2.0","id":{json.dumps(msg.get("id"))},"result":{{"content":[{{"type":"text","text":"'
+        writer.write(f"{len(start):x}\r\n{start}\r\n".encode())
+        filler = b"x" * 65536
+        chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
+        sent = 0
+        while True:  # ends when the client closes the connection
+            writer.write(chunk)
+            await writer.drain()
+            sent += len(filler)
+            if sent % (16 << 20) == 0:
+                print(f"sse-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
@@ -185,8 +211,54 @@ async def fault_response(writer, reader, msg):
     await writer.drain()
 
 
+ENDLESS_FILLER = b"x" * 65536
+legacy_streams = []
+
+
+async def endless_event(writer, msg_id):
+    """The start of a response event, then filler without end."""
+    start = f'event: message\ndata: {{"jsonrpc":"2.0","id":{json.dumps(msg_id)},"result":{{"content":[{{"type":"text","text":"'
+    writer.write(start.encode())
+    while True:  # ends when the client closes the connection
+        writer.write(ENDLESS_FILLER)
+        await writer.drain()
+
+
+async def legacy_endless(reader, writer):
+    """The `sse-legacy-endless` fault, for one connection."""
+    request = await read_request(reader)
+    if request is None:
+        return
+    method, _path, _headers, body = request
+    if method == "GET":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+            b"event: endpoint\ndata: /messages\n\n"
+        )
+        await writer.drain()
+        legacy_streams.append(writer)
+        await reader.read()  # hold the stream until the client goes
+        return
+    msg = json.loads(body)
+    log_method(msg.get("method", "<response>"))
+    writer.write(http_response(202, "Accepted", None, b""))
+    await writer.drain()
+    if not legacy_streams or msg.get("id") is None:
+        return
+    stream = legacy_streams[-1]
+    if msg.get("method") == "tools/call":
+        await endless_event(stream, msg.get("id"))
+    else:
+        stream.write(f"event: message\ndata: {json.dumps(answer(msg))}\n\n".encode())
+        await stream.drain()
+
+
 async def http_client(reader, writer):
     try:
+        if args.fault == "sse-legacy-endless":
+            await legacy_endless(reader, writer)
+            return
         if args.fault == "silent" and args.on == "all":
             await reader.read()
             return
@@ -287,7 +359,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")

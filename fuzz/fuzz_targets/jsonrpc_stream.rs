@@ -1,0 +1,11 @@
+//! Fuzz target `jsonrpc_stream`: [`mcpmux_core::fuzzing::jsonrpc_stream`] on every input;
+//! a property it reports broken is a crash.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Err(problem) = mcpmux_core::fuzzing::jsonrpc_stream(data) {
+        panic!("jsonrpc_stream: {problem}");
+    }
+});
