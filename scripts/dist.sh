@@ -81,35 +81,24 @@ else
 fi
 
 # ---------------------------------------------------------------- Rust builds
-step "cargo build --profile dist: mcpmux, the Node addon, the demo server"
-cargo build --locked --profile dist "${JOBS[@]}" -p mcpmux-cli -p mcpmux-node -p mcpmux-demo-server
+step "cargo build --profile dist: mcpmux, libmcpmux, the Node addon, the demo server"
+# One cargo invocation for the four, so that their dependencies are built
+# once with one feature set. MCPMUX_FFI_SONAME=1: ffi/build.rs links
+# libmcpmux.so with the soname libmcpmux.so.<major> (only here: the tests
+# link the library of target/debug by its plain name).
+MCPMUX_FFI_SONAME=1 cargo build --locked --profile dist "${JOBS[@]}" \
+  -p mcpmux-cli -p mcpmux-ffi -p mcpmux-node -p mcpmux-demo-server
 BUILD="$CARGO_TARGET_DIR/dist"
 cp "$BUILD/mcpmux-demo-server" "$TESTBIN/mcpmux-demo-server"
 
-step "cargo rustc --profile dist -p mcpmux-ffi (soname libmcpmux.so.$MAJOR)"
-# The soname goes in at link time; only here, so that the debug library of
-# the tests keeps linking as plain libmcpmux.so. The JSON messages carry
-# rustc's native-static-libs note (replayed by cargo when nothing changed):
-# the system libraries a static link needs.
-cargo rustc --locked --profile dist "${JOBS[@]}" -p mcpmux-ffi --lib --message-format=json-diagnostic-short \
-  -- -C "link-arg=-Wl,-soname,libmcpmux.so.$MAJOR" --print native-static-libs > "$STAGE/ffi-build.json"
-NATIVE_LIBS="$(python3 - "$STAGE/ffi-build.json" <<'EOF'
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        continue
-    text = (msg.get("message") or {}).get("message", "")
-    if text.startswith("native-static-libs:"):
-        libs = text.split(":", 1)[1].split()
-        # -lc and its duplicates come with any C link; keep the first of each.
-        print(" ".join(dict.fromkeys(l for l in libs if l != "-lc")))
-        break
-else:
-    sys.exit("rustc printed no native-static-libs note")
-EOF
-)"
+# The system libraries a static link of libmcpmux.a needs: those of the Rust
+# standard library (mcpmux's dependencies link none), as rustc reports them
+# for a staticlib.
+echo '' > "$STAGE/empty.rs"
+NATIVE_LIBS="$(rustc --edition 2021 --crate-type staticlib --print native-static-libs \
+  -o "$STAGE/libempty.a" "$STAGE/empty.rs" 2>&1 | sed -n 's/.*native-static-libs: //p' \
+  | tr ' ' '\n' | grep -vx -- '-lc' | awk 'NF && !seen[$0]++' | paste -sd' ')"
+[ -n "$NATIVE_LIBS" ] || die "rustc printed no native-static-libs"
 soname="$(readelf -d "$BUILD/libmcpmux.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
 [ "$soname" = "libmcpmux.so.$MAJOR" ] || die "libmcpmux.so has soname '$soname', want libmcpmux.so.$MAJOR"
 echo "static link needs: $NATIVE_LIBS"
@@ -118,7 +107,7 @@ echo "static link needs: $NATIVE_LIBS"
 step "wheel: maturin build --zig --compatibility $MANYLINUX"
 # --zig links against glibc 2.28 symbols whatever this machine's glibc is.
 PATH="$VENV/bin:$PATH" maturin build --locked --profile dist "${JOBS[@]}" --zig \
-  --compatibility "$MANYLINUX" --target "$TARGET" \
+  --compatibility "$MANYLINUX" \
   -m bindings/python/Cargo.toml --out "$STAGE/wheel"
 WHEEL="mcpmux-$VERSION-cp310-abi3-${MANYLINUX}_x86_64.whl"
 [ -f "$STAGE/wheel/$WHEEL" ] || die "maturin did not write $WHEEL: $(ls "$STAGE/wheel")"
@@ -133,8 +122,10 @@ SDIST="mcpmux-$VERSION.tar.gz"
 [ -f "$STAGE/sdist/$SDIST" ] || die "maturin did not write $SDIST: $(ls "$STAGE/sdist")"
 # What `pip install mcpmux-<v>.tar.gz` does, with the venv's maturin (no
 # download) and the dev profile (the check is that it builds; the target
-# dir's dependencies are reused).
-PATH="$VENV/bin:$PATH" MATURIN_PEP517_ARGS="--locked --profile dev" \
+# dir's dependencies are reused). --offline, not --locked: the sdist's
+# workspace has fewer members, so cargo drops their entries from the
+# Cargo.lock it carries (the versions stay those of the lock).
+PATH="$VENV/bin:$PATH" MATURIN_PEP517_ARGS="--offline --profile dev" \
   "$VENV/bin/pip" wheel --quiet --no-deps --no-build-isolation \
   "$STAGE/sdist/$SDIST" -w "$STAGE/sdist-wheel"
 ls "$STAGE/sdist-wheel"/mcpmux-"$VERSION"-*.whl >/dev/null || die "the sdist did not build a wheel"
@@ -197,9 +188,10 @@ fi
 # ---------------------------------------------------------------- C kit
 step "C kit: libmcpmux-$VERSION-$TARGET.tar.gz"
 # Written here rather than with cargo-c (`cargo cinstall`): cargo-c links
-# cargo itself as a library, several hundred crates (more than this whole
-# workspace) compiled before the first artifact, on every cold CI cache;
-# the kit is eight files whose layout is below.
+# cargo itself as a library, about 350 crates (its Cargo.lock: 84 KB, this
+# workspace's: 62 KB for 256) including C builds of libgit2, curl, SQLite
+# and nghttp2 and a system OpenSSL, compiled before the first artifact on
+# every cold CI cache, to write eight files whose layout is plain (below).
 KIT="$STAGE/kit"
 mkdir -p "$KIT/include" "$KIT/lib/pkgconfig" "$KIT/lib/cmake/mcpmux" "$KIT/share/doc/mcpmux"
 cp include/mcpmux.h "$KIT/include/"

@@ -194,7 +194,7 @@ def reviewer(request):
     return 'Fine.\n\n```json\n{"verdict": "APPROVE", "blocks": []}\n```\n'
 sessions = mcpmux.Sessions({"session": {"max_turns": 2}}, host=reviewer)
 with tempfile.TemporaryDirectory() as work:
-    begun = sessions.begin(skill="review-plan", reviewer="host", input="## PLAN\n1. Print hello.\n", working_dir=work)
+    begun = sessions.begin(skill="review-plan", reviewer="host", input="---\nUSER_REQUEST: Print a greeting\n---\n## PLAN\n1. Add hello.py.\n", working_dir=work)
     status = sessions.wait(begun["session_dir"], max_wait_seconds=60)
     assert status["status"] != "running" and status["review"]["verdict"] == "APPROVE", status
     assert sessions.end(begun["session_dir"])["status"] == "ended"
