@@ -35,8 +35,10 @@ TESTBIN="$ROOT/.deps/dist-test"
 VENV="$ROOT/.deps/dist-venv"
 JOBS=()
 [ -n "${DIST_JOBS:-}" ] && JOBS=(-j "$DIST_JOBS")
-# Reproducible archives: every file gets the time of the last commit.
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
+# Reproducible archives: every file gets the time of the last commit. Not
+# exported: C build scripts (cc) rebuild when SOURCE_DATE_EPOCH changes,
+# and with it everything above ring, on every new commit.
+EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}"
 
 step() { printf '\n==> dist: %s\n' "$*"; }
 die() { printf 'scripts/dist.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -65,7 +67,7 @@ reprotar() { # reprotar <archive.tar.gz> <dir> <entries...>
   local archive="$1" dir="$2"
   shift 2
   tar -C "$dir" --sort=name --owner=0 --group=0 --numeric-owner \
-    --mtime="@$SOURCE_DATE_EPOCH" --format=gnu -cf - "$@" | gzip -n -9 > "$archive"
+    --mtime="@$EPOCH" --format=gnu -cf - "$@" | gzip -n -9 > "$archive"
 }
 
 # ---------------------------------------------------------------- tools
