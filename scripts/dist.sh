@@ -108,7 +108,8 @@ echo "static link needs: $NATIVE_LIBS"
 # ---------------------------------------------------------------- Python
 step "wheel: maturin build --zig --compatibility $MANYLINUX"
 # --zig links against glibc 2.28 symbols whatever this machine's glibc is.
-PATH="$VENV/bin:$PATH" maturin build --locked --profile dist "${JOBS[@]}" --zig \
+# SOURCE_DATE_EPOCH: the zip's file times (a byte-identical wheel per commit).
+SOURCE_DATE_EPOCH="$EPOCH" PATH="$VENV/bin:$PATH" maturin build --locked --profile dist "${JOBS[@]}" --zig \
   --compatibility "$MANYLINUX" \
   -m bindings/python/Cargo.toml --out "$STAGE/wheel"
 WHEEL="mcpmux-$VERSION-cp310-abi3-${MANYLINUX}_x86_64.whl"
