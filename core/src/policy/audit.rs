@@ -71,7 +71,7 @@ pub struct AuditEvent {
 /// A host's audit listener; runs on the task that made the call.
 pub type AuditListener = Arc<dyn Fn(&AuditEvent) + Send + Sync>;
 
-/// How many events [`AuditLog::events`] keeps in memory.
+/// How many events `AuditLog::events` keeps in memory.
 pub const MEMORY_EVENTS: usize = 10_000;
 
 /// Where events go: the file, the listeners, and a bounded memory log.

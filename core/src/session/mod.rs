@@ -47,7 +47,7 @@ pub use settings::Settings;
 /// What the verbs need from the host.
 #[derive(Clone)]
 pub struct SessionContext {
-    /// Servers and the [session] table; None = no config (no tools, built-in defaults).
+    /// Servers and the `[session]` table; None = no config (no tools, built-in defaults).
     pub config: Option<Config>,
     /// The `host` reviewer (reviewer = "host"); REVIEWER_NOT_FOUND when asked for and None.
     pub host: Option<SharedProvider>,

@@ -2,8 +2,8 @@
 //!
 //! The child runs in its own process group so that closing it reaches every
 //! process it started. Four tasks serve one child: a flusher for what stdin
-//! could not take at once ([`PipeWriter`]), a reader (splits stdout into
-//! messages under the size cap, [`read_lines`]), a stderr reader (bounded
+//! could not take at once (`PipeWriter`), a reader (splits stdout into
+//! messages under the size cap, `read_lines`), a stderr reader (bounded
 //! ring + `tracing`), and a reaper (waits for the exit status). None of them
 //! keeps the connection's owner alive.
 
