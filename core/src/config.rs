@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_TOTAL_FACTOR: u32 = 10;
 
 /// A whole configuration: the servers to connect, in file order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Config {
     /// The servers, in the order they appear.
     pub servers: Vec<ServerConfig>,
@@ -30,6 +30,10 @@ pub struct Config {
     /// written, after `${VAR}` expansion of its strings; read by the
     /// session module and the policy. Empty when absent.
     pub session: Map<String, Value>,
+    /// Every value a `${VAR}` reference expanded to (not defaults written in
+    /// the file), anywhere in the file: secrets that
+    /// [`crate::secrets`] keeps out of errors, logs and session files.
+    pub expanded_values: Vec<String>,
 }
 
 /// One server entry.
@@ -108,6 +112,19 @@ pub struct NetworkConfig {
     pub headers: BTreeMap<String, String>,
     /// The `auth` table (`[mcp.servers.auth]`), when given.
     pub auth: Option<crate::auth::AuthConfig>,
+}
+
+// Debug output never shows expanded values or `[session]` values (either
+// may be a secret).
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("servers", &self.servers)
+            .field("source", &self.source)
+            .field("session", &self.session.keys().collect::<Vec<_>>())
+            .field("expanded_values", &self.expanded_values.len())
+            .finish()
+    }
 }
 
 // Debug output never shows env values, header values or URL queries.
@@ -216,6 +233,7 @@ fn parse_with(
     let ctx = Ctx {
         origin: &origin,
         lookup,
+        expanded: Default::default(),
     };
     let Value::Object(doc) = doc else {
         return Err(ctx.err("the top level must be a table/object"));
@@ -293,6 +311,7 @@ fn parse_with(
         servers,
         source: None,
         session,
+        expanded_values: ctx.expanded.take(),
     })
 }
 
@@ -339,6 +358,8 @@ struct Defaults {
 struct Ctx<'a> {
     origin: &'a str,
     lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// Values looked up so far (see [`Config::expanded_values`]).
+    expanded: std::cell::RefCell<Vec<String>>,
 }
 
 impl Ctx<'_> {
@@ -378,7 +399,8 @@ impl Ctx<'_> {
             }
             match ((self.lookup)(var), default) {
                 (Some(value), _) if !(value.is_empty() && default.is_some()) => {
-                    out.push_str(&value)
+                    out.push_str(&value);
+                    self.expanded.borrow_mut().push(value);
                 }
                 (_, Some(default)) => out.push_str(default),
                 (_, None) => {
