@@ -108,6 +108,14 @@ impl KnownSecrets {
         self.matcher.as_ref().is_some_and(|m| m.is_match(text))
     }
 
+    /// Where the secrets are in `text`: byte ranges, leftmost-longest,
+    /// not overlapping.
+    pub fn find(&self, text: &str) -> Vec<(usize, usize)> {
+        self.matcher.as_ref().map_or_else(Vec::new, |m| {
+            m.find_iter(text).map(|m| (m.start(), m.end())).collect()
+        })
+    }
+
     /// `text` with every secret replaced by [`MARKER`], and how many were.
     pub fn redact_count<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
         let Some(matcher) = &self.matcher else {
