@@ -34,6 +34,9 @@ pub struct Config {
     /// the file), anywhere in the file: secrets that
     /// [`crate::secrets`] keeps out of errors, logs and session files.
     pub expanded_values: Vec<String>,
+    /// The `[session]` table as written, before `${VAR}` expansion: the
+    /// session stores these references in `session.json`, not values.
+    pub session_raw: Map<String, Value>,
 }
 
 /// One server entry.
@@ -123,6 +126,7 @@ impl fmt::Debug for Config {
             .field("source", &self.source)
             .field("session", &self.session.keys().collect::<Vec<_>>())
             .field("expanded_values", &self.expanded_values.len())
+            .field("session_raw", &self.session_raw.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -312,6 +316,10 @@ fn parse_with(
         source: None,
         session,
         expanded_values: ctx.expanded.take(),
+        session_raw: match doc.get("session") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        },
     })
 }
 
@@ -348,6 +356,24 @@ fn expand_session(ctx: &Ctx<'_>, table: &Map<String, Value>) -> Result<Map<Strin
             )),
             other => other,
         })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `text` from the process
+/// environment, as in a config file's `[session]` table; an unset variable
+/// is `CONFIG_INVALID` naming `[session]`, the field `field` and the
+/// variable. Used for `${VAR}` references kept in a session's files.
+pub fn expand_session_value(text: &str, field: &str) -> Result<String, Error> {
+    let ctx = Ctx {
+        origin: "config",
+        lookup: &|name| std::env::var(name).ok(),
+        expanded: Default::default(),
+    };
+    ctx.expand(text, "session", field).map_err(|e| match e {
+        Error::ConfigInvalid(m) => {
+            Error::ConfigInvalid(m.replacen("server 'session': field '", "[session]: field '", 1))
+        }
+        other => other,
+    })
 }
 
 struct Defaults {
