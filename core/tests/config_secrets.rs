@@ -183,7 +183,9 @@ async fn a_session_model_and_session_files_never_see_a_config_secret() {
             {"name": "mcp_leaky_split", "arguments": {}},
             {"name": "mcp_leaky_fail", "arguments": {}}
         ]},
-        {"tool_calls": [{"name": "submit_review", "arguments": {"verdict": "APPROVE", "blocks": [], "summary": "fine"}}]}
+        // The model itself (a provider) quotes the secret: stored redacted.
+        {"tool_calls": [{"name": "submit_review", "arguments": {"verdict": "APPROVE", "blocks": [],
+            "summary": format!("fine; the token was {secret}")}}]}
     ]);
     let mock = llm_mock::Mock::start(steps).await;
     let wd = tempfile::tempdir().unwrap();
@@ -242,7 +244,11 @@ async fn a_session_model_and_session_files_never_see_a_config_secret() {
             marked.push(file.file_name().unwrap().to_string_lossy().into_owned());
         }
     }
-    assert!(marked.contains(&"thread.json".to_owned()), "{marked:?}");
+    for name in ["thread.json", "result.json"] {
+        assert!(marked.contains(&name.to_owned()), "{name}: {marked:?}");
+    }
+    let summary = wait["review"]["summary"].as_str().unwrap_or_default();
+    assert_eq!(summary, format!("fine; the token was {MARKER}"), "{wait:#}");
     let spec = std::fs::read_to_string(dir.join("session.json")).unwrap();
     assert!(spec.contains("\"model\": \"${LEAK_MODEL}\""), "{spec}");
     assert!(!spec.contains("mock-model-from-a-variable"), "{spec}");
