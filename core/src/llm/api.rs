@@ -300,7 +300,10 @@ impl Endpoint {
 
     /// `"{label}: HTTP {status} from {url}: {message}"`.
     pub fn status_error(&self, status: StatusCode, message: &str) -> Error {
-        let message = crate::secrets::redact(message);
+        // The endpoint's own key shows as `***` (scrub); other known
+        // secrets as `[REDACTED:config]`.
+        let message = self.scrub(message);
+        let message = crate::secrets::redact(&message);
         let detail = if message.is_empty() {
             String::new()
         } else {
