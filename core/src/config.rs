@@ -31,7 +31,8 @@ pub struct Config {
     /// session module and the policy. Empty when absent.
     pub session: Map<String, Value>,
     /// Every value a `${VAR}` reference expanded to (not defaults written in
-    /// the file), anywhere in the file: secrets that
+    /// the file, nor [`crate::secrets::PLAIN_VARS`] such as `HOME`),
+    /// anywhere in the file: secrets that
     /// [`crate::secrets`] keeps out of errors, logs and session files.
     pub expanded_values: Vec<String>,
     /// The `[session]` table as written, before `${VAR}` expansion: the
@@ -426,7 +427,9 @@ impl Ctx<'_> {
             match ((self.lookup)(var), default) {
                 (Some(value), _) if !(value.is_empty() && default.is_some()) => {
                     out.push_str(&value);
-                    self.expanded.borrow_mut().push(value);
+                    if !crate::secrets::is_plain_var(var) {
+                        self.expanded.borrow_mut().push(value);
+                    }
                 }
                 (_, Some(default)) => out.push_str(default),
                 (_, None) => {

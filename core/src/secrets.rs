@@ -11,6 +11,11 @@
 //! stderr or returns one from a tool does not get it into an error, a log
 //! line, a session file or a model's input.
 //!
+//! Variables that name where things are, not secrets ([`PLAIN_VARS`]:
+//! `HOME`, `USER`, `PATH`, ...), are left out, as `${VAR}` references and as
+//! `env` keys: a home directory would otherwise turn every path a tool shows
+//! the model into `[REDACTED:config]/...`.
+//!
 //! Values shorter than [`MIN_SECRET_LEN`] characters are not matched: an
 //! env value such as `1`, `true` or `debug` would otherwise shred ordinary
 //! text. Matching is literal and case-sensitive; a secret that a server
@@ -51,6 +56,15 @@ pub const MARKER: &str = "[REDACTED:config]";
 pub const MIN_SECRET_LEN: usize = 6;
 /// Most values the process-wide set holds.
 pub const MAX_KNOWN: usize = 4096;
+/// Environment variables whose values are not secrets (see the module docs).
+pub const PLAIN_VARS: &[&str] = &[
+    "HOME", "USER", "LOGNAME", "PWD", "PATH", "SHELL", "TMPDIR", "LANG",
+];
+
+/// Whether variable `name` is one of [`PLAIN_VARS`].
+pub fn is_plain_var(name: &str) -> bool {
+    PLAIN_VARS.contains(&name)
+}
 
 /// A fixed set of secret values and a matcher for all of them at once.
 /// Immutable; share it with an [`Arc`] ([`known`] hands one out).
@@ -249,7 +263,12 @@ fn config_values(config: &Config) -> Vec<String> {
 fn server_values(server: &ServerConfig) -> Vec<String> {
     let mut out = Vec::new();
     match &server.transport {
-        TransportConfig::Stdio(s) => out.extend(s.env.values().cloned()),
+        TransportConfig::Stdio(s) => out.extend(
+            s.env
+                .iter()
+                .filter(|(k, _)| !is_plain_var(k))
+                .map(|(_, v)| v.clone()),
+        ),
         TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
             for value in n.headers.values() {
                 out.push(value.clone());
@@ -385,19 +404,26 @@ mod tests {
             [[mcp.servers]]
             name = "a"
             command = "run"
-            args = ["--key", "${MY_KEY}"]
-            env = { TOKEN = "env-secret-1", LEVEL = "debug" }
+            args = ["--key", "${MY_KEY}", "${HOME}"]
+            env = { TOKEN = "env-secret-1", LEVEL = "debug", PATH = "/usr/local/bin" }
             [[mcp.servers]]
             name = "b"
             type = "http"
             url = "https://h.example/mcp"
             headers = { Authorization = "Bearer header-tok-42" }
         "#;
-        let config =
-            Config::parse_with_vars(text, &|v| (v == "MY_KEY").then(|| "expanded-77".into()))
-                .unwrap();
+        let config = Config::parse_with_vars(text, &|v| match v {
+            "MY_KEY" => Some("expanded-77".into()),
+            "HOME" => Some("/home/alice".into()),
+            _ => None,
+        })
+        .unwrap();
         let s = KnownSecrets::from_config(&config);
-        let out = s.redact("env-secret-1 header-tok-42 expanded-77 debug");
-        assert_eq!(out, format!("{MARKER} {MARKER} {MARKER} debug"));
+        let out =
+            s.redact("env-secret-1 header-tok-42 expanded-77 debug /home/alice /usr/local/bin");
+        assert_eq!(
+            out,
+            format!("{MARKER} {MARKER} {MARKER} debug /home/alice /usr/local/bin")
+        );
     }
 }
