@@ -168,6 +168,16 @@ impl Client {
     /// that died, its exit status and the end of its stderr), except a tool
     /// list past a bound of [`Client::list_all_as`]: `PROTOCOL_ERROR`.
     pub async fn connect(config: &ServerConfig, options: &ClientOptions) -> Result<Client, Error> {
+        crate::secrets::register_server(config);
+        Self::connect_inner(config, options)
+            .await
+            .map_err(crate::secrets::redact_error)
+    }
+
+    async fn connect_inner(
+        config: &ServerConfig,
+        options: &ClientOptions,
+    ) -> Result<Client, Error> {
         let label = format!("server '{}'", config.name);
         let inbound = Arc::new(ClientInbound {
             server: config.name.clone(),
@@ -877,6 +887,7 @@ fn log_server_message(server: &str, params: Option<&RawValue>) {
         Some(other) => other.to_string(),
         None => String::new(),
     };
+    let data = crate::secrets::redact(&data);
     match level {
         "debug" => tracing::debug!(target: "mcpmux::server_log", server, logger, "{data}"),
         "info" | "notice" => tracing::info!(target: "mcpmux::server_log", server, logger, "{data}"),

@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_TOTAL_FACTOR: u32 = 10;
 
 /// A whole configuration: the servers to connect, in file order.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Config {
     /// The servers, in the order they appear.
     pub servers: Vec<ServerConfig>,
@@ -30,6 +30,14 @@ pub struct Config {
     /// written, after `${VAR}` expansion of its strings; read by the
     /// session module and the policy. Empty when absent.
     pub session: Map<String, Value>,
+    /// Every value a `${VAR}` reference expanded to (not defaults written in
+    /// the file, nor [`crate::secrets::PLAIN_VARS`] such as `HOME`),
+    /// anywhere in the file: secrets that
+    /// [`crate::secrets`] keeps out of errors, logs and session files.
+    pub expanded_values: Vec<String>,
+    /// The `[session]` table as written, before `${VAR}` expansion: the
+    /// session stores these references in `session.json`, not values.
+    pub session_raw: Map<String, Value>,
 }
 
 /// One server entry.
@@ -108,6 +116,20 @@ pub struct NetworkConfig {
     pub headers: BTreeMap<String, String>,
     /// The `auth` table (`[mcp.servers.auth]`), when given.
     pub auth: Option<crate::auth::AuthConfig>,
+}
+
+// Debug output never shows expanded values or `[session]` values (either
+// may be a secret).
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("servers", &self.servers)
+            .field("source", &self.source)
+            .field("session", &self.session.keys().collect::<Vec<_>>())
+            .field("expanded_values", &self.expanded_values.len())
+            .field("session_raw", &self.session_raw.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 // Debug output never shows env values, header values or URL queries.
@@ -216,6 +238,7 @@ fn parse_with(
     let ctx = Ctx {
         origin: &origin,
         lookup,
+        expanded: Default::default(),
     };
     let Value::Object(doc) = doc else {
         return Err(ctx.err("the top level must be a table/object"));
@@ -293,6 +316,11 @@ fn parse_with(
         servers,
         source: None,
         session,
+        expanded_values: ctx.expanded.take(),
+        session_raw: match doc.get("session") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        },
     })
 }
 
@@ -331,6 +359,24 @@ fn expand_session(ctx: &Ctx<'_>, table: &Map<String, Value>) -> Result<Map<Strin
         })
 }
 
+/// Expands `${VAR}` and `${VAR:-default}` in `text` from the process
+/// environment, as in a config file's `[session]` table; an unset variable
+/// is `CONFIG_INVALID` naming `[session]`, the field `field` and the
+/// variable. Used for `${VAR}` references kept in a session's files.
+pub fn expand_session_value(text: &str, field: &str) -> Result<String, Error> {
+    let ctx = Ctx {
+        origin: "config",
+        lookup: &|name| std::env::var(name).ok(),
+        expanded: Default::default(),
+    };
+    ctx.expand(text, "session", field).map_err(|e| match e {
+        Error::ConfigInvalid(m) => {
+            Error::ConfigInvalid(m.replacen("server 'session': field '", "[session]: field '", 1))
+        }
+        other => other,
+    })
+}
+
 struct Defaults {
     timeout: Duration,
     max_message_bytes: usize,
@@ -339,6 +385,8 @@ struct Defaults {
 struct Ctx<'a> {
     origin: &'a str,
     lookup: &'a dyn Fn(&str) -> Option<String>,
+    /// Values looked up so far (see [`Config::expanded_values`]).
+    expanded: std::cell::RefCell<Vec<String>>,
 }
 
 impl Ctx<'_> {
@@ -378,7 +426,10 @@ impl Ctx<'_> {
             }
             match ((self.lookup)(var), default) {
                 (Some(value), _) if !(value.is_empty() && default.is_some()) => {
-                    out.push_str(&value)
+                    out.push_str(&value);
+                    if !crate::secrets::is_plain_var(var) {
+                        self.expanded.borrow_mut().push(value);
+                    }
                 }
                 (_, Some(default)) => out.push_str(default),
                 (_, None) => {

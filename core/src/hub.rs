@@ -163,6 +163,9 @@ impl Hub {
 
     /// [`Hub::connect`] with options (client info, server-request handlers).
     pub async fn connect_with(config: Config, options: HubOptions) -> Result<Hub, Error> {
+        // From here on, what the servers send back cannot show the
+        // config's secrets ([`crate::secrets`]).
+        crate::secrets::register_config(&config);
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();

@@ -25,6 +25,7 @@
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`policy`] (what a session's model may call, redaction, audit),
+//! [`secrets`] (config secrets kept out of errors, logs and session files),
 //! [`error`]; [`fuzzing`] (entry points for the fuzz targets).
 
 pub mod auth;
@@ -39,6 +40,7 @@ pub mod llm;
 pub mod param_headers;
 pub mod policy;
 pub mod protocol;
+pub mod secrets;
 pub mod session;
 pub mod stateless;
 pub mod tool_names;

@@ -219,6 +219,7 @@ impl Authorizer {
         let stored = self.store.load(&self.server)?;
         flight.loaded = true;
         if let Some(c) = stored {
+            crate::secrets::register(c.secret_values());
             if c.server_url.as_deref() == Some(self.url.as_str()) {
                 if let Some(scope) = c.token.as_ref().and_then(|t| t.scope.as_deref()) {
                     flight.requested = scope.split_whitespace().map(str::to_owned).collect();
@@ -241,6 +242,7 @@ impl Authorizer {
     fn keep(&self, flight: &mut Flight, token: Option<TokenSet>) -> Result<(), Error> {
         flight.credentials.token = token.clone();
         flight.credentials.server_url = Some(self.url.to_string());
+        crate::secrets::register(flight.credentials.secret_values());
         {
             let mut current = self.current.lock().unwrap();
             current.token = token;

@@ -77,6 +77,19 @@ pub struct Credentials {
     pub token: Option<TokenSet>,
 }
 
+impl Credentials {
+    /// The secret values held (tokens, client secret), for
+    /// [`crate::secrets::register`]: a server may echo them back.
+    pub fn secret_values(&self) -> Vec<String> {
+        let token = self
+            .token
+            .iter()
+            .flat_map(|t| std::iter::once(t.access_token.clone()).chain(t.refresh_token.clone()));
+        let client = self.client.iter().filter_map(|c| c.client_secret.clone());
+        token.chain(client).collect()
+    }
+}
+
 // Never print a secret, even in debug output.
 impl fmt::Debug for Credentials {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -58,12 +58,14 @@ impl RpcError {
 }
 
 impl From<RpcError> for Error {
+    /// A peer's error as [`Error::ServerError`], with known config secrets
+    /// ([`crate::secrets`]) replaced: a server may echo them.
     fn from(e: RpcError) -> Self {
-        Error::ServerError {
+        crate::secrets::redact_error(Error::ServerError {
             code: e.code,
             message: e.message,
             data: e.data,
-        }
+        })
     }
 }
 

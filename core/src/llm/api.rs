@@ -193,6 +193,8 @@ impl Endpoint {
         url.set_fragment(None);
         let key = settings.api_key.clone().filter(|k| !k.is_empty());
         if let Some(k) = &key {
+            // A provider may quote the key in an error ("invalid key ...").
+            crate::secrets::register([k.clone()]);
             let (name, value) = auth(k);
             let mut value = HeaderValue::from_str(&value).map_err(|_| {
                 Error::ConfigInvalid(format!("{label}: api_key is not a valid HTTP header value"))
@@ -297,6 +299,10 @@ impl Endpoint {
 
     /// `"{label}: HTTP {status} from {url}: {message}"`.
     pub fn status_error(&self, status: StatusCode, message: &str) -> Error {
+        // The endpoint's own key shows as `***` (scrub); other known
+        // secrets as `[REDACTED:config]`.
+        let message = self.scrub(message);
+        let message = crate::secrets::redact(&message);
         let detail = if message.is_empty() {
             String::new()
         } else {
@@ -456,8 +462,17 @@ pub(crate) fn api_error_message(body: &[u8]) -> String {
 
 /// The start of a body, whitespace collapsed, for messages.
 fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Known secrets go before the cut, so no part of one is left.
+    let whole = String::from_utf8_lossy(body);
+    let whole = crate::secrets::redact(&whole);
+    let mut end = whole.len().min(300);
+    while !whole.is_char_boundary(end) {
+        end -= 1;
+    }
+    whole[..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A reqwest error and its causes, without the URL (which may carry a query).

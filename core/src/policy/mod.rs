@@ -134,7 +134,11 @@ impl SessionPolicy {
             .iter()
             .map(|s| Ok((s.name.clone(), ServerPolicy::from_server(s, &origin)?)))
             .collect::<Result<_, Error>>()?;
-        let redactor = Redactor::new(&settings.redact, &format!("{origin}: [session]"))?;
+        let redactor =
+            Redactor::new(&settings.redact, &format!("{origin}: [session]"))?.with_config_secrets();
+        // Tool output and errors shown to the model (and stored in the
+        // session) cannot carry the config's own secrets.
+        crate::secrets::register_config(config);
         Ok(SessionPolicy {
             settings,
             servers,

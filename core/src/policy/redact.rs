@@ -6,7 +6,9 @@
 //! comes first in this list): `private_key`, `aws_access_key_id`,
 //! `aws_secret_access_key`, `github_token`, `gitlab_token`, `slack_token`,
 //! `stripe_key`, `anthropic_key`, `openai_key`, `jwt`, `url_password`,
-//! `authorization`; then the operator's extra rules; then `high_entropy`.
+//! `authorization`; then the operator's extra rules; then `high_entropy`;
+//! then `config` (a session policy's redactor only: the values mcpmux knows
+//! to be secret, [`crate::secrets`], matched literally).
 //!
 //! `high_entropy` flags a run of `[A-Za-z0-9+/_-]` (with any `=` padding) that, with `=`, `-`, `_`,
 //! `/` and `+` trimmed from its ends, is at least [`HIGH_ENTROPY_MIN_LEN`]
@@ -68,7 +70,13 @@ struct Rule {
 #[derive(Default)]
 pub struct Redactor {
     extra: Vec<Rule>,
+    /// Also replace the process-wide known secrets ([`crate::secrets`]) as
+    /// rule `config`, read at each call so values learned later count.
+    config_secrets: bool,
 }
+
+/// The rule index of a known config secret: after every other rule.
+const CONFIG_RULE: usize = usize::MAX;
 
 /// One region to replace, in byte offsets of the searched text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -311,12 +319,25 @@ impl Redactor {
             .enumerate()
             .map(|(i, r)| compile_rule(r, &format!("{origin}: redact[{i}]")))
             .collect::<Result<_, _>>()?;
-        Ok(Redactor { extra })
+        Ok(Redactor {
+            extra,
+            config_secrets: false,
+        })
+    }
+
+    /// The same redactor that also replaces the known config secrets
+    /// ([`crate::secrets::known`]) with `[REDACTED:config]`, found even
+    /// when split between two segments.
+    pub fn with_config_secrets(mut self) -> Redactor {
+        self.config_secrets = true;
+        self
     }
 
     fn rule_name(&self, index: usize) -> &str {
         let b = builtin();
-        if index < b.len() {
+        if index == CONFIG_RULE {
+            "config"
+        } else if index < b.len() {
             &b[index].name
         } else if index < b.len() + self.extra.len() {
             &self.extra[index - b.len()].name
@@ -353,6 +374,15 @@ impl Redactor {
                         });
                     }
                 }
+            }
+        }
+        if self.config_secrets {
+            for (start, end) in crate::secrets::known().find(text) {
+                hits.push(Hit {
+                    start,
+                    end,
+                    rule: CONFIG_RULE,
+                });
             }
         }
         let entropy_rule = builtin().len() + self.extra.len();

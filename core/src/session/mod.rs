@@ -275,13 +275,17 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
+    let mut stored = settings::for_storage(&settings);
+    if let Some(config) = &ctx.config {
+        settings::with_references(&mut stored, &config.session_raw, &config.session);
+    }
     let spec = Spec {
         version: 1,
         skill: skill.clone(),
         template: custom,
         mode,
         working_dir,
-        settings: settings::for_storage(&settings),
+        settings: stored,
         round: 1,
         thread_id,
         created_at: store::now(),

@@ -332,6 +332,7 @@ pub fn url_has_secrets(url: &str) -> bool {
 /// arguments and a base URL that was not stored, from the config's
 /// `[session]` table (or the environment, or the defaults).
 pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+    restore_references(settings, session)?;
     let cfg = Layer {
         map: session,
         origin: "config [session]",
@@ -353,6 +354,62 @@ pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Re
     Ok(())
 }
 
+/// Stored settings that may hold a `${VAR}` reference of the config's
+/// `[session]` table instead of its value ([`with_references`]).
+const REFERENCED: &[&str] = &["model", "effort", "base_url", "scope"];
+
+fn referenced<'a>(settings: &'a mut Settings, key: &str) -> Option<&'a mut Option<String>> {
+    match key {
+        "model" => Some(&mut settings.model),
+        "effort" => Some(&mut settings.effort),
+        "base_url" => Some(&mut settings.base_url),
+        "scope" => Some(&mut settings.scope),
+        _ => None,
+    }
+}
+
+/// Puts back the `${VAR}` references of the config's `[session]` table
+/// (`raw` as written, `expanded` after expansion) in settings about to be
+/// stored: a setting that is the config's expanded value is stored as the
+/// reference, so `session.json` never holds what a variable expanded to.
+pub fn with_references(
+    stored: &mut Settings,
+    raw: &Map<String, Value>,
+    expanded: &Map<String, Value>,
+) {
+    for key in REFERENCED {
+        let (Some(Value::String(r)), Some(Value::String(e))) = (raw.get(*key), expanded.get(*key))
+        else {
+            continue;
+        };
+        if let Some(field) = referenced(stored, key) {
+            if r.contains("${") && field.as_deref() == Some(e.as_str()) {
+                *field = Some(r.clone());
+            }
+        }
+    }
+}
+
+/// Expands the `${VAR}` references [`with_references`] stored: the
+/// runner's config's `[session]` value when it has one, else the
+/// environment.
+fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+    for key in REFERENCED {
+        let Some(field) = referenced(settings, key) else {
+            continue;
+        };
+        let Some(text) = field.as_deref().filter(|t| t.contains("${")) else {
+            continue;
+        };
+        let value = match session.get(*key) {
+            Some(Value::String(v)) => v.clone(),
+            _ => crate::config::expand_session_value(text, key)?,
+        };
+        *field = Some(value);
+    }
+    Ok(())
+}
+
 /// The settings as stored in `session.json`: without a base URL that
 /// carries credentials.
 pub fn for_storage(settings: &Settings) -> Settings {
@@ -367,6 +424,31 @@ pub fn for_storage(settings: &Settings) -> Settings {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn references_are_stored_and_restored() {
+        let raw = json!({"model": "${M_VAR}", "scope": "fixed", "effort": "${E_VAR:-low}"});
+        let expanded = json!({"model": "secret-model", "scope": "fixed", "effort": "low"});
+        let (raw, expanded) = (raw.as_object().unwrap(), expanded.as_object().unwrap());
+        let mut s = resolve(expanded, &Map::new()).unwrap();
+        with_references(&mut s, raw, expanded);
+        assert_eq!(s.model.as_deref(), Some("${M_VAR}"));
+        assert_eq!(s.effort.as_deref(), Some("${E_VAR:-low}"));
+        assert_eq!(s.scope.as_deref(), Some("fixed"));
+        fill_runtime(&mut s, expanded).unwrap();
+        assert_eq!(s.model.as_deref(), Some("secret-model"));
+        assert_eq!(s.effort.as_deref(), Some("low"));
+        // A value given by the call is stored as it is.
+        let mut s = resolve(expanded, json!({"model": "call"}).as_object().unwrap()).unwrap();
+        with_references(&mut s, raw, expanded);
+        assert_eq!(s.model.as_deref(), Some("call"));
+        // Without a config, the environment; an unset variable is named.
+        let mut s = resolve(expanded, &Map::new()).unwrap();
+        with_references(&mut s, raw, expanded);
+        let e = fill_runtime(&mut s, &Map::new()).unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(e.to_string().contains("M_VAR"), "{e}");
+    }
 
     #[test]
     fn call_over_config_over_defaults_and_nothing_secret_stored() {

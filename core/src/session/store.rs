@@ -163,11 +163,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes `value` as pretty JSON atomically.
+/// Writes `value` as pretty JSON atomically, with known config secrets
+/// replaced ([`redacted`]).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Error> {
-    let text = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Internal(format!("cannot encode {}: {e}", path.display())))?;
+    let encode =
+        |e: serde_json::Error| Error::Internal(format!("cannot encode {}: {e}", path.display()));
+    let value = redacted(path, serde_json::to_value(value).map_err(encode)?);
+    let text = serde_json::to_vec_pretty(&value).map_err(encode)?;
     write_atomic(path, &text)
+}
+
+/// `value` with the known config secrets ([`crate::secrets`]) replaced,
+/// for every session file but `session.json`: the transcript, events and
+/// results quote servers and providers, which may echo a secret back.
+/// `session.json` holds settings, never a secret value (an API key by
+/// its variable's name, a base URL with credentials not at all), and a
+/// setting that happens to equal one must come back unchanged.
+fn redacted(path: &Path, mut value: Value) -> Value {
+    if path.file_name().and_then(|n| n.to_str()) != Some("session.json") {
+        crate::secrets::redact_value(&mut value);
+    }
+    value
 }
 
 /// Reads JSON; a missing or unreadable file is [`Error::InvalidSession`]
@@ -192,7 +208,8 @@ pub fn read_json_opt<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Erro
 /// Appends one JSON line to an append-only log (one `write` call, so lines
 /// from concurrent writers do not interleave).
 pub fn append_jsonl(path: &Path, value: &Value) -> Result<(), Error> {
-    let mut line = serde_json::to_vec(value).map_err(|e| Error::Internal(e.to_string()))?;
+    let value = redacted(path, value.clone());
+    let mut line = serde_json::to_vec(&value).map_err(|e| Error::Internal(e.to_string()))?;
     line.push(b'\n');
     let mut f = OpenOptions::new()
         .create(true)

@@ -136,8 +136,18 @@ pub(crate) fn status_error(
     status: reqwest::StatusCode,
     body: &[u8],
 ) -> Error {
-    let text = String::from_utf8_lossy(&body[..body.len().min(300)]);
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Known secrets go before the body is cut, so that no part of one
+    // that was cut in two is left (a server may echo `Authorization`).
+    let whole = String::from_utf8_lossy(body);
+    let whole = crate::secrets::redact(&whole);
+    let mut end = whole.len().min(300);
+    while !whole.is_char_boundary(end) {
+        end -= 1;
+    }
+    let text = whole[..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let detail = if text.is_empty() {
         String::new()
     } else {

@@ -396,6 +396,9 @@ async fn read_stderr(
             Ok(0) | Err(_) => break,
             Ok(_) => {
                 let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                // Known secrets go before the line is logged or kept for
+                // an error: a server may print its env at start-up.
+                let text = crate::secrets::redact(&text).into_owned();
                 if !text.is_empty() {
                     tracing::info!(target: "mcpmux::server_stderr", server = %label, "{text}");
                     ring.push(text);
