@@ -144,10 +144,15 @@ fn headers_that_cannot_be_sent_fail_the_load() {
     ] {
         let m = load_err(
             "mcp.json",
-            &format!(r#"{{"mcpServers": {{"web": {{"url": "https://h/mcp", "headers": {headers}}}}}}}"#),
+            &format!(
+                r#"{{"mcpServers": {{"web": {{"url": "https://h/mcp", "headers": {headers}}}}}}}"#
+            ),
         );
         assert!(m.contains("server 'web'") && m.contains(what), "{m}");
-        assert!(!m.contains("s3cret") && !m.contains("line"), "value leaked: {m}");
+        assert!(
+            !m.contains("s3cret") && !m.contains("line"),
+            "value leaked: {m}"
+        );
     }
     let m = load_err(
         "mcpmux.toml",
@@ -183,7 +188,10 @@ fn seconds_out_of_range_are_refused() {
             "inf" => "inf".to_string(),
             other => other.to_string(),
         };
-        let m = load_err("mcpmux.toml", &format!("{STDIO}timeout_seconds = {value}\n"));
+        let m = load_err(
+            "mcpmux.toml",
+            &format!("{STDIO}timeout_seconds = {value}\n"),
+        );
         assert!(m.contains("timeout_seconds"), "{v}: {m}");
         let m = load_err(
             "mcpmux.toml",

@@ -422,9 +422,8 @@ fn parse_args(text: Option<&str>, limit: usize) -> Result<Option<Value>, Error> 
                 "arguments on stdin are larger than {limit} bytes (max_message_bytes)"
             )));
         }
-        owned = String::from_utf8(buf).map_err(|_| {
-            Error::InvalidInput("arguments on stdin are not UTF-8 text".into())
-        })?;
+        owned = String::from_utf8(buf)
+            .map_err(|_| Error::InvalidInput("arguments on stdin are not UTF-8 text".into()))?;
         owned.as_str()
     } else {
         text

@@ -244,7 +244,7 @@ fn errors_do_not_show_secret_values() {
         .mcpmux(&["call", "mcp_ghost_x"])
         .env("MCPMUX_TEST_SECRET", secret)
         .run();
-    call.fails_with("UNKNOWN_TOOL");
+    call.fails_with("CONNECT_FAILED");
     assert!(!call.stderr.contains(secret), "secret leaked\n{call}");
 }
 

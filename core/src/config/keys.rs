@@ -83,7 +83,12 @@ pub(super) fn unknown(table: &Map<String, Value>, known: &[&[&str]]) -> Option<S
 fn nearest<'a>(key: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     let key = key.to_lowercase();
     known
-        .map(|k| (k, strsim::normalized_damerau_levenshtein(&key, &k.to_lowercase())))
+        .map(|k| {
+            (
+                k,
+                strsim::normalized_damerau_levenshtein(&key, &k.to_lowercase()),
+            )
+        })
         .filter(|(_, score)| *score >= 0.6)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(k, _)| k)
@@ -109,7 +114,11 @@ mod tests {
         assert!(m.contains("did you mean 'headers'"), "{m}");
         let m = check(json!({"sersers": []}), &[MCP]).unwrap();
         assert!(m.contains("did you mean 'servers'"), "{m}");
-        let m = check(json!({"Allow_Tool": []}), &[SERVER, crate::policy::SERVER_KEYS]).unwrap();
+        let m = check(
+            json!({"Allow_Tool": []}),
+            &[SERVER, crate::policy::SERVER_KEYS],
+        )
+        .unwrap();
         assert!(m.contains("did you mean 'allow_tools'"), "{m}");
     }
 
