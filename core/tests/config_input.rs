@@ -233,3 +233,12 @@ fn config_files_are_read_up_to_16_mib() {
     assert_eq!(e.code(), "CONFIG_INVALID");
     assert!(e.to_string().contains("larger than"), "{e}");
 }
+
+#[test]
+fn the_example_configs_load() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for file in ["examples/mcpmux.toml", "examples/sessions/mcpmux.toml"] {
+        let c = Config::load(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(!c.servers.is_empty(), "{file}");
+    }
+}
