@@ -176,8 +176,10 @@ fn invalid_syntax_and_shape() {
     assert_mentions(&msg, &["invalid TOML"], &out);
     let (msg, out) = invalid("broken.json", "{\"mcpServers\": ");
     assert_mentions(&msg, &["invalid JSON"], &out);
-    let (msg, out) = invalid("empty.toml", "[other]\nx = 1\n");
+    let (msg, out) = invalid("empty.toml", "# nothing here\n");
     assert_mentions(&msg, &["no servers"], &out);
+    let (msg, out) = invalid("other.toml", "[other]\nx = 1\n");
+    assert_mentions(&msg, &["unknown key 'other'"], &out);
     let (msg, out) = invalid(
         "nocmd.toml",
         "[[mcp.servers]]\nname = \"n\"\ntype = \"stdio\"\n",
