@@ -224,6 +224,11 @@ enum Format {
     Json,
 }
 
+/// One server entry as found: its name, where it is (`mcpServers.x`,
+/// `mcp.servers[0]`), its keys, and the keys it may have besides the
+/// engine's and the policy's (other clients' keys, in `mcpServers` only).
+type Entry = (String, String, Map<String, Value>, &'static [&'static str]);
+
 fn parse_with(
     text: &str,
     path: Option<&Path>,
@@ -295,8 +300,7 @@ fn parse_with(
             .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
     };
 
-    // (name, where, entry, keys accepted besides the engine's and the policy's)
-    let mut entries: Vec<(String, String, Map<String, Value>, &[&str])> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     let mut found_any = false;
     if let Some(list) = mcp.get("servers") {
         found_any = true;
