@@ -160,6 +160,12 @@ impl NativeHub {
         json_out(py, &hub.servers())
     }
 
+    /// Which servers failed (their tools are missing from the lists), or
+    /// `None`; the Python layer warns with it.
+    fn failed_servers_note(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.hub_py(py)?.failed_servers_note())
+    }
+
     /// Every tool of every connected server (`mcpmux tools --json`).
     fn list_tools(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hub = self.hub_py(py)?;
