@@ -11,6 +11,8 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 
+mod keys;
+
 /// Default time allowed for one request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default cap on one message from a server.
@@ -18,6 +20,21 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Progress may extend a request to at most this many times its timeout,
 /// unless `max_total_timeout_seconds` says otherwise.
 pub const DEFAULT_MAX_TOTAL_FACTOR: u32 = 10;
+/// The largest config file [`Config::load`] reads (16 MiB); a larger one is
+/// `CONFIG_INVALID` rather than read into memory whole.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest number of seconds any timeout setting takes (about 31
+/// years): every value up to it converts to a `Duration` and can be added
+/// to the clock without overflow.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// `secs` as a `Duration` when it is a positive, finite number of seconds
+/// no larger than [`MAX_SECONDS`]; `None` for 0, negatives, NaN, infinities
+/// and larger values (which would panic `Duration::from_secs_f64`). Every
+/// front end checks user-given seconds with this.
+pub fn seconds(secs: f64) -> Option<Duration> {
+    (secs > 0.0 && secs <= MAX_SECONDS).then(|| Duration::from_secs_f64(secs))
+}
 
 /// A whole configuration: the servers to connect, in file order.
 #[derive(Clone, Default)]
@@ -57,7 +74,9 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// A pinned protocol version instead of negotiation from the latest.
     pub protocol_version: Option<String>,
-    /// Keys of the entry that mcpmux does not know (kept for later layers).
+    /// The entry's keys that the engine itself does not read: the policy's
+    /// (`allow_tools`, ...) and, in `mcpServers` entries, the keys other
+    /// MCP clients write (`autoApprove`, ...). Any other key fails the load.
     pub extra: Map<String, Value>,
 }
 
@@ -173,9 +192,7 @@ impl Config {
     /// Reads and parses a file (JSON for `.json`, TOML for `.toml`, else by content).
     pub fn load(path: impl AsRef<Path>) -> Result<Config, Error> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::ConfigInvalid(format!("{}: cannot read config file: {e}", path.display()))
-        })?;
+        let text = read_bounded(path)?;
         let mut config = parse_with(&text, Some(path), &|name| std::env::var(name).ok())?;
         config.source = Some(path.to_owned());
         Ok(config)
@@ -196,11 +213,43 @@ impl Config {
     }
 }
 
+/// The text of the config file at `path`, refusing one larger than
+/// [`MAX_CONFIG_BYTES`] without reading past the limit (a FIFO or a
+/// device like `/dev/zero` included).
+fn read_bounded(path: &Path) -> Result<String, Error> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        Error::ConfigInvalid(format!("{}: cannot read config file: {e}", path.display()))
+    };
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(Error::ConfigInvalid(format!(
+            "{}: config file is larger than {MAX_CONFIG_BYTES} bytes (16 MiB)",
+            path.display()
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Error::ConfigInvalid(format!(
+            "{}: cannot read config file: it is not UTF-8 text",
+            path.display()
+        ))
+    })
+}
+
 #[derive(PartialEq)]
 enum Format {
     Toml,
     Json,
 }
+
+/// One server entry as found: its name, where it is (`mcpServers.x`,
+/// `mcp.servers[0]`), its keys, and the keys it may have besides the
+/// engine's and the policy's (other clients' keys, in `mcpServers` only).
+type Entry = (String, String, Map<String, Value>, &'static [&'static str]);
 
 fn parse_with(
     text: &str,
@@ -214,6 +263,7 @@ fn parse_with(
         _ if text.trim_start().starts_with('{') => Format::Json,
         _ => Format::Toml,
     };
+    let is_toml = format == Format::Toml;
     let doc: Value = match format {
         Format::Json => {
             let doc = serde_json::from_str(text)
@@ -231,6 +281,13 @@ fn parse_with(
             let table: toml::Table = toml::from_str(text).map_err(|e| {
                 Error::ConfigInvalid(format!("{origin}: invalid TOML: {}", e.message()))
             })?;
+            // JSON has no NaN or infinity: converted, they would become
+            // null, read as "not set".
+            if let Some(at) = non_finite(&table, "") {
+                return Err(Error::ConfigInvalid(format!(
+                    "{origin}: '{at}' is not a finite number"
+                )));
+            }
             serde_json::to_value(table)
                 .map_err(|e| Error::ConfigInvalid(format!("{origin}: {e}")))?
         }
@@ -243,6 +300,13 @@ fn parse_with(
     let Value::Object(doc) = doc else {
         return Err(ctx.err("the top level must be a table/object"));
     };
+    // A JSON file may be shared with other MCP clients, whose top-level
+    // keys are theirs; a TOML file is mcpmux's own.
+    if is_toml {
+        if let Some(m) = keys::unknown(&doc, &[keys::TOP_LEVEL]) {
+            return Err(ctx.err(format!("top level: {m}")));
+        }
+    }
 
     // Defaults for every server, from `[mcp]`.
     let mcp = match doc.get("mcp") {
@@ -250,13 +314,16 @@ fn parse_with(
         Some(Value::Object(m)) => m.clone(),
         Some(_) => return Err(ctx.err("'mcp' must be a table")),
     };
+    if let Some(m) = keys::unknown(&mcp, &[keys::MCP]) {
+        return Err(ctx.err(format!("[mcp]: {m}")));
+    }
     let defaults = Defaults {
         timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
         max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
             .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
     };
 
-    let mut entries: Vec<(String, String, Map<String, Value>)> = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     let mut found_any = false;
     if let Some(list) = mcp.get("servers") {
         found_any = true;
@@ -273,7 +340,7 @@ fn parse_with(
                 Some(_) => return Err(ctx.err(format!("{at}: field 'name' must be a string"))),
                 None => return Err(ctx.err(format!("{at}: missing field 'name'"))),
             };
-            entries.push((name, at, entry.clone()));
+            entries.push((name, at, entry.clone(), &[]));
         }
     }
     if let Some(servers) = doc.get("mcpServers") {
@@ -286,7 +353,7 @@ fn parse_with(
             let Value::Object(entry) = entry else {
                 return Err(ctx.err(format!("{at} must be an object")));
             };
-            entries.push((name.clone(), at, entry.clone()));
+            entries.push((name.clone(), at, entry.clone(), keys::MCP_SERVERS_COMPAT));
         }
     }
     let session = match doc.get("session") {
@@ -294,6 +361,7 @@ fn parse_with(
         Some(Value::Object(m)) => expand_session(&ctx, m)?,
         Some(_) => return Err(ctx.err("'session' must be a table")),
     };
+    check_session(&ctx, &session)?;
     // A file with only a [session] table is valid: sessions then run
     // without tools.
     if !found_any && doc.get("session").is_none() {
@@ -302,7 +370,7 @@ fn parse_with(
 
     let mut servers: Vec<ServerConfig> = Vec::with_capacity(entries.len());
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for (name, at, entry) in entries {
+    for (name, at, entry, compat) in entries {
         if name.trim().is_empty() {
             return Err(ctx.err(format!("{at}: field 'name' is empty")));
         }
@@ -310,6 +378,10 @@ fn parse_with(
             return Err(ctx.err(format!("duplicate server name '{name}' ({first} and {at})")));
         }
         seen.insert(name.clone(), at.clone());
+        if let Some(m) = keys::unknown(&entry, &[keys::SERVER, crate::policy::SERVER_KEYS, compat])
+        {
+            return Err(ctx.err(format!("server '{name}': {m}")));
+        }
         servers.push(server_entry(&ctx, &defaults, name, &entry)?);
     }
     Ok(Config {
@@ -321,6 +393,31 @@ fn parse_with(
             Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         },
+    })
+}
+
+/// The dotted path of the first NaN or infinite float in a TOML table.
+fn non_finite(table: &toml::Table, at: &str) -> Option<String> {
+    fn walk(v: &toml::Value, at: String) -> Option<String> {
+        match v {
+            toml::Value::Float(f) if !f.is_finite() => Some(at),
+            toml::Value::Table(t) => non_finite(t, &at),
+            toml::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, x)| walk(x, format!("{at}[{i}]"))),
+            _ => None,
+        }
+    }
+    table.iter().find_map(|(k, v)| {
+        walk(
+            v,
+            if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            },
+        )
     })
 }
 
@@ -377,6 +474,26 @@ pub fn expand_session_value(text: &str, field: &str) -> Result<String, Error> {
     })
 }
 
+/// Checks the `[session]` table now, so that a typo or a wrong type fails
+/// the load (and every front end) rather than being ignored until, or even
+/// during, a session: its keys, then the values as the policy and the
+/// session layer read them.
+fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Error> {
+    if session.is_empty() {
+        return Ok(());
+    }
+    if let Some(m) = keys::unknown(session, &[keys::SESSION]) {
+        return Err(ctx.err(format!("[session]: {m}")));
+    }
+    crate::policy::PolicySettings::from_session_table(session, ctx.origin)?;
+    match crate::session::settings::resolve(session, &Map::new()) {
+        Ok(_) => Ok(()),
+        // The session layer names the table but not the file.
+        Err(Error::ConfigInvalid(m)) => Err(ctx.err(m)),
+        Err(e) => Err(ctx.err(format!("[session]: {e}"))),
+    }
+}
+
 struct Defaults {
     timeout: Duration,
     max_message_bytes: usize,
@@ -398,18 +515,36 @@ impl Ctx<'_> {
         self.err(format!("server '{server}': field '{field}' {message}"))
     }
 
-    /// Expands `${VAR}` and `${VAR:-default}`; an unset variable without a
+    /// Expands `${VAR}` and `${VAR:-default}` (the default expanded in
+    /// turn, so `${A:-${B}}` falls back to `B`); an unset variable without a
     /// default is an error naming the variable (never its value).
     fn expand(&self, text: &str, server: &str, field: &str) -> Result<String, Error> {
+        self.expand_nested(text, server, field, 0)
+    }
+
+    fn expand_nested(
+        &self,
+        text: &str,
+        server: &str,
+        field: &str,
+        depth: usize,
+    ) -> Result<String, Error> {
         if !text.contains("${") {
             return Ok(text.to_owned());
+        }
+        if depth > MAX_DEFAULT_NESTING {
+            return Err(self.field_err(
+                server,
+                field,
+                format!("nests '${{' more than {MAX_DEFAULT_NESTING} deep"),
+            ));
         }
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
         while let Some(start) = rest.find("${") {
             out.push_str(&rest[..start]);
             let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else {
+            let Some(end) = closing_brace(after) else {
                 return Err(self.field_err(server, field, "has an unterminated '${'"));
             };
             let inner = &after[..end];
@@ -431,7 +566,9 @@ impl Ctx<'_> {
                         self.expanded.borrow_mut().push(value);
                     }
                 }
-                (_, Some(default)) => out.push_str(default),
+                (_, Some(default)) => {
+                    out.push_str(&self.expand_nested(default, server, field, depth + 1)?)
+                }
                 (_, None) => {
                     return Err(self.field_err(
                         server,
@@ -447,24 +584,29 @@ impl Ctx<'_> {
     }
 }
 
-const KNOWN_KEYS: &[&str] = &[
-    "name",
-    "type",
-    "transport",
-    "command",
-    "args",
-    "env",
-    "cwd",
-    "url",
-    "headers",
-    "enabled",
-    "disabled",
-    "timeout_seconds",
-    "max_total_timeout_seconds",
-    "max_message_bytes",
-    "protocol_version",
-    "auth",
-];
+/// How deep `${A:-${B:-...}}` defaults may nest.
+const MAX_DEFAULT_NESTING: usize = 8;
+
+/// The position of the `}` that closes a `${` whose text starts `after`,
+/// skipping the `${...}` pairs nested in a default.
+fn closing_brace(after: &str) -> Option<usize> {
+    let bytes = after.as_bytes();
+    let mut open = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                open += 1;
+                i += 1;
+            }
+            b'}' if open == 0 => return Some(i),
+            b'}' => open -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
 
 fn server_entry(
     ctx: &Ctx<'_>,
@@ -497,7 +639,10 @@ fn server_entry(
 
     let command = string("command")?;
     let url = string("url")?;
-    let declared = string("type")?.or(string("transport")?);
+    // `transportType` is what some other clients write (mcpServers only).
+    let declared = string("type")?
+        .or(string("transport")?)
+        .or(string("transportType")?);
     let kind = match declared.as_deref() {
         Some("stdio") => "stdio",
         Some("http" | "streamable-http" | "streamable_http" | "streamableHttp") => "http",
@@ -622,6 +767,8 @@ fn server_entry(
             }
             Some(_) => return Err(ctx.field_err(n, "auth", "must be a table")),
         };
+        // A header that cannot be sent fails the load, not the connect.
+        crate::transport::http::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
         let net = NetworkConfig {
             url: parsed,
             headers,
@@ -663,7 +810,7 @@ fn server_entry(
     }
     let extra: Map<String, Value> = entry
         .iter()
-        .filter(|(k, _)| !KNOWN_KEYS.contains(&k.as_str()))
+        .filter(|(k, _)| !keys::SERVER.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     // Policy keys are checked now, so a typo fails at load time.
@@ -732,10 +879,10 @@ fn opt_seconds(
 ) -> Result<Option<Duration>, Error> {
     match m.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(x)) => match x.as_f64() {
-            Some(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
-            _ => Err(ctx.err(format!(
-                "{at}: field '{field}' must be a positive number of seconds"
+        Some(Value::Number(x)) => match x.as_f64().and_then(seconds) {
+            Some(d) => Ok(Some(d)),
+            None => Err(ctx.err(format!(
+                "{at}: field '{field}' must be a positive number of seconds (at most {MAX_SECONDS})"
             ))),
         },
         Some(_) => Err(ctx.err(format!(
@@ -871,8 +1018,10 @@ mod tests {
             var.contains("server 'c'") && var.contains("env.K") && var.contains("NOT_SET_ANYWHERE"),
             "{var}"
         );
-        let none = err("[other]\nx = 1");
+        let none = err("# nothing\n");
         assert!(none.contains("no servers"), "{none}");
+        let other = err("[other]\nx = 1");
+        assert!(other.contains("unknown key 'other'"), "{other}");
         let syntax = err("[[mcp.servers]\nname=");
         assert!(syntax.contains("invalid TOML"), "{syntax}");
     }

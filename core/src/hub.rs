@@ -256,6 +256,25 @@ impl Hub {
             .collect()
     }
 
+    /// One line saying which enabled servers failed (so their tools are
+    /// missing from [`Hub::list_tools`] and [`Hub::tools_for`]), with each
+    /// one's error code; `None` when none did. Front ends show it beside a
+    /// tool list (the CLI on stderr); [`Hub::servers`] has the details.
+    pub fn failed_servers_note(&self) -> Option<String> {
+        let failed: Vec<String> = self
+            .servers()
+            .into_iter()
+            .filter(|s| s.state == "failed")
+            .map(|s| format!("{} ({})", s.name, s.error_code.unwrap_or("FAILED")))
+            .collect();
+        (!failed.is_empty()).then(|| {
+            format!(
+                "tools of failed servers are not listed: {} (see `servers` for why)",
+                failed.join(", ")
+            )
+        })
+    }
+
     /// Every tool of every connected server, in config order.
     pub async fn list_tools(&self) -> Vec<HubTool> {
         let index = self.inner.index.read().unwrap().clone();
@@ -326,25 +345,38 @@ impl Hub {
     }
 
     fn unknown_tool(&self, name: &str) -> Error {
-        // Say so when the name belongs to a server that is not connected.
-        for slot in &self.inner.slots {
-            let prefix = tool_names::sanitize(&format!("mcp_{}_", slot.config.name));
-            if name.starts_with(&prefix) {
-                match &*slot.state.read().unwrap() {
-                    SlotState::Failed(e) => {
-                        return Error::UnknownTool(format!(
-                            "unknown tool '{name}': server '{}' failed: {e}",
-                            slot.config.name
-                        ))
+        // A name under the prefix `mcp_<server>_` of a server that failed
+        // gets that server's own error (CONNECT_FAILED, AUTH_REQUIRED, ...):
+        // the caller's fix is the server, not the name. The longest prefix
+        // wins (server `a_b` over server `a`).
+        let owner = self
+            .inner
+            .slots
+            .iter()
+            .filter(|slot| {
+                name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", slot.config.name)))
+            })
+            .max_by_key(|slot| slot.config.name.len());
+        if let Some(slot) = owner {
+            let server = &slot.config.name;
+            let failed = |e: &Error| {
+                e.clone().context(format!(
+                    "tool '{name}' is unavailable: server '{server}' failed"
+                ))
+            };
+            match &*slot.state.read().unwrap() {
+                SlotState::Failed(e) => return failed(e),
+                SlotState::Connected(c) => {
+                    if let Some(e) = c.closed_error() {
+                        return failed(&e);
                     }
-                    SlotState::Disabled => {
-                        return Error::UnknownTool(format!(
-                            "unknown tool '{name}': server '{}' is disabled",
-                            slot.config.name
-                        ))
-                    }
-                    _ => {}
                 }
+                SlotState::Disabled => {
+                    return Error::UnknownTool(format!(
+                        "unknown tool '{name}': server '{server}' is disabled"
+                    ))
+                }
+                SlotState::Closed => {}
             }
         }
         if self.is_closed() {

@@ -67,7 +67,9 @@ async fn server_exiting_during_initialize_is_marked_failed_with_its_stderr() {
         .call_tool("mcp_broken_anything", None, &CallOptions::default())
         .await
         .unwrap_err();
-    assert_eq!(e.code(), "UNKNOWN_TOOL");
+    // The server's own error (and its stderr), not UNKNOWN_TOOL.
+    assert_eq!(e.code(), "CONNECT_FAILED", "{e}");
+    assert!(e.to_string().contains("database at /nonexistent"), "{e}");
     assert!(e.to_string().contains("broken"), "{e}");
     assert_demo_works(&hub).await;
     close_and_check(hub, &tag).await;

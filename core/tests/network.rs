@@ -130,7 +130,7 @@ async fn connect_fails(entry: String, name: &str, secs: u64) -> String {
     assert_eq!(s.error_code, Some("CONNECT_FAILED"), "{s:?}");
     assert_connected(&hub, "demo", "stdio");
     assert_demo_works(&hub).await;
-    // Calls to the failed server fail at once, naming it.
+    // Calls to the failed server fail at once with its own error, naming it.
     let e = call_err(
         &hub,
         &format!("mcp_{name}_work"),
@@ -139,7 +139,7 @@ async fn connect_fails(entry: String, name: &str, secs: u64) -> String {
         2,
     )
     .await;
-    assert_eq!(e.code(), "UNKNOWN_TOOL", "{e}");
+    assert_eq!(e.code(), "CONNECT_FAILED", "{e}");
     assert!(e.to_string().contains(name), "{e}");
     hub.close().await;
     eprintln!("{name}: failed in {:?}: {:?}", start.elapsed(), s.error);

@@ -417,11 +417,17 @@ async fn a_round_no_runner_can_run_fails_instead_of_running_forever() {
     .unwrap();
     let dir = b["session_dir"].as_str().unwrap().to_owned();
     common::private_state();
+    // Such a file fails to load now (`[session]` is checked at load), so
+    // the table is made bad after loading, as a host could hand it over.
+    let mut bad =
+        Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\n").unwrap();
+    bad.session.insert("args".into(), json!(5));
+    assert_eq!(
+        Config::parse("[session]\nargs = 5\n").unwrap_err().code(),
+        "CONFIG_INVALID"
+    );
     let wait_ctx = SessionContext {
-        config: Some(
-            Config::parse("[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\nargs = 5\n")
-                .unwrap(),
-        ),
+        config: Some(bad),
         host: None,
         runner: Runner::InProcess,
     };

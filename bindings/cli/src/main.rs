@@ -11,7 +11,6 @@ mod serve;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use mcpmux_core::{CallOptions, Config, Error, Hub};
@@ -188,6 +187,17 @@ fn init_logging(verbose: u8) {
 }
 
 async fn run(cli: Cli) -> Result<u8, Error> {
+    // Checked before anything else, whatever the command: a value that no
+    // `Duration` holds must be refused, never reach the clock and panic.
+    let timeout = match cli.timeout {
+        None => None,
+        Some(secs) => Some(mcpmux_core::config::seconds(secs).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "--timeout must be a positive number of seconds (at most {}), not {secs}",
+                mcpmux_core::config::MAX_SECONDS
+            ))
+        })?),
+    };
     match &cli.command {
         Command::Review { action } => {
             let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
@@ -204,14 +214,9 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         _ => {}
     }
     let mut config = load_config(cli.config.as_deref())?;
-    if let Some(secs) = cli.timeout {
-        if !(secs > 0.0 && secs.is_finite()) {
-            return Err(Error::InvalidInput(
-                "--timeout must be a positive number of seconds".into(),
-            ));
-        }
+    if let Some(timeout) = timeout {
         for server in &mut config.servers {
-            server.timeout = Duration::from_secs_f64(secs);
+            server.timeout = timeout;
             server.max_total_timeout = server.max_total_timeout.max(server.timeout);
         }
     }
@@ -220,7 +225,17 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     }
     // Parse arguments before starting any server.
     let args = match &cli.command {
-        Command::Call { args, .. } | Command::Prompt { args, .. } => parse_args(args.as_deref())?,
+        Command::Call { args, .. } | Command::Prompt { args, .. } => {
+            // Arguments go to a server as one message, so they are held to
+            // the largest message the config allows.
+            let limit = config
+                .servers
+                .iter()
+                .map(|s| s.max_message_bytes)
+                .max()
+                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+            parse_args(args.as_deref(), limit)?
+        }
         _ => None,
     };
     if let Command::Tools { format: Some(f) } = &cli.command {
@@ -286,6 +301,11 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         Command::Tools { format } => {
+            // stdout stays the plain list; which servers are missing from
+            // it goes to stderr.
+            if let Some(note) = hub.failed_servers_note() {
+                let _ = writeln!(std::io::stderr(), "mcpmux: {note}");
+            }
             if let Some(format) = format {
                 print_json(&hub.tools_for(format)?)
             } else if json {
@@ -385,15 +405,25 @@ fn load_config(flag: Option<&std::path::Path>) -> Result<Config, Error> {
     ))
 }
 
-fn parse_args(text: Option<&str>) -> Result<Option<Value>, Error> {
+/// The ARGS_JSON argument, or stdin for `-` (read up to `limit` bytes and
+/// no further: an endless stdin is refused, not buffered).
+fn parse_args(text: Option<&str>, limit: usize) -> Result<Option<Value>, Error> {
     let Some(text) = text else { return Ok(None) };
     let owned;
     let text = if text == "-" {
-        let mut buf = String::new();
+        let mut buf = Vec::new();
         std::io::stdin()
-            .read_to_string(&mut buf)
+            .lock()
+            .take(limit as u64 + 1)
+            .read_to_end(&mut buf)
             .map_err(|e| Error::InvalidInput(format!("cannot read arguments from stdin: {e}")))?;
-        owned = buf;
+        if buf.len() > limit {
+            return Err(Error::InvalidInput(format!(
+                "arguments on stdin are larger than {limit} bytes (max_message_bytes)"
+            )));
+        }
+        owned = String::from_utf8(buf)
+            .map_err(|_| Error::InvalidInput("arguments on stdin are not UTF-8 text".into()))?;
         owned.as_str()
     } else {
         text

@@ -137,6 +137,19 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
 
 /// Runs one review command and returns its JSON result (`None` for
 /// `run-round`, which prints nothing).
+/// A number flag as a JSON number. NaN and infinities have no JSON form
+/// (they would become `null`, read as "not given"), so they are refused
+/// here; the range is the session layer's to check.
+fn number(flag: &str, value: Option<f64>) -> Result<Option<Value>, Error> {
+    match value {
+        None => Ok(None),
+        Some(x) if x.is_finite() => Ok(Some(Value::from(x))),
+        Some(x) => Err(Error::InvalidInput(format!(
+            "{flag} must be a finite number, not {x}"
+        ))),
+    }
+}
+
 pub async fn execute(
     ctx: &SessionContext,
     command: &ReviewCommand,
@@ -174,7 +187,11 @@ pub async fn execute(
             put(&mut p, "reviewer", reviewer.clone().map(Value::from));
             put(&mut p, "model", model.clone().map(Value::from));
             put(&mut p, "effort", effort.clone().map(Value::from));
-            put(&mut p, "timeout_seconds", timeout_seconds.map(Value::from));
+            put(
+                &mut p,
+                "timeout_seconds",
+                number("--timeout-seconds", *timeout_seconds)?,
+            );
             session::begin(ctx, &Value::Object(p)).await.map(Some)
         }
         ReviewCommand::Wait {
@@ -186,7 +203,7 @@ pub async fn execute(
             put(
                 &mut p,
                 "max_wait_seconds",
-                max_wait_seconds.map(Value::from),
+                number("--max-wait-seconds", *max_wait_seconds)?,
             );
             session::wait(ctx, &Value::Object(p)).await.map(Some)
         }

@@ -602,9 +602,11 @@ fn missing_command_fails_alone() {
     );
     assert_eq!(v[1]["state"], "connected", "{out}");
 
+    // stdout stays the plain array; stderr says which server is missing.
     let tools = sb.mcpmux(&["--json", "tools"]).run();
-    tools.ok();
+    tools.expect_exit(0);
     assert_eq!(names(&tools.json(), &tools), DEMO_TOOLS, "{tools}");
+    assert_mentions(&tools.stderr, &["ghost", "CONNECT_FAILED"], &tools);
 
     let call = sb
         .mcpmux(&[
@@ -617,8 +619,9 @@ fn missing_command_fails_alone() {
     call.ok();
     assert_eq!(call.json()["content"][0]["text"], "still here", "{call}");
 
+    // The failed server's own error, not UNKNOWN_TOOL.
     let ghost = sb.mcpmux(&["call", "mcp_ghost_anything"]).run();
-    let msg = ghost.fails_with("UNKNOWN_TOOL");
+    let msg = ghost.fails_with("CONNECT_FAILED");
     assert_mentions(&msg, &["ghost", "/nonexistent/ghost-mcp"], &ghost);
 }
 

@@ -176,8 +176,10 @@ fn invalid_syntax_and_shape() {
     assert_mentions(&msg, &["invalid TOML"], &out);
     let (msg, out) = invalid("broken.json", "{\"mcpServers\": ");
     assert_mentions(&msg, &["invalid JSON"], &out);
-    let (msg, out) = invalid("empty.toml", "[other]\nx = 1\n");
+    let (msg, out) = invalid("empty.toml", "# nothing here\n");
     assert_mentions(&msg, &["no servers"], &out);
+    let (msg, out) = invalid("other.toml", "[other]\nx = 1\n");
+    assert_mentions(&msg, &["unknown key 'other'"], &out);
     let (msg, out) = invalid(
         "nocmd.toml",
         "[[mcp.servers]]\nname = \"n\"\ntype = \"stdio\"\n",
@@ -244,7 +246,7 @@ fn errors_do_not_show_secret_values() {
         .mcpmux(&["call", "mcp_ghost_x"])
         .env("MCPMUX_TEST_SECRET", secret)
         .run();
-    call.fails_with("UNKNOWN_TOOL");
+    call.fails_with("CONNECT_FAILED");
     assert!(!call.stderr.contains(secret), "secret leaked\n{call}");
 }
 

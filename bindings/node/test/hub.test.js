@@ -126,7 +126,7 @@ test('a server that fails to start is marked failed; the others work', T, async 
     assert.equal(broken.state, 'failed')
     assert.equal(broken.error_code, 'CONNECT_FAILED')
     assert.match(broken.error, /cannot start/)
-    const e = await h.rejectsWith(hub.callTool('mcp_broken_x', {}), 'UNKNOWN_TOOL', McpmuxError)
+    const e = await h.rejectsWith(hub.callTool('mcp_broken_x', {}), 'CONNECT_FAILED', McpmuxError)
     assert.match(e.message, /server 'broken' failed/)
   } finally {
     await hub.close()

@@ -230,9 +230,28 @@ impl Bridge {
 /// Calls a host progress callback `(progress, total, message)` with the GIL
 /// held; an exception it raises is reported to `sys.unraisablehook`.
 pub fn call_progress(py: Python<'_>, callback: &Py<PyAny>, update: ProgressUpdate) {
+    if let Err(e) = call_progress_or_interrupt(py, callback, update) {
+        e.write_unraisable(py, Some(callback.bind(py)));
+    }
+}
+
+/// [`call_progress`] for a blocking call's own thread: a `KeyboardInterrupt`
+/// raised while the callback runs (Ctrl-C landing in its Python code) is
+/// returned, to interrupt the call, instead of being swallowed as
+/// unraisable. Other errors are reported as unraisable as usual.
+pub fn call_progress_or_interrupt(
+    py: Python<'_>,
+    callback: &Py<PyAny>,
+    update: ProgressUpdate,
+) -> PyResult<()> {
     let callback = callback.bind(py);
-    if let Err(e) = callback.call1((update.progress, update.total, update.message)) {
-        e.write_unraisable(py, Some(callback));
+    match callback.call1((update.progress, update.total, update.message)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) => Err(e),
+        Err(e) => {
+            e.write_unraisable(py, Some(callback));
+            Ok(())
+        }
     }
 }
 

@@ -160,6 +160,12 @@ impl NativeHub {
         json_out(py, &hub.servers())
     }
 
+    /// Which servers failed (their tools are missing from the lists), or
+    /// `None`; the Python layer warns with it.
+    fn failed_servers_note(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        Ok(self.hub_py(py)?.failed_servers_note())
+    }
+
     /// Every tool of every connected server (`mcpmux tools --json`).
     fn list_tools(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hub = self.hub_py(py)?;
@@ -401,17 +407,33 @@ fn block(py: Python<'_>, op: Op, exec: Exec, progress: Option<Progress>) -> PyRe
             let _ = tx.send(op.await);
         });
         let waited = if nested {
-            // Already inside some tokio runtime (not ours): block this thread
-            // on a plain channel instead of entering a runtime.
+            // Already inside some tokio runtime (a progress callback that
+            // makes a blocking call, or another library's runtime): block
+            // this thread on a plain channel instead of entering a runtime,
+            // and look for signals from here. Only the thread that called
+            // can handle them (Python runs signal handlers on the main
+            // thread): checked on the engine thread that runs `wait`,
+            // Ctrl-C would be lost until the call ended or timed out.
             let (tx2, rx2) = std::sync::mpsc::channel();
-            rt.spawn(async move {
+            let waiter = rt.spawn(async move {
                 let _ = tx2.send(wait(rx, progress).await);
             });
-            rx2.recv().unwrap_or_else(|_| {
-                Ok(Ok(Err(Error::Internal(
-                    "the engine task ended without an answer".into(),
-                ))))
-            })
+            loop {
+                match rx2.recv_timeout(SIGNAL_CHECK) {
+                    Ok(done) => break done,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if let Err(interrupted) = Python::attach(|py| py.check_signals()) {
+                            waiter.abort();
+                            break Err(interrupted);
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        break Ok(Ok(Err(Error::Internal(
+                            "the engine task ended without an answer".into(),
+                        ))))
+                    }
+                }
+            }
         } else {
             rt.block_on(wait(rx, progress))
         };
@@ -438,6 +460,10 @@ async fn wait<F: Future + Unpin>(
     mut fut: F,
     mut progress: Option<Progress>,
 ) -> Result<F::Output, PyErr> {
+    // A signal that landed just before the call (while Rust code held the
+    // GIL, so Python did not handle it) interrupts it before it starts,
+    // rather than after the request went out.
+    Python::attach(|py| py.check_signals())?;
     let mut tick =
         tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
     loop {
@@ -453,14 +479,14 @@ async fn wait<F: Future + Unpin>(
                 // Progress that arrived just before the result is delivered first.
                 if let Some((cb, rx)) = progress.as_mut() {
                     while let Ok(u) = rx.try_recv() {
-                        Python::attach(|py| bridge::call_progress(py, cb, u));
+                        Python::attach(|py| bridge::call_progress_or_interrupt(py, cb, u))?;
                     }
                 }
                 return Ok(out);
             }
             Some(u) = update => {
                 if let Some((cb, _)) = &progress {
-                    Python::attach(|py| bridge::call_progress(py, cb, u));
+                    Python::attach(|py| bridge::call_progress_or_interrupt(py, cb, u))?;
                 }
             }
             _ = tick.tick() => Python::attach(|py| py.check_signals())?,

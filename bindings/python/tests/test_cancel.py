@@ -95,31 +95,74 @@ async def test_cancel_during_connect_kills_the_server(marker):
     assert await asyncio.to_thread(wait_until, lambda: marked_pids(marker) == [], 5)
 
 
-def test_ctrl_c_interrupts_a_blocking_call(cancel_log):
-    script = textwrap.dedent(
-        f"""
-        import sys, time, mcpmux
-        hub = mcpmux.Hub.connect({config(hang=fault("hang.py", env={"HANG_CANCEL_LOG": str(cancel_log)}))!r})
-        print("calling", flush=True)
-        start = time.monotonic()
-        try:
+# The script of the Ctrl-C tests: connects, then makes a blocking call while
+# SIGINT is sent to the process `offset` seconds after the call begins
+# (from a thread, so it can land before, as and after the call starts) or,
+# with `nested`, from inside a progress callback that makes a blocking call
+# of its own. `try` covers the whole window, so a signal that Python handles
+# before the call is caught too: only a lost signal leaves it waiting.
+CTRL_C_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys, threading, time, mcpmux
+    hub = mcpmux.Hub.connect(CONFIG)
+    mode, offset = sys.argv[1], float(sys.argv[2])
+
+    def interrupt():
+        # Busy-wait: time.sleep cannot time sub-millisecond offsets.
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < offset:
+            pass
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def nested(progress, total, message):
+        if not hasattr(nested, "once"):
+            nested.once = True
+            threading.Thread(target=interrupt).start()
             hub.call_tool("mcp_hang_wait_forever", timeout=60)
-        except KeyboardInterrupt:
-            print("interrupted after %.1f s" % (time.monotonic() - start), flush=True)
-            hub.close()
-            sys.exit(0)
-        sys.exit(1)
-        """
-    )
-    proc = subprocess.Popen([PYTHON, "-c", script], stdout=subprocess.PIPE, text=True)
+
+    start = time.monotonic()
     try:
-        assert proc.stdout.readline().strip() == "calling"
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=15)
+        if mode == "nested":
+            hub.call_tool("mcp_demo_slow", {"seconds": 60, "steps": 60}, on_progress=nested, timeout=60)
+        else:
+            threading.Thread(target=interrupt).start()
+            hub.call_tool("mcp_hang_wait_forever", timeout=60)
+    except KeyboardInterrupt:
+        print("interrupted after %.1f s" % (time.monotonic() - start), flush=True)
+        hub.close()
+        sys.exit(0)
+    sys.exit(1)
+    """
+)
+
+
+def ctrl_c(cancel_log, mode: str, offset: float) -> str:
+    """Runs CTRL_C_SCRIPT; the call must be interrupted, not time out (60 s)."""
+    cfg = config(hang=fault("hang.py", env={"HANG_CANCEL_LOG": str(cancel_log)}), demo=demo())
+    script = CTRL_C_SCRIPT.replace("CONFIG", repr(cfg))
+    proc = subprocess.Popen([PYTHON, "-c", script, mode, str(offset)], stdout=subprocess.PIPE, text=True)
+    try:
+        # Generous: only a lost signal (a wait for the 60 s timeout) exceeds it.
+        out, _ = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, out
-    assert "interrupted after" in out
-    assert len(read_lines(cancel_log)) == 1
+            proc.communicate()
+    assert proc.returncode == 0 and "interrupted after" in out, (mode, offset, proc.returncode, out)
+    return out
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.00005, 0.0002, 0.001, 0.005, 0.05, 0.3])
+def test_ctrl_c_interrupts_a_blocking_call(cancel_log, offset):
+    ctrl_c(cancel_log, "thread", offset)
+    # At most one request reached the server (none when the signal came
+    # first), and one that did was cancelled there.
+    assert len(read_lines(cancel_log)) <= 1
+
+
+def test_ctrl_c_interrupts_a_blocking_call_made_from_a_progress_callback(cancel_log):
+    # The inner call waits inside the outer call's wait, on a thread that is
+    # already in the engine's runtime; its signal checks must still run on
+    # the calling (main) thread, the only one Python handles signals on.
+    ctrl_c(cancel_log, "nested", 0.3)
+    assert wait_until(lambda: len(read_lines(cancel_log)) == 1, 10)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,20 @@ def test_connect_accepts_path_str_pathlib_toml_and_json(tmp_path: Path):
         with mcpmux.Hub.connect(cfg) as h:
             assert h.servers()[0]["state"] == "connected", cfg
             assert h.call_tool("mcp_demo_add", {"a": 1, "b": 1})["structuredContent"] == {"sum": 2}
+
+
+def test_tool_lists_say_which_servers_failed_and_calls_get_their_error():
+    with mcpmux.Hub.connect(config(demo=demo(), broken={"command": "/nonexistent/server"})) as h:
+        for listing in (h.list_tools, lambda: h.tools_for("openai")):
+            with pytest.warns(RuntimeWarning, match=r"broken \(CONNECT_FAILED\)"):
+                tools = listing()
+            assert tools and all("broken" not in json.dumps(t) for t in tools)
+        with pytest.raises(mcpmux.ConnectFailed, match="server 'broken'"):
+            h.call_tool("mcp_broken_anything", {})
+    with mcpmux.Hub.connect(config(demo=demo())) as h:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert h.list_tools()
 
 
 def test_failed_server_does_not_fail_connect(marker):

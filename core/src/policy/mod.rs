@@ -36,7 +36,7 @@ use serde_json::Value;
 
 pub use audit::{read_audit_log, AuditEvent, AuditListener, AuditStatus};
 pub use redact::{RedactRule, Redactor};
-pub use rules::{Decision, Refusal, ServerPolicy};
+pub use rules::{Decision, Refusal, ServerPolicy, SERVER_KEYS};
 pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 
 use crate::client::{CallOptions, ToolResult};

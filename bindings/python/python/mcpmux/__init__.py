@@ -96,6 +96,14 @@ __version__: str = _native.ENGINE_VERSION
 #: Every stable error code, as the engine lists them (docs/ARCHITECTURE.md#error-codes).
 ERROR_CODES: tuple = tuple(_native.ERROR_CODES)
 
+def _warn_failed_servers(native: Any) -> None:
+    """Warns (``RuntimeWarning``) which servers failed, so a tool list that
+    lacks their tools says so; the engine words the note."""
+    note = native.failed_servers_note()
+    if note:
+        warnings.warn(f"mcpmux: {note}", RuntimeWarning, stacklevel=3)
+
+
 #: At interpreter exit, open hubs get this long (seconds) to let their
 #: servers exit after stdin is closed; what is left is then killed.
 EXIT_GRACE_SECONDS = 1.0
@@ -202,12 +210,18 @@ class Hub:
         The same objects as ``mcpmux tools --json``: ``name``
         (``mcp_{server}_{tool}``), ``server``, ``tool``, ``title``,
         ``description``, ``input_schema``, ``output_schema``, ``annotations``.
+
+        When a server failed, its tools are missing: a ``RuntimeWarning``
+        names it (and its error code); :meth:`servers` says why.
         """
+        _warn_failed_servers(self._native)
         return self._native.list_tools()
 
     def tools_for(self, format: str) -> Any:
         """The tool list rendered for an LLM API: ``"anthropic"``,
-        ``"openai"`` (chat completions), ``"openai-responses"`` or ``"mcp"``."""
+        ``"openai"`` (chat completions), ``"openai-responses"`` or ``"mcp"``.
+        Warns like :meth:`list_tools` when a server failed."""
+        _warn_failed_servers(self._native)
         return self._native.tools_for(format)
 
     def call_tool(
@@ -453,10 +467,12 @@ class AsyncHub:
 
     async def list_tools(self) -> List[Dict[str, Any]]:
         """See :meth:`Hub.list_tools`."""
+        _warn_failed_servers(self._native)
         return self._native.list_tools()
 
     async def tools_for(self, format: str) -> Any:
         """See :meth:`Hub.tools_for`."""
+        _warn_failed_servers(self._native)
         return self._native.tools_for(format)
 
     async def call_tool(
