@@ -45,4 +45,19 @@ for suite in tests/conformance/run.sh ffi/ci.sh bindings/python/ci.sh bindings/n
   fi
 done
 
+step "cargo doc --no-deps (-D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
+
+step "fuzz corpus: short runs of every target (skipped without nightly + cargo-fuzz; the corpus itself is replayed by cargo test)"
+bash fuzz/run.sh --ci 10
+
+step "cargo publish --dry-run (mcpmux-core, mcpmux-cli)"
+cargo publish --dry-run --locked -p mcpmux-core -p mcpmux-cli
+
+step "scripts/dist.sh (release artifacts into dist/)"
+bash scripts/dist.sh
+
+step "tests/dist.sh (the artifacts installed as users do, without cargo)"
+bash tests/dist.sh
+
 step "all tests passed"
