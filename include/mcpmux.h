@@ -404,6 +404,22 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
 enum mcpmux_status mcpmux_hub_servers(const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
 
 /**
+ * Writes one line naming the enabled servers that failed (so their tools
+ * are missing from mcpmux_hub_list_tools() and mcpmux_hub_tools_for()),
+ * each with its error code, to `*out_text`; writes NULL when none failed.
+ * The same line `mcpmux tools` prints on stderr. Does not block; any
+ * thread, callbacks included.
+ *
+ * On success `*out_text` receives NULL or a string owned by the caller
+ * (free it with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `out_text` and `err` are NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_hub_failed_servers_note(const struct mcpmux_hub *hub, char **out_text, struct mcpmux_error **err);
+
+/**
  * Writes every tool of every connected server, in config order, to
  * `*out_json`: a JSON array of `{"name" (mcp_{server}_{tool}), "server",
  * "tool", "title", "description", "input_schema", "output_schema",

@@ -299,8 +299,17 @@ export declare class Hub {
   /** The status of every configured server, in config order. */
   servers(): Promise<ServerStatus[]>
 
-  /** Every tool of every connected server. */
+  /**
+   * Every tool of every connected server. When servers failed, a process
+   * warning (`McpmuxWarning`) names them (once per distinct note).
+   */
   listTools(): Promise<HubTool[]>
+
+  /**
+   * One line naming the servers that failed (their tools are missing from
+   * the lists), with their error codes; `null` when none did.
+   */
+  failedServersNote(): string | null
 
   /** The tool list rendered for an LLM API. */
   toolsFor(format: 'anthropic' | 'openai' | 'openai-responses' | 'mcp'): Promise<Array<Record<string, unknown>>>

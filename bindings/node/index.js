@@ -256,6 +256,7 @@ class Hub {
     }
     /** @private */
     this._native = nativeHub
+    this._lastFailedNote = null
     /** @private */
     this._closed = false
   }
@@ -305,7 +306,31 @@ class Hub {
    * @returns {Promise<object[]>}
    */
   listTools() {
-    return run((id) => this._native.listTools(id))
+    return run((id) => this._native.listTools(id)).then((tools) => this._warnFailed(tools))
+  }
+
+  /**
+   * One line naming the servers that failed (their tools are missing from
+   * {@link Hub#listTools} and {@link Hub#toolsFor}), with their error codes;
+   * `null` when none did. {@link Hub#servers} has the details.
+   * @returns {string | null}
+   */
+  failedServersNote() {
+    return this._native.failedServersNote()
+  }
+
+  /**
+   * Emits a process warning (`McpmuxWarning`) naming the failed servers
+   * beside a tool list, once per distinct note, then passes `tools` on.
+   * @private
+   */
+  _warnFailed(tools) {
+    const note = this._native.failedServersNote()
+    if (note && note !== this._lastFailedNote) {
+      process.emitWarning(note, 'McpmuxWarning')
+    }
+    this._lastFailedNote = note
+    return tools
   }
 
   /**
@@ -319,7 +344,7 @@ class Hub {
     } catch (err) {
       return Promise.reject(err)
     }
-    return run((id) => this._native.toolsFor(id, format))
+    return run((id) => this._native.toolsFor(id, format)).then((tools) => this._warnFailed(tools))
   }
 
   /**

@@ -77,6 +77,12 @@ export declare class NativeHub {
    * `mcpmux servers --json`). Synchronous: it only reads memory.
    */
   servers(): string
+  /**
+   * One line naming the servers that failed (their tools are missing
+   * from the lists), with their error codes; null when none did.
+   * Synchronous: it only reads memory.
+   */
+  failedServersNote(): string | null
   /** Lists every tool (the objects of `mcpmux tools --json`). */
   listTools(id: number): void
   /**

@@ -234,6 +234,42 @@ pub unsafe extern "C" fn mcpmux_hub_servers(
     }
 }
 
+/// Writes one line naming the enabled servers that failed (so their tools
+/// are missing from mcpmux_hub_list_tools() and mcpmux_hub_tools_for()),
+/// each with its error code, to `*out_text`; writes NULL when none failed.
+/// The same line `mcpmux tools` prints on stderr. Does not block; any
+/// thread, callbacks included.
+///
+/// On success `*out_text` receives NULL or a string owned by the caller
+/// (free it with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `out_text` and `err` are NULL or valid for one
+/// pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_failed_servers_note(
+    hub: *const mcpmux_hub,
+    out_text: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_failed_servers_note",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            args.non_null("out_text", out_text)?;
+            let note = match hub.hub.failed_servers_note() {
+                Some(note) => c_string(&note)?,
+                None => std::ptr::null_mut(),
+            };
+            write_out(out_text, note);
+            Ok(())
+        })
+    }
+}
+
 /// Writes every tool of every connected server, in config order, to
 /// `*out_json`: a JSON array of `{"name" (mcp_{server}_{tool}), "server",
 /// "tool", "title", "description", "input_schema", "output_schema",

@@ -193,7 +193,7 @@ static void test_call_tool(void) {
     err = NULL;
     expect_json_fail("call(tool of a failed server)",
                      mcpmux_hub_call_tool(hub, "mcp_missing_anything", NULL, NULL, &json, &err), &err, &json,
-                     MCPMUX_STATUS_UNKNOWN_TOOL, "UNKNOWN_TOOL", "failed");
+                     MCPMUX_STATUS_CONNECT_FAILED, "CONNECT_FAILED", "server 'missing' failed");
     err = NULL;
     expect_json_fail("call(tool of a disabled server)", mcpmux_hub_call_tool(hub, "mcp_off_x", NULL, NULL, &json, &err),
                      &err, &json, MCPMUX_STATUS_UNKNOWN_TOOL, "UNKNOWN_TOOL", "disabled");
@@ -332,6 +332,14 @@ static void test_faulty_servers(void) {
     CHECK(contains(json, "database at /nonexistent is unavailable"), "the failed server's stderr in its error: %s",
           json);
     mcpmux_string_free(json);
+
+    /* The tool list says which servers are missing from it, as `mcpmux tools` does. */
+    char *note = SENTINEL;
+    CHECK(mcpmux_hub_failed_servers_note(h, &note, NULL) == MCPMUX_STATUS_OK, "failed_servers_note");
+    CHECK(note != SENTINEL && note != NULL, "a note when servers failed");
+    CHECK(contains(note, "early (CONNECT_FAILED)") && contains(note, "slowpoke (CONNECT_FAILED)"),
+          "the note names both failed servers: %s", note);
+    mcpmux_string_free(note);
 
     json = SENTINEL;
     mcpmux_error *err = NULL;

@@ -633,6 +633,14 @@ impl NativeHub {
         serde_json::to_string(&self.hub().servers()).unwrap_or_else(|_| "[]".into())
     }
 
+    /// One line naming the servers that failed (their tools are missing
+    /// from the lists), with their error codes; null when none did.
+    /// Synchronous: it only reads memory.
+    #[napi]
+    pub fn failed_servers_note(&self) -> Option<String> {
+        self.hub().failed_servers_note()
+    }
+
     /// Lists every tool (the objects of `mcpmux tools --json`).
     #[napi]
     pub fn list_tools(&self, id: u32) {

@@ -128,6 +128,21 @@ test('a server that fails to start is marked failed; the others work', T, async 
     assert.match(broken.error, /cannot start/)
     const e = await h.rejectsWith(hub.callTool('mcp_broken_x', {}), 'CONNECT_FAILED', McpmuxError)
     assert.match(e.message, /server 'broken' failed/)
+    // The tool lists say which servers are missing from them.
+    assert.match(hub.failedServersNote(), /broken \(CONNECT_FAILED\)/)
+    const warnings = []
+    const onWarning = (w) => warnings.push(w)
+    process.on('warning', onWarning)
+    try {
+      await hub.listTools()
+      await hub.toolsFor('mcp')
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('warning', onWarning)
+    }
+    const ours = warnings.filter((w) => w.name === 'McpmuxWarning')
+    assert.equal(ours.length, 1, 'one warning per distinct note')
+    assert.match(ours[0].message, /broken \(CONNECT_FAILED\)/)
   } finally {
     await hub.close()
   }
@@ -137,6 +152,7 @@ test('toolsFor renders anthropic, openai, openai-responses and mcp', T, async ()
   const hub = await Hub.connect(h.demoConfig())
   try {
     const anthropic = await hub.toolsFor('anthropic')
+    assert.equal(hub.failedServersNote(), null, 'no server failed')
     assert.equal(anthropic[0].name, 'mcp_demo_echo')
     assert.ok(anthropic[0].input_schema)
     const openai = await hub.toolsFor('openai')

@@ -109,8 +109,7 @@ pub(crate) async fn read_lines(
 /// first (as most serializers put it). Deeper in an unfinished message an
 /// `"id"` may belong to the content, so only the start is trusted.
 fn head_id(bytes: &[u8]) -> Option<u64> {
-    let head = &bytes[..bytes.len().min(PEEK)];
-    memchr::memmem::find(head, b"\"id\":").and_then(|at| id_after(head, at))
+    id_in_head(&bytes[..bytes.len().min(PEEK)])
 }
 
 /// The start and end of a message too large to keep, and its size.
