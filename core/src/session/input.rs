@@ -112,17 +112,33 @@ pub fn render(template: &str, input: &str, provided: &Values) -> Result<String, 
             "input: missing placeholder {name} (give it as `{name}: value` front matter or a `## {name}` section)"
         )));
     }
-    let mut out = template.to_owned();
-    for name in &names {
-        let value = values
-            .get(name)
-            .or_else(|| provided.get(name))
-            .cloned()
-            .unwrap_or_default();
-        out = out.replace(&format!("{{{{{name}}}}}", name = name), &value);
-        // Also the spaced form `{{ NAME }}`.
-        out = out.replace(&format!("{{{{ {name} }}}}"), &value);
+    // One pass over the template: a value is never scanned again, so input
+    // holding `{{OTHER}}` stays literal and the output grows linearly.
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let inner = &after[..end];
+        // `{{NAME}}` or the spaced form `{{ NAME }}`.
+        let name = inner
+            .strip_prefix(' ')
+            .and_then(|n| n.strip_suffix(' '))
+            .unwrap_or(inner);
+        if is_name(name) {
+            let value = values.get(name).or_else(|| provided.get(name));
+            out.push_str(value.map_or("", String::as_str));
+        } else {
+            out.push_str(&rest[start..start + 2 + end + 2]);
+        }
+        rest = &after[end + 2..];
     }
+    out.push_str(rest);
     Ok(out)
 }
 
@@ -230,6 +246,22 @@ mod tests {
         assert_eq!(v["PLAN"], "1. a\n2. b");
         assert_eq!(v["NOTES"], "x");
         assert_eq!(rest, "intro");
+    }
+
+    #[test]
+    fn render_fills_each_placeholder_once_and_never_rescans_a_value() {
+        let template = "a {{X}} b {{ Y }} c {{X}} {{lower}} {{unclosed";
+        let input = "---\nX: {{Y}}{{Y}}\nY: y\n---\n";
+        let out = render(template, input, &Values::new()).unwrap();
+        assert_eq!(out, "a {{Y}}{{Y}} b y c {{Y}}{{Y}} {{lower}} {{unclosed");
+        // A value that names other placeholders does not multiply them.
+        let input = format!(
+            "---\nX: {}\nY: {}\n---\n",
+            "{{Y}}".repeat(1000),
+            "z".repeat(1000)
+        );
+        let out = render("{{X}}{{Y}}", &input, &Values::new()).unwrap();
+        assert_eq!(out.len(), 5 * 1000 + 1000);
     }
 
     #[test]
