@@ -58,8 +58,10 @@ impl tokio::io::AsyncRead for Pieces<'_> {
 struct Checked {
     sink: Weak<dyn FrameSink>,
     max: usize,
-    /// Bytes accounted for: lines, oversized messages and their newlines.
-    seen: usize,
+    /// Bytes of the lines handed over, with their newlines.
+    line_bytes: usize,
+    /// Messages reported as over the cap (once each).
+    oversized: usize,
     problem: Option<String>,
 }
 
@@ -68,7 +70,7 @@ impl Lines for Checked {
         if line.len() > self.max || line.contains(&b'\n') {
             self.problem = Some(format!("a line of {} bytes passed", line.len()));
         }
-        self.seen += line.len() + 1;
+        self.line_bytes += line.len() + 1;
         if let Some(sink) = self.sink.upgrade() {
             sink.on_frame(line);
         }
@@ -79,7 +81,7 @@ impl Lines for Checked {
         if size <= self.max {
             self.problem = Some(format!("{size} bytes reported as oversized"));
         }
-        self.seen += size + 1;
+        self.oversized += 1;
         if let Some(sink) = self.sink.upgrade() {
             sink.on_oversized(id, size, self.max);
         }
@@ -151,7 +153,8 @@ pub fn jsonrpc_stream(data: &[u8]) -> Result<(), String> {
         let mut checked = Checked {
             sink: peer.sink(),
             max,
-            seen: 0,
+            line_bytes: 0,
+            oversized: 0,
             problem: None,
         };
         let reader = Pieces { rest: stream, size };
@@ -164,15 +167,29 @@ pub fn jsonrpc_stream(data: &[u8]) -> Result<(), String> {
         if let Some(problem) = checked.problem {
             return Err(problem);
         }
-        // Every complete line was accounted for, nothing twice.
-        let complete = stream
+        // Every line under the cap was handed over whole, and every message
+        // over it (a trailing one without its newline too) reported once.
+        let (body, tail) = match stream.iter().rposition(|&b| b == b'\n') {
+            Some(i) => (&stream[..i], &stream[i + 1..]),
+            None => (&stream[..0], stream),
+        };
+        let complete: Vec<&[u8]> = if stream.contains(&b'\n') {
+            body.split(|&b| b == b'\n').collect()
+        } else {
+            Vec::new()
+        };
+        let line_bytes: usize = complete
             .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        if checked.seen != complete {
+            .filter(|l| l.len() <= max)
+            .map(|l| l.len() + 1)
+            .sum();
+        let oversized =
+            complete.iter().filter(|l| l.len() > max).count() + usize::from(tail.len() > max);
+        if checked.line_bytes != line_bytes || checked.oversized != oversized {
             return Err(format!(
-                "{} bytes of complete lines, {} accounted for",
-                complete, checked.seen
+                "{line_bytes} bytes of lines and {oversized} oversized messages expected, \
+                 {} and {} reported",
+                checked.line_bytes, checked.oversized
             ));
         }
         Ok(())

@@ -221,6 +221,17 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
+        // Under load the child may not show its new command line at once:
+        // wait (bounded) until it names the session dir.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !runs_session(runner.id() as i32, dir.path()) {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", runner.id()));
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the runner never showed the session dir: {cmdline:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let start = stat(runner.id()).unwrap().start_time;
         kill_runner(dir.path(), runner.id(), Some(start)).unwrap();
         assert_eq!(runner.wait().unwrap().signal(), Some(libc::SIGKILL));
