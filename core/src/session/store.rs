@@ -164,7 +164,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 }
 
 /// Writes `value` as pretty JSON atomically, with known config secrets
-/// replaced ([`redacted`]).
+/// replaced (see `redacted`).
 pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), Error> {
     let encode =
         |e: serde_json::Error| Error::Internal(format!("cannot encode {}: {e}", path.display()));
