@@ -200,3 +200,49 @@ async fn older_codex_event_names_are_read_too() {
     assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
     assert_eq!(w["thread_id"], "old-thread-1", "{w:#}");
 }
+
+/// A `command` given as `${VAR}` is stored as the reference: the program's
+/// path (or a wrapper's arguments) never lands in `session.json`, and later
+/// rounds expand it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_from_a_variable_is_stored_as_the_reference() {
+    common::private_state();
+    let wd = tempfile::tempdir().unwrap();
+    let program = fake_codex().display().to_string();
+    let lookup = {
+        let program = program.clone();
+        move |name: &str| (name == "MCPMUX_TEST_FAKE_CODEX").then(|| program.clone())
+    };
+    let config = Config::parse_with_vars(
+        "[session]\nreviewer = \"command\"\ncommand = \"${MCPMUX_TEST_FAKE_CODEX}\"\n",
+        &lookup,
+    )
+    .unwrap();
+    let ctx = SessionContext {
+        config: Some(config),
+        host: None,
+        runner: Runner::InProcess,
+    };
+    let b = session::begin(
+        &ctx,
+        &json!({"skill": "review-pr", "input": "## PR\nPR #8", "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = b["session_dir"].as_str().unwrap().to_owned();
+    let spec = std::fs::read_to_string(PathBuf::from(&dir).join("session.json")).unwrap();
+    assert!(
+        spec.contains("\"command\": \"${MCPMUX_TEST_FAKE_CODEX}\""),
+        "{spec}"
+    );
+    assert!(!spec.contains(&program), "{spec}");
+    let w = wait_done(&ctx, &dir).await;
+    assert_eq!(w["status"], "completed", "{w:#}");
+    session::reply(&ctx, &json!({"session_dir": dir, "input": "APPROVE_ME"}))
+        .await
+        .unwrap();
+    let w = wait_done(&ctx, &dir).await;
+    assert_eq!(w["review"]["verdict"], "APPROVE", "{w:#}");
+    let spec = std::fs::read_to_string(PathBuf::from(&dir).join("session.json")).unwrap();
+    assert!(!spec.contains(&program), "{spec}");
+}

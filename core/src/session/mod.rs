@@ -583,7 +583,12 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         input::render(TPL_FOLLOWUP, &input, &provided)?,
         TPL_FORMAT
     );
-    check_reviewer(ctx, &spec.settings)?;
+    // Stored settings keep `${VAR}` references: check what the runner will run.
+    let mut runnable = spec.settings.clone();
+    let empty = Map::new();
+    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    settings::fill_runtime(&mut runnable, table)?;
+    check_reviewer(ctx, &runnable)?;
     let n = spec
         .round
         .checked_add(1)

@@ -355,15 +355,19 @@ pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Re
 }
 
 /// Stored settings that may hold a `${VAR}` reference of the config's
-/// `[session]` table instead of its value ([`with_references`]).
-const REFERENCED: &[&str] = &["model", "effort", "base_url", "scope"];
+/// `[session]` table instead of its value ([`with_references`]). The
+/// reviewer `command` is one: a variable naming the program (often a path
+/// under a user's home, sometimes a wrapper carrying a token) stays in the
+/// environment, not in the session directory.
+const REFERENCED: &[&str] = &["model", "effort", "base_url", "scope", "command"];
 
-fn referenced<'a>(settings: &'a mut Settings, key: &str) -> Option<&'a mut Option<String>> {
+fn referenced<'a>(settings: &'a mut Settings, key: &str) -> Option<&'a mut String> {
     match key {
-        "model" => Some(&mut settings.model),
-        "effort" => Some(&mut settings.effort),
-        "base_url" => Some(&mut settings.base_url),
-        "scope" => Some(&mut settings.scope),
+        "model" => settings.model.as_mut(),
+        "effort" => settings.effort.as_mut(),
+        "base_url" => settings.base_url.as_mut(),
+        "scope" => settings.scope.as_mut(),
+        "command" => Some(&mut settings.command),
         _ => None,
     }
 }
@@ -383,8 +387,8 @@ pub fn with_references(
             continue;
         };
         if let Some(field) = referenced(stored, key) {
-            if r.contains("${") && field.as_deref() == Some(e.as_str()) {
-                *field = Some(r.clone());
+            if r.contains("${") && *field == *e {
+                *field = r.clone();
             }
         }
     }
@@ -398,14 +402,13 @@ fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> 
         let Some(field) = referenced(settings, key) else {
             continue;
         };
-        let Some(text) = field.as_deref().filter(|t| t.contains("${")) else {
+        if !field.contains("${") {
             continue;
-        };
-        let value = match session.get(*key) {
+        }
+        *field = match session.get(*key) {
             Some(Value::String(v)) => v.clone(),
-            _ => crate::config::expand_session_value(text, key)?,
+            _ => crate::config::expand_session_value(field, key)?,
         };
-        *field = Some(value);
     }
     Ok(())
 }
