@@ -328,3 +328,82 @@ async fn a_line_that_never_ends_fails_once_it_passes_the_cap() {
     assert_memory_bounded("endless line");
     close_and_check(hub, &tag).await;
 }
+
+/// Over Streamable HTTP every answer is a POST of its own: a server that
+/// pings without end and holds every answer's POST open would make us keep
+/// one task and one connection per ping. At most
+/// `MAX_NOTICES_IN_FLIGHT` answers wait; the others are dropped.
+#[tokio::test]
+async fn http_pings_whose_answers_are_never_accepted_cost_a_bounded_number_of_posts() {
+    let _case = start_case().await;
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().display().to_string();
+    let server = net_fixture("faults.py", &["--fault", "ping-flood", "--log", &log_path]);
+    let entry = net_entry(
+        "flood",
+        "streamable-http",
+        &server.http("/mcp"),
+        "timeout_seconds = 5",
+    );
+    let hub = no_hang("connect", Hub::connect(config(&[entry])))
+        .await
+        .unwrap();
+    let e = no_hang(
+        "call",
+        hub.call_tool("mcp_flood_work", None, &CallOptions::default()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), "TIMEOUT", "{e}");
+    // The server sent its 2000 pings long before the call timed out.
+    assert!(
+        server.output().contains("ping-flood: sent 2000 pings"),
+        "{}",
+        server.output()
+    );
+    let answers = std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .filter(|l| *l == "<response>")
+        .count();
+    eprintln!("answers POSTed while none was accepted: {answers}");
+    assert!(
+        answers <= mcpmux_core::transport::send_bound::MAX_NOTICES_IN_FLIGHT,
+        "{answers} answers were POSTed at once"
+    );
+    assert!(answers > 0, "no answer was sent at all");
+    assert_memory_bounded("http ping flood");
+    no_hang("close", hub.close()).await;
+}
+
+/// A WebSocket server that floods pings (64 KiB ids) and stops reading:
+/// what waits for the socket stays under 2 × `max_message_bytes` (pongs and
+/// answers past it are dropped), where unbounded it would grow by 512 MiB.
+#[tokio::test]
+async fn websocket_pings_from_a_server_that_stops_reading_cost_bounded_memory() {
+    let _case = start_case().await;
+    let server = net_fixture("faults.py", &["--fault", "ws-ping-flood"]);
+    let entry = net_entry(
+        "flood",
+        "websocket",
+        &server.ws("/ws"),
+        "timeout_seconds = 20",
+    );
+    let hub = no_hang("connect", Hub::connect(config(&[entry])))
+        .await
+        .unwrap();
+    let e = no_hang(
+        "call",
+        hub.call_tool("mcp_flood_work", None, &CallOptions::default()),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code(), "TIMEOUT", "{e}");
+    assert!(
+        server.output().contains("ws-ping-flood: sent 8000 pings"),
+        "{}",
+        server.output()
+    );
+    assert_memory_bounded("websocket ping flood");
+    no_hang("close", hub.close()).await;
+}

@@ -9,6 +9,7 @@
 pub(crate) mod http;
 pub(crate) mod line_reader;
 mod pipe_writer;
+pub mod send_bound;
 pub mod sse;
 pub mod sse_parser;
 pub mod stdio;

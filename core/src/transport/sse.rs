@@ -15,6 +15,7 @@ use tokio::task::AbortHandle;
 
 use super::http::{self, StreamPosition};
 use super::line_reader;
+use super::send_bound::InFlight;
 use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::config::NetworkConfig;
@@ -39,6 +40,8 @@ struct Inner {
     /// `initialize` and `notifications/initialized` as sent, for a new stream.
     handshake: Mutex<Vec<Vec<u8>>>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Answers and notifications whose POST has not completed ([`super::send_bound`]).
+    notices: InFlight,
     closed: AtomicBool,
     /// The runtime the transport was made on: messages may be sent from
     /// outside it (a call future dropped by a host thread).
@@ -69,6 +72,7 @@ impl SseTransport {
             endpoint,
             handshake: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
+            notices: InFlight::default(),
             closed: AtomicBool::new(false),
             refused: Mutex::new(None),
             runtime: tokio::runtime::Handle::current(),
@@ -287,11 +291,19 @@ impl Transport for SseTransport {
             method: Option<String>,
         }
         let probe = serde_json::from_slice::<Probe>(&message).ok();
+        let method = probe.as_ref().and_then(|p| p.method.clone());
+        // Only a request's id is ours: an answer carries the server's.
         let id = probe
             .as_ref()
+            .filter(|_| method.is_some())
             .and_then(|p| p.id.as_ref())
             .and_then(serde_json::Value::as_u64);
-        let method = probe.and_then(|p| p.method);
+        // Our requests are bounded by the host; what the server makes us
+        // send (answers, notifications) is bounded here.
+        let slot = match id {
+            Some(_) => None,
+            None => Some(inner.notices.take_notice(&inner.label)?),
+        };
         if matches!(
             method.as_deref(),
             Some("initialize" | "notifications/initialized")
@@ -310,6 +322,7 @@ impl Transport for SseTransport {
                     _ => tracing::warn!(server = %this.label, "{e}"),
                 }
             }
+            drop(slot);
         });
         let mut tasks = inner.tasks.lock().unwrap();
         tasks.retain(|t| !t.is_finished());

@@ -21,6 +21,7 @@ use tokio::task::AbortHandle;
 
 use super::http::{self, StreamPosition};
 use super::line_reader;
+use super::send_bound::InFlight;
 use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::auth::challenge::Challenge;
@@ -60,6 +61,8 @@ struct Inner {
     sink: Weak<dyn FrameSink>,
     state: Mutex<State>,
     tasks: Mutex<Vec<AbortHandle>>,
+    /// Answers and notifications whose POST has not completed ([`super::send_bound`]).
+    notices: InFlight,
     closed: AtomicBool,
     /// The runtime the transport was made on: messages may be sent from
     /// outside it (a call future dropped by a host thread).
@@ -113,7 +116,8 @@ impl Outgoing {
             return Outgoing::default();
         };
         Outgoing {
-            id: p.id.and_then(|v| v.as_u64()),
+            // Only a request's id is ours: an answer carries the server's.
+            id: p.id.filter(|_| p.method.is_some()).and_then(|v| v.as_u64()),
             method: p.method,
             name: p.params.and_then(|p| p.name.or(p.uri)),
             headers: Vec::new(),
@@ -168,6 +172,7 @@ impl StreamableHttpTransport {
                 sink,
                 state: Mutex::new(State::default()),
                 tasks: Mutex::new(Vec::new()),
+                notices: InFlight::default(),
                 closed: AtomicBool::new(false),
                 reinit: tokio::sync::Mutex::new(()),
                 runtime: tokio::runtime::Handle::current(),
@@ -197,13 +202,23 @@ impl Transport for StreamableHttpTransport {
         }
         let mut out = Outgoing::read(&message);
         out.headers = headers.to_vec();
+        // Our requests are bounded by the host; what the server makes us
+        // send (answers, notifications) is bounded here.
+        let slot = match out.id {
+            Some(_) => None,
+            None => Some(inner.notices.take_notice(&inner.label)?),
+        };
         if out.method.as_deref() == Some("initialize") {
             inner.state.lock().unwrap().initialize = Some(message.clone());
         }
         if out.method.as_deref() == Some("notifications/initialized") {
             inner.handshake_done.send_replace(false);
         }
-        let task = inner.runtime.spawn(inner.clone().deliver(message, out));
+        let inner_for_task = inner.clone();
+        let task = inner.runtime.spawn(async move {
+            inner_for_task.deliver(message, out).await;
+            drop(slot);
+        });
         inner.track(task.abort_handle());
         Ok(())
     }

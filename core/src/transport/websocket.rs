@@ -1,6 +1,7 @@
 //! WebSocket transport (subprotocol `mcp`): one JSON-RPC message per text
 //! frame, `ws://` or `wss://` (rustls). Pings are answered and sent every
 //! 30 s; when the socket closes, every request in flight fails at once.
+//! What waits for the writer is bounded in bytes ([`super::send_bound`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Weak};
@@ -14,17 +15,25 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{http, FrameSink, Transport};
+use super::send_bound::{InFlight, Slot};
+use super::{http, stdio, FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;
 
 /// Interval of our keep-alive pings.
 const PING_EVERY: Duration = Duration::from_secs(30);
 
+/// What one queued message costs beyond its payload, so that a flood of
+/// empty pings is bounded too.
+const ENTRY_BYTES: usize = 64;
+
 /// A WebSocket connection to one server. Owned by its peer.
 pub struct WebSocketTransport {
     label: String,
-    outbox: mpsc::UnboundedSender<Message>,
+    outbox: mpsc::UnboundedSender<(Message, Option<Slot>)>,
+    /// Bytes queued in `outbox`, at most `queue_limit`.
+    queued: InFlight,
+    queue_limit: usize,
     tasks: Mutex<Vec<AbortHandle>>,
     closed: AtomicBool,
 }
@@ -69,21 +78,27 @@ impl WebSocketTransport {
             }
         };
         let (mut write, mut read) = socket.split();
-        let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+        // Unbounded as a channel, bounded in bytes by `queued`: every message
+        // but our own keep-alive ping carries its slot.
+        let (tx, mut rx) = mpsc::unbounded_channel::<(Message, Option<Slot>)>();
+        let queued = InFlight::default();
+        let queue_limit = stdio::stdin_queue_limit(max_message_bytes);
 
         let writer = tokio::spawn(async move {
             let mut ping = tokio::time::interval(PING_EVERY);
             ping.tick().await;
             loop {
-                let message = tokio::select! {
+                let (message, slot) = tokio::select! {
                     m = rx.recv() => match m {
                         Some(m) => m,
                         None => break,
                     },
-                    _ = ping.tick() => Message::Ping(Default::default()),
+                    _ = ping.tick() => (Message::Ping(Default::default()), None),
                 };
                 let closing = matches!(message, Message::Close(_));
-                if write.send(message).await.is_err() || closing {
+                let sent = write.send(message).await;
+                drop(slot);
+                if sent.is_err() || closing {
                     break;
                 }
             }
@@ -91,6 +106,7 @@ impl WebSocketTransport {
         });
 
         let pong = tx.clone();
+        let pong_queued = queued.clone();
         let reader_label = label.to_owned();
         let reader = tokio::spawn(async move {
             let why = loop {
@@ -104,7 +120,12 @@ impl WebSocketTransport {
                     Message::Text(text) => sink.on_frame(text.as_bytes()),
                     Message::Binary(bytes) => sink.on_frame(&bytes),
                     Message::Ping(payload) => {
-                        let _ = pong.send(Message::Pong(payload));
+                        // A server that pings but does not read gets no pong.
+                        if let Some(slot) =
+                            pong_queued.take(payload.len() + ENTRY_BYTES, queue_limit)
+                        {
+                            let _ = pong.send((Message::Pong(payload), Some(slot)));
+                        }
                     }
                     Message::Close(frame) => {
                         break match frame {
@@ -127,6 +148,8 @@ impl WebSocketTransport {
         Ok(std::sync::Arc::new(WebSocketTransport {
             label: label.to_owned(),
             outbox: tx,
+            queued,
+            queue_limit,
             tasks: Mutex::new(vec![writer.abort_handle(), reader.abort_handle()]),
             closed: AtomicBool::new(false),
         }))
@@ -144,7 +167,21 @@ impl Transport for WebSocketTransport {
         while text.ends_with('\n') {
             text.pop();
         }
-        self.outbox.send(Message::text(text)).map_err(|_| closed())
+        let slot = self
+            .queued
+            .take(text.len() + ENTRY_BYTES, self.queue_limit)
+            .ok_or_else(|| {
+                Error::LimitExceeded(format!(
+                    "{}: the server does not read its WebSocket: {} bytes wait to be sent \
+                 (limit {} bytes, 2 × max_message_bytes); this message is dropped",
+                    self.label,
+                    self.queued.now(),
+                    self.queue_limit
+                ))
+            })?;
+        self.outbox
+            .send((Message::text(text), Some(slot)))
+            .map_err(|_| closed())
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
@@ -152,7 +189,7 @@ impl Transport for WebSocketTransport {
             if self.closed.swap(true, Ordering::SeqCst) {
                 return;
             }
-            let _ = self.outbox.send(Message::Close(None));
+            let _ = self.outbox.send((Message::Close(None), None));
             tokio::time::sleep(Duration::from_millis(50)).await;
             for task in self.tasks.lock().unwrap().drain(..) {
                 task.abort();

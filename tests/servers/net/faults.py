@@ -44,15 +44,29 @@ header-recording server on another port; --on is ignored):
                  event is --target (another origin), then holds the stream;
                  POSTs to this server are answered 202
 
-WebSocket fault (subprotocol "mcp", any path; --on is ignored):
+  ping-flood  (--on is ignored) a correct server until `tools/call`, whose
+            POST is answered with an event stream of FLOOD_PINGS (default
+            2000) `ping` requests and then held without an answer; every
+            POST that carries an answer (no `method`) is read, logged as
+            `<response>` and held without end (never answered), so a client
+            that does not bound what it owes keeps one POST (and connection)
+            open per ping
+
+WebSocket faults (subprotocol "mcp", any path; --on is ignored):
 
   ws-drop   a correct MCP server with tools `wait` (never answered) and
             `drop` (the server aborts the TCP connection, no close frame)
+  ws-ping-flood  a correct MCP server whose tool `work` makes it send
+            FLOOD_PINGS (default 8000) `ping` requests with ids of
+            FLOOD_ID_BYTES (default 65536) characters and then stop reading
+            for good: a client that queues its answers without a bound grows
+            by FLOOD_PINGS * FLOOD_ID_BYTES bytes (512 MiB by default)
 """
 
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 HTML_PAGE = b"""<!DOCTYPE html>
@@ -85,6 +99,13 @@ def result(msg_id, value):
 
 def error(msg_id, code, message):
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+FLOOD_ID_BYTES = int(os.environ.get("FLOOD_ID_BYTES", "65536"))
+
+
+def flood_pings(default):
+    return int(os.environ.get("FLOOD_PINGS", default))
 
 
 def tools():
@@ -290,6 +311,9 @@ async def http_client(reader, writer):
                 return
             rpc_method = msg.get("method", "<response>") if isinstance(msg, dict) else "<batch>"
             log_method(rpc_method)
+            if args.fault == "ping-flood" and rpc_method in ("<response>", "tools/call"):
+                await ping_flood(reader, writer, rpc_method)
+                return
             if args.on == "all" or rpc_method == "tools/call":
                 await fault_response(writer, reader, msg)
                 return
@@ -307,6 +331,24 @@ async def http_client(reader, writer):
             writer.close()
         except Exception:
             pass
+
+
+async def ping_flood(reader, writer, rpc_method):
+    """The `ping-flood` fault: pings on the call's stream; answers held."""
+    if rpc_method == "tools/call":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        )
+        count = flood_pings("2000")
+        for i in range(count):
+            ping = {"jsonrpc": "2.0", "id": f"flood-{i}", "method": "ping"}
+            writer.write(f"event: message\ndata: {json.dumps(ping)}\n\n".encode())
+            if i % 100 == 0:
+                await writer.drain()
+        await writer.drain()
+        print(f"ping-flood: sent {count} pings", file=sys.stderr, flush=True)
+    await reader.read()  # hold until the client goes
 
 
 async def pointing_elsewhere(reader, writer):
@@ -338,6 +380,9 @@ async def pointing_elsewhere(reader, writer):
 
 
 async def ws_client(ws):
+    if args.fault == "ws-ping-flood":
+        await ws_ping_flood(ws)
+        return
     async for text in ws:
         msg = json.loads(text)
         method = msg.get("method", "<response>")
@@ -353,13 +398,37 @@ async def ws_client(ws):
             await ws.send(json.dumps(reply))
 
 
+async def ws_ping_flood(ws):
+    """The `ws-ping-flood` fault, for one connection."""
+    async for text in ws:
+        msg = json.loads(text)
+        method = msg.get("method", "<response>")
+        log_method(method)
+        if method == "tools/call":
+            break
+        reply = answer(msg)
+        if reply is not None:
+            await ws.send(json.dumps(reply))
+    else:
+        return
+    filler = "p" * FLOOD_ID_BYTES
+    count = flood_pings("8000")
+    # Never read again: what the client sends piles up in the kernel's
+    # buffers, then in the client.
+    ws.transport.pause_reading()
+    for i in range(count):
+        await ws.send(json.dumps({"jsonrpc": "2.0", "id": f"{i}-{filler}", "method": "ping"}))
+    print(f"ws-ping-flood: sent {count} pings; never reading again", file=sys.stderr, flush=True)
+    await asyncio.Event().wait()
+
+
 async def main():
     global args
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ws-drop"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
@@ -369,10 +438,14 @@ async def main():
     if args.fault in ("redirect", "sse-endpoint") and not args.target:
         parser.error(f"--fault {args.fault} needs --target URL")
 
-    if args.fault == "ws-drop":
+    if args.fault in ("ws-drop", "ws-ping-flood"):
         from websockets.asyncio.server import serve
 
-        server = await serve(ws_client, "127.0.0.1", args.port, subprotocols=["mcp"])
+        # No keep-alive: a flooding server that stops reading would
+        # otherwise drop the connection itself when our pong goes unread.
+        server = await serve(
+            ws_client, "127.0.0.1", args.port, subprotocols=["mcp"], ping_interval=None, max_size=None
+        )
     else:
         server = await asyncio.start_server(http_client, "127.0.0.1", args.port)
     port = server.sockets[0].getsockname()[1]
