@@ -41,7 +41,11 @@ fn require(path: PathBuf) -> PathBuf {
 /// The demo server binary, built once when missing.
 pub fn demo_server() -> String {
     static BUILD: Once = Once::new();
-    let exe = root().join("target/debug/mcpmux-demo-server");
+    // Where cargo puts this build's binaries: `$CARGO_TARGET_DIR` when set.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map_or_else(|| root().join("target"), |t| root().join(t));
+    let exe = target.join("debug/mcpmux-demo-server");
     BUILD.call_once(|| {
         let status = std::process::Command::new(env!("CARGO"))
             .args(["build", "-q", "-p", "mcpmux-demo-server"])
