@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::config::ServerConfig;
 use crate::error::Error;
+use crate::events::{self, EventSender, HubEvent};
 use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
 use crate::protocol::{self, InitializeResult, Tool};
 use crate::stateless::{self, RequestMeta};
@@ -58,6 +59,9 @@ pub struct ClientOptions {
     pub on_tools_changed: Option<Arc<dyn Fn() + Send + Sync>>,
     /// Authorization hooks (handler, token store) for OAuth servers.
     pub auth: crate::auth::AuthOptions,
+    /// Where the server's notifications go as [`HubEvent`]s (log messages,
+    /// list changes, resource updates); the hub's sender.
+    pub events: EventSender,
 }
 
 impl Default for ClientOptions {
@@ -67,6 +71,7 @@ impl Default for ClientOptions {
             handlers: ClientHandlers::default(),
             on_tools_changed: None,
             auth: crate::auth::AuthOptions::default(),
+            events: EventSender::default(),
         }
     }
 }
@@ -182,6 +187,7 @@ impl Client {
         let inbound = Arc::new(ClientInbound {
             server: config.name.clone(),
             handlers: options.handlers.clone(),
+            events: options.events.clone(),
             client: OnceLock::new(),
         });
         let peer = Peer::new(label.clone(), inbound.clone());
@@ -788,6 +794,7 @@ fn connect_failed(e: Error) -> Error {
 struct ClientInbound {
     server: String,
     handlers: ClientHandlers,
+    events: EventSender,
     client: OnceLock<Weak<ClientInner>>,
 }
 
@@ -828,8 +835,33 @@ impl Inbound for ClientInbound {
     }
 
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {
+        let server = || self.server.clone();
+        let value = || {
+            params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .unwrap_or(Value::Null)
+        };
         match method {
-            "notifications/message" => log_server_message(&self.server, params),
+            "notifications/message" => {
+                log_server_message(&self.server, params);
+                self.events.send(events::log_event(&self.server, &value()));
+            }
+            "notifications/resources/list_changed" => {
+                self.events
+                    .send(HubEvent::ResourcesChanged { server: server() });
+            }
+            "notifications/prompts/list_changed" => {
+                self.events
+                    .send(HubEvent::PromptsChanged { server: server() });
+            }
+            "notifications/resources/updated" => {
+                if let Some(uri) = value().get("uri").and_then(Value::as_str) {
+                    self.events.send(HubEvent::ResourceUpdated {
+                        server: server(),
+                        uri: uri.to_owned(),
+                    });
+                }
+            }
             "notifications/tools/list_changed" => {
                 if let Some(weak) = self.client.get() {
                     refresh_after_change(weak.clone());

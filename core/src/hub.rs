@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult};
 use crate::config::{Config, ServerConfig};
 use crate::error::Error;
+use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
 use crate::{llm, tool_names};
 
@@ -23,6 +24,10 @@ pub struct HubOptions {
     /// Authorization hooks for OAuth servers: who asks the person, where
     /// tokens are kept.
     pub auth: crate::auth::AuthOptions,
+    /// Where the hub sends its [`HubEvent`]s. Subscribe to it before
+    /// connecting ([`EventSender::subscribe`]) to see the first servers
+    /// connect; [`Hub::events`] subscribes later.
+    pub events: EventSender,
 }
 
 impl Default for HubOptions {
@@ -31,6 +36,7 @@ impl Default for HubOptions {
             client_info: protocol::default_client_info(),
             handlers: ClientHandlers::default(),
             auth: crate::auth::AuthOptions::default(),
+            events: EventSender::default(),
         }
     }
 }
@@ -184,6 +190,7 @@ impl Hub {
                     client_info: options.client_info,
                     handlers: options.handlers,
                     auth: options.auth,
+                    events: options.events,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();
@@ -202,12 +209,25 @@ impl Hub {
                         SlotState::Failed(e)
                     }
                 };
+                let event = state_event(&slot.config.name, &state);
                 *slot.state.write().unwrap() = state;
+                if let Some(event) = event {
+                    options.events.send(event);
+                }
             }
         });
         futures::future::join_all(starts).await;
         inner.rebuild_index();
         Ok(Hub { inner })
+    }
+
+    /// A stream of what happens to the hub's servers from now on
+    /// ([`HubEvent`]: state changes, tool/resource/prompt list changes,
+    /// resource updates, server log messages). Sending never waits for the
+    /// host: a stream that falls behind loses its oldest events and gets a
+    /// [`HubEvent::Lagged`] first.
+    pub fn events(&self) -> EventStream {
+        self.inner.options.events.subscribe()
     }
 
     /// The configuration the hub was connected with (its `[session]`
@@ -560,10 +580,15 @@ impl Hub {
         }
         let result = Client::connect(&slot.config, &self.inner.options).await;
         let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
-        *slot.state.write().unwrap() = match result {
+        let state = match result {
             Ok(c) => SlotState::Connected(c),
             Err(e) => SlotState::Failed(e),
         };
+        let event = state_event(server, &state);
+        *slot.state.write().unwrap() = state;
+        if let Some(event) = event {
+            self.inner.options.events.send(event);
+        }
         self.inner.rebuild_index();
         outcome
     }
@@ -633,6 +658,63 @@ impl HubInner {
                 });
             }
         }
-        *self.index.write().unwrap() = Arc::new(index);
+        let old = std::mem::replace(&mut *self.index.write().unwrap(), Arc::new(index));
+        if self.options.events.has_streams() {
+            let new = self.index.read().unwrap().clone();
+            for event in tools_changed(&old, &new) {
+                self.options.events.send(event);
+            }
+        }
     }
+}
+
+/// The `server_state` event of a server that now is in `state`.
+fn state_event(server: &str, state: &SlotState) -> Option<HubEvent> {
+    let (state, error) = match state {
+        SlotState::Connected(_) => ("connected", None),
+        SlotState::Failed(e) => ("failed", Some(e)),
+        SlotState::Disabled => ("disabled", None),
+        SlotState::Closed => return None,
+    };
+    Some(HubEvent::ServerState {
+        server: server.to_owned(),
+        state: state.to_owned(),
+        error: error.map(|e| crate::secrets::redact(&e.to_string()).into_owned()),
+        code: error.map(|e| e.code().to_owned()),
+        attempt: 0,
+    })
+}
+
+/// One `tools_changed` event per server whose hub names differ between two
+/// indexes.
+fn tools_changed(old: &ToolIndex, new: &ToolIndex) -> Vec<HubEvent> {
+    let by_server = |index: &ToolIndex| {
+        let mut map: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
+        for e in &index.entries {
+            map.entry(e.server.clone())
+                .or_default()
+                .insert(e.name.clone());
+        }
+        map
+    };
+    let (old, new) = (by_server(old), by_server(new));
+    let servers: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let empty = Default::default();
+    servers
+        .into_iter()
+        .filter_map(|server| {
+            let (before, after) = (
+                old.get(server).unwrap_or(&empty),
+                new.get(server).unwrap_or(&empty),
+            );
+            let added: Vec<String> = after.difference(before).cloned().collect();
+            let removed: Vec<String> = before.difference(after).cloned().collect();
+            (!added.is_empty() || !removed.is_empty()).then(|| HubEvent::ToolsChanged {
+                server: server.clone(),
+                added,
+                removed,
+            })
+        })
+        .collect()
 }

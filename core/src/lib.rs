@@ -33,6 +33,7 @@ pub mod client;
 pub mod config;
 pub mod elicitation;
 pub mod error;
+pub mod events;
 pub mod fuzzing;
 pub mod hub;
 pub mod jsonrpc;
@@ -53,6 +54,7 @@ pub use auth::{
 pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
+pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
 pub use session::{Runner, SessionContext};

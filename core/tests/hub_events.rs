@@ -1,0 +1,100 @@
+//! The hub's event stream against real peers: server-everything's state,
+//! its log messages, a demo server whose tools go away on close, and a
+//! server that fails to start.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use mcpmux_core::events::EventSender;
+use mcpmux_core::{CallOptions, Hub, HubEvent, HubOptions};
+
+/// Only catches hangs: each event comes far sooner.
+const HANG: Duration = Duration::from_secs(60);
+
+/// The next event that `pick` accepts (others are skipped).
+async fn next_matching(
+    stream: &mut mcpmux_core::EventStream,
+    what: &str,
+    pick: impl Fn(&HubEvent) -> bool,
+) -> HubEvent {
+    tokio::time::timeout(HANG, async {
+        loop {
+            match stream.recv().await {
+                Some(e) if pick(&e) => return e,
+                Some(_) => continue,
+                None => panic!("{what}: the stream ended"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{what}: no such event within {HANG:?}"))
+}
+
+#[tokio::test]
+async fn events_tell_states_logs_and_tool_changes() {
+    let events = EventSender::default();
+    let mut stream = events.subscribe();
+    let config = config(&[
+        stdio_entry("everything", "node", &[&everything_entry(), "stdio"], ""),
+        stdio_entry("broken", "/nonexistent/mcpmux-no-such-server", &[], ""),
+    ]);
+    let hub = Hub::connect_with(
+        config,
+        HubOptions {
+            events,
+            ..HubOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+
+    // Both servers' first states, seen by a stream made before connect.
+    let mut states = Vec::new();
+    for _ in 0..2 {
+        let e = next_matching(&mut stream, "server_state", |e| {
+            matches!(e, HubEvent::ServerState { .. })
+        })
+        .await;
+        states.push(e.to_json());
+    }
+    states.sort_by_key(|s| s["server"].as_str().unwrap_or_default().to_owned());
+    assert_eq!(states[0]["server"], "broken");
+    assert_eq!(states[0]["state"], "failed");
+    assert_eq!(states[0]["code"], "CONNECT_FAILED");
+    assert_eq!(states[1]["server"], "everything");
+    assert_eq!(states[1]["state"], "connected");
+    assert!(states[1].get("error").is_none(), "{states:?}");
+
+    // A server's log message (server-everything sends one at once when
+    // simulated logging is turned on).
+    let mut later = hub.events();
+    hub.call_tool(
+        "mcp_everything_toggle-simulated-logging",
+        None,
+        &CallOptions::default(),
+    )
+    .await
+    .unwrap();
+    let log = next_matching(&mut later, "log", |e| matches!(e, HubEvent::Log { .. })).await;
+    let log = log.to_json();
+    assert_eq!(log["server"], "everything");
+    assert!(log["level"].is_string(), "{log}");
+    assert!(
+        log["data"].as_str().unwrap_or_default().contains("message"),
+        "{log}"
+    );
+
+    // Closing removes every tool: one tools_changed per server with tools.
+    let before = hub.list_tools().await.len();
+    hub.close().await;
+    let gone = next_matching(&mut later, "tools_changed", |e| {
+        matches!(e, HubEvent::ToolsChanged { .. })
+    })
+    .await
+    .to_json();
+    assert_eq!(gone["server"], "everything");
+    assert_eq!(gone["added"], serde_json::json!([]));
+    assert_eq!(gone["removed"].as_array().unwrap().len(), before, "{gone}");
+}
