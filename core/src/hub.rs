@@ -14,6 +14,9 @@ use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
 use crate::{llm, tool_names};
 
+mod surface;
+pub use surface::LOG_LEVELS;
+
 /// Options for [`Hub::connect_with`].
 #[derive(Clone)]
 pub struct HubOptions {
@@ -534,25 +537,7 @@ impl Hub {
             Some(s) => self.client(s)?,
             None => {
                 let prompts = self.list_prompts(None).await?;
-                let owners: Vec<&str> = prompts
-                    .iter()
-                    .filter(|p| p["name"] == name)
-                    .filter_map(|p| p["server"].as_str())
-                    .collect();
-                match owners.as_slice() {
-                    [one] => self.client(one)?,
-                    [] => {
-                        return Err(Error::InvalidInput(format!(
-                            "no connected server has a prompt named '{name}'"
-                        )))
-                    }
-                    many => {
-                        return Err(Error::InvalidInput(format!(
-                            "prompt '{name}' is offered by several servers ({}); name the server",
-                            many.join(", ")
-                        )))
-                    }
-                }
+                self.client(&surface::single_owner(&prompts, "name", name, "prompt")?)?
             }
         };
         let mut params = serde_json::json!({ "name": name });

@@ -98,3 +98,99 @@ async fn events_tell_states_logs_and_tool_changes() {
     assert_eq!(gone["added"], serde_json::json!([]));
     assert_eq!(gone["removed"].as_array().unwrap().len(), before, "{gone}");
 }
+
+#[tokio::test]
+async fn ping_log_level_completions_and_subscriptions_against_server_everything() {
+    let hub = Hub::connect(config(&[stdio_entry(
+        "everything",
+        "node",
+        &[&everything_entry(), "stdio"],
+        "",
+    )]))
+    .await
+    .unwrap();
+    let rtt = hub.ping("everything").await.unwrap();
+    assert!(rtt < HANG, "{rtt:?}");
+    assert_eq!(hub.ping("nope").await.unwrap_err().code(), "UNKNOWN_SERVER");
+
+    hub.set_log_level("everything", "error").await.unwrap();
+    let e = hub.set_log_level("everything", "loud").await.unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(e.to_string().contains("loud"), "{e}");
+
+    // Prompt arguments, the second narrowed by the first (context).
+    let prompt = serde_json::json!({"type": "ref/prompt", "name": "completable-prompt"});
+    let c = hub
+        .complete(
+            &prompt,
+            &serde_json::json!({"name": "department", "value": "E"}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(c["values"], serde_json::json!(["Engineering"]), "{c}");
+    let c = hub
+        .complete(
+            &prompt,
+            &serde_json::json!({"name": "name", "value": ""}),
+            Some(&serde_json::json!({"arguments": {"department": "Sales"}})),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        c["values"],
+        serde_json::json!(["David", "Eve", "Frank"]),
+        "{c}"
+    );
+    // A resource template's variable.
+    let template = serde_json::json!({"type": "ref/resource", "uri": "demo://resource/dynamic/text/{resourceId}"});
+    let c = hub
+        .complete(
+            &template,
+            &serde_json::json!({"name": "resourceId", "value": "7"}),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(c["values"], serde_json::json!(["7"]), "{c}");
+    let e = hub
+        .complete(
+            &serde_json::json!({"type": "ref/prompt", "name": "no-such-prompt"}),
+            &serde_json::json!({"name": "x", "value": ""}),
+            None,
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT");
+    assert!(e.to_string().contains("no-such-prompt"), "{e}");
+
+    // A subscribed resource's updates arrive as events.
+    let resources = hub.list_resources(None).await.unwrap();
+    let uri = resources[0]["uri"].as_str().unwrap().to_owned();
+    let mut events = hub.events();
+    hub.subscribe(&uri, None).await.unwrap();
+    hub.call_tool(
+        "mcp_everything_toggle-subscriber-updates",
+        None,
+        &CallOptions::default(),
+    )
+    .await
+    .unwrap();
+    let update = next_matching(&mut events, "resource_updated", |e| {
+        matches!(e, HubEvent::ResourceUpdated { .. })
+    })
+    .await;
+    assert_eq!(
+        update,
+        HubEvent::ResourceUpdated {
+            server: "everything".into(),
+            uri: uri.clone()
+        }
+    );
+    hub.unsubscribe(&uri, Some("everything")).await.unwrap();
+    hub.close().await;
+}

@@ -1,0 +1,224 @@
+//! The rest of the MCP client surface on the hub: `ping`, `logging/setLevel`,
+//! `completion/complete`, `resources/subscribe` and `unsubscribe`. Each picks
+//! one server (named, or found from what the servers list) and sends one
+//! request; answers come back as the server sent them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::Hub;
+use crate::client::{CallOptions, Client};
+use crate::error::Error;
+
+/// The log levels of MCP (`logging/setLevel`), most verbose first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Hub {
+    /// Pings `server` and returns the round-trip time. A server that does
+    /// not answer within its `timeout_seconds` is `TIMEOUT`.
+    pub async fn ping(&self, server: &str) -> Result<Duration, Error> {
+        let client = self.client(server)?;
+        let start = Instant::now();
+        client
+            .request("ping", None, &CallOptions::default())
+            .await?;
+        Ok(start.elapsed())
+    }
+
+    /// Asks `server` to send log messages at `level` or above
+    /// (`logging/setLevel`); they arrive as `log` events
+    /// ([`Hub::events`](crate::Hub::events)). `level` is one of
+    /// [`LOG_LEVELS`], else `INVALID_INPUT`; a server without the `logging`
+    /// capability is `INVALID_INPUT` naming it.
+    pub async fn set_log_level(&self, server: &str, level: &str) -> Result<(), Error> {
+        check_log_level(level, "level")?;
+        let client = self.client(server)?;
+        require(&client, "logging", "log levels")?;
+        client
+            .request(
+                "logging/setLevel",
+                Some(&json!({ "level": level })),
+                &CallOptions::default(),
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Completes an argument (`completion/complete`): `reference` is
+    /// `{"type": "ref/prompt", "name": ...}` or `{"type": "ref/resource",
+    /// "uri": <template>}`, `argument` is `{"name": ..., "value": ...}`,
+    /// `context` the optional `{"arguments": {...}}` already chosen. Without
+    /// `server`, the one server offering that prompt or template answers.
+    /// Returns the server's `completion` object (`values`, `total`?,
+    /// `hasMore`?).
+    pub async fn complete(
+        &self,
+        reference: &Value,
+        argument: &Value,
+        context: Option<&Value>,
+        server: Option<&str>,
+    ) -> Result<Value, Error> {
+        let (kind, key, field) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => ("prompt", "name", "name"),
+            Some("ref/resource") => ("resource template", "uri", "uriTemplate"),
+            _ => {
+                return Err(Error::InvalidInput(
+                    "reference must be {\"type\": \"ref/prompt\", \"name\": ...} or \
+                     {\"type\": \"ref/resource\", \"uri\": ...}"
+                        .into(),
+                ))
+            }
+        };
+        let Some(wanted) = reference.get(key).and_then(Value::as_str) else {
+            return Err(Error::InvalidInput(format!(
+                "reference of a {kind} needs a string '{key}'"
+            )));
+        };
+        if !argument.get("name").is_some_and(Value::is_string)
+            || !argument.get("value").is_some_and(Value::is_string)
+        {
+            return Err(Error::InvalidInput(
+                "argument must be {\"name\": <string>, \"value\": <string>}".into(),
+            ));
+        }
+        let client = match server {
+            Some(s) => self.client(s)?,
+            None => {
+                let listed = if kind == "prompt" {
+                    self.list_prompts(None).await?
+                } else {
+                    self.list_resource_templates(None).await?
+                };
+                self.client(&single_owner(&listed, field, wanted, kind)?)?
+            }
+        };
+        require(&client, "completions", "completions")?;
+        let mut params = json!({ "ref": reference, "argument": argument });
+        if let Some(context) = context {
+            params["context"] = context.clone();
+        }
+        let answer = client
+            .request(
+                "completion/complete",
+                Some(&params),
+                &CallOptions::default(),
+            )
+            .await?;
+        answer.get("completion").cloned().ok_or_else(|| {
+            Error::ProtocolError(format!(
+                "server '{}': completion/complete result has no 'completion'",
+                client.name()
+            ))
+        })
+    }
+
+    /// Subscribes to changes of resource `uri` (`resources/subscribe`) on
+    /// `server`, or on the server that lists it; changes arrive as
+    /// `resource_updated` events. A server that cannot subscribe is
+    /// `INVALID_INPUT` naming it.
+    pub async fn subscribe(&self, uri: &str, server: Option<&str>) -> Result<(), Error> {
+        self.subscription("resources/subscribe", uri, server).await
+    }
+
+    /// Ends a subscription made with [`Hub::subscribe`].
+    pub async fn unsubscribe(&self, uri: &str, server: Option<&str>) -> Result<(), Error> {
+        self.subscription("resources/unsubscribe", uri, server)
+            .await
+    }
+
+    async fn subscription(
+        &self,
+        method: &str,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<(), Error> {
+        let client = match server {
+            Some(s) => self.client(s)?,
+            None => {
+                let listed = self.list_resources(None).await?;
+                self.client(&single_owner(&listed, "uri", uri, "resource")?)?
+            }
+        };
+        let subscribes = client
+            .init()
+            .capabilities
+            .get("resources")
+            .and_then(|r| r.get("subscribe"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !subscribes {
+            return Err(Error::InvalidInput(format!(
+                "server '{}' does not offer resource subscriptions",
+                client.name()
+            )));
+        }
+        client
+            .request(
+                method,
+                Some(&json!({ "uri": uri })),
+                &CallOptions::default(),
+            )
+            .await
+            .map(|_| ())
+    }
+}
+
+/// INVALID_INPUT unless `level` is an MCP log level.
+pub(crate) fn check_log_level(level: &str, field: &str) -> Result<(), Error> {
+    if LOG_LEVELS.contains(&level) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "{field} '{level:.40}' is not a log level (one of: {})",
+            LOG_LEVELS.join(", ")
+        )))
+    }
+}
+
+/// INVALID_INPUT unless the server declared `capability`.
+fn require(client: &Client, capability: &str, what: &str) -> Result<(), Error> {
+    if client.init().has_capability(capability) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "server '{}' does not offer {what} (no '{capability}' capability)",
+            client.name()
+        )))
+    }
+}
+
+/// The one server whose listed item has `field` = `wanted` (the lists carry
+/// a `server` member); INVALID_INPUT when none or several do.
+pub(super) fn single_owner(
+    listed: &[Value],
+    field: &str,
+    wanted: &str,
+    kind: &str,
+) -> Result<String, Error> {
+    let mut owners: Vec<&str> = listed
+        .iter()
+        .filter(|item| item[field] == wanted)
+        .filter_map(|item| item["server"].as_str())
+        .collect();
+    owners.dedup();
+    match owners.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => Err(Error::InvalidInput(format!(
+            "no connected server has a {kind} named '{wanted}'"
+        ))),
+        many => Err(Error::InvalidInput(format!(
+            "{kind} '{wanted}' is offered by several servers ({}); name the server",
+            many.join(", ")
+        ))),
+    }
+}
