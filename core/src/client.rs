@@ -392,6 +392,18 @@ impl Client {
         self.inner.peer.closed_error()
     }
 
+    /// Waits until the connection is gone and returns why (the hub's
+    /// supervisor restarts the server then).
+    pub async fn closed(&self) -> Error {
+        self.inner.peer.closed().await
+    }
+
+    /// Ends the connection with `error` as its reason (every call in flight
+    /// fails with it), e.g. when a keep-alive ping got no answer.
+    pub fn fail(&self, error: Error) {
+        self.inner.peer.fail(error);
+    }
+
     /// Lists every tool (following pagination), stores the list, and tells
     /// the hub it changed.
     pub async fn refresh_tools(&self) -> Result<Arc<Vec<Tool>>, Error> {

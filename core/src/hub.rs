@@ -14,8 +14,8 @@ use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
 use crate::{llm, tool_names};
 
+mod restarts;
 mod surface;
-pub use surface::LOG_LEVELS;
 
 /// Options for [`Hub::connect_with`].
 #[derive(Clone)]

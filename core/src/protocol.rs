@@ -160,3 +160,16 @@ mod tests {
         assert_eq!(t.annotations().unwrap()["readOnlyHint"], true);
     }
 }
+
+/// The log levels of MCP (`logging/setLevel`, `notifications/message`),
+/// most verbose first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];

@@ -10,18 +10,7 @@ use serde_json::{json, Value};
 use super::Hub;
 use crate::client::{CallOptions, Client};
 use crate::error::Error;
-
-/// The log levels of MCP (`logging/setLevel`), most verbose first.
-pub const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+use crate::protocol::LOG_LEVELS;
 
 impl Hub {
     /// Pings `server` and returns the round-trip time. A server that does

@@ -121,6 +121,8 @@ struct Shared {
     epoch: Instant,
     /// Ourselves, weakly: server requests need an owned handle to reply later.
     me: Weak<Shared>,
+    /// Flips to `true` once the connection is gone ([`Peer::closed`]).
+    gone: tokio::sync::watch::Sender<bool>,
 }
 
 /// One JSON-RPC connection. Cheap to clone; clones share the connection.
@@ -142,6 +144,7 @@ impl Peer {
                 inbound,
                 epoch: Instant::now(),
                 me: me.clone(),
+                gone: tokio::sync::watch::Sender::new(false),
             }),
         }
     }
@@ -172,6 +175,16 @@ impl Peer {
     /// Whether the connection is gone, and why.
     pub fn closed_error(&self) -> Option<Error> {
         self.shared.table.lock().unwrap().closed.clone()
+    }
+
+    /// Waits until the connection is gone (the server exited, the socket
+    /// closed, a rule was broken, or [`Peer::close`]) and returns why.
+    pub async fn closed(&self) -> Error {
+        let mut gone = self.shared.gone.subscribe();
+        let _ = gone.wait_for(|gone| *gone).await;
+        self.closed_error().unwrap_or_else(|| {
+            Error::TransportClosed(format!("{}: connection closed", self.shared.label))
+        })
     }
 
     /// Sends a notification.
@@ -569,6 +582,7 @@ impl FrameSink for Shared {
         for handle in serving.into_values().flatten() {
             handle.abort();
         }
+        self.gone.send_replace(true);
     }
 }
 
