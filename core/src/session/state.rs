@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::params::RoundStatus;
 use super::settings::Settings;
 use super::store;
 use crate::error::Error;
@@ -49,7 +50,7 @@ pub struct Spec {
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RoundState {
     /// `running`, `completed`, `failed`, `stalled`, `timeout`.
-    pub status: String,
+    pub status: RoundStatus,
     /// When the round began (Unix seconds); the timeout counts from here.
     pub started_at: f64,
     /// When a runner was last started for it (begin, reply or a resume).
@@ -91,7 +92,7 @@ pub struct RoundState {
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RoundResult {
     /// Final status.
-    pub status: String,
+    pub status: RoundStatus,
     /// `{verdict, blocks, summary?}`.
     #[serde(default)]
     pub review: Value,
