@@ -253,7 +253,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         &dir,
         1,
         &RoundState {
-            status: RoundStatus::Running,
+            status: RoundStatus::Running.into(),
             started_at: now,
             spawned_at: now,
             thread_start: 0,
@@ -573,7 +573,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         &dir,
         n,
         &RoundState {
-            status: RoundStatus::Running,
+            status: RoundStatus::Running.into(),
             started_at: now,
             spawned_at: now,
             thread_start,

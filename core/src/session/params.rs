@@ -177,6 +177,18 @@ impl RoundStatus {
     }
 }
 
+impl From<RoundStatus> for String {
+    fn from(s: RoundStatus) -> String {
+        s.as_str().to_owned()
+    }
+}
+
+impl PartialEq<RoundStatus> for String {
+    fn eq(&self, other: &RoundStatus) -> bool {
+        self == other.as_str()
+    }
+}
+
 /// What the host should do after `wait` (`wait`'s `next`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -217,7 +217,7 @@ pub fn finish(
     observed: bool,
 ) -> Result<(), Error> {
     store::write_json(&Paths(dir).round(n, "result.json"), result)?;
-    st.status = result.status;
+    st.status = result.status.into();
     st.progress_observed = observed;
     st.finished_at = Some(store::now());
     state::write_state(dir, n, st)?;

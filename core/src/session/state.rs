@@ -49,8 +49,9 @@ pub struct Spec {
 /// `round-NNN/state.json`: where a round stands.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RoundState {
-    /// `running`, `completed`, `failed`, `stalled`, `timeout`.
-    pub status: RoundStatus,
+    /// `running`, `completed`, `failed`, `stalled`, `timeout` (a
+    /// [`RoundStatus`] word: `String` compares equal to one).
+    pub status: String,
     /// When the round began (Unix seconds); the timeout counts from here.
     pub started_at: f64,
     /// When a runner was last started for it (begin, reply or a resume).
