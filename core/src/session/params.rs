@@ -221,41 +221,10 @@ impl Next {
     }
 }
 
-/// Parameters of one verb: the names of their required fields, checked
-/// after decoding (an empty string counts as missing, as it always has).
-pub(crate) trait VerbParams: DeserializeOwned + JsonSchema {
-    /// The required string fields and their values.
-    fn required(&self) -> Vec<(&'static str, &str)>;
-}
-
-impl VerbParams for BeginParams {
-    fn required(&self) -> Vec<(&'static str, &str)> {
-        vec![("skill", &self.skill), ("input", &self.input)]
-    }
-}
-
-impl VerbParams for WaitParams {
-    fn required(&self) -> Vec<(&'static str, &str)> {
-        vec![("session_dir", &self.session_dir)]
-    }
-}
-
-impl VerbParams for ReplyParams {
-    fn required(&self) -> Vec<(&'static str, &str)> {
-        vec![("session_dir", &self.session_dir), ("input", &self.input)]
-    }
-}
-
-impl VerbParams for EndParams {
-    fn required(&self) -> Vec<(&'static str, &str)> {
-        vec![("session_dir", &self.session_dir)]
-    }
-}
-
 /// Decodes a verb's JSON parameters into `T`. Errors are `INVALID_INPUT`:
 /// an unknown key is named with the expected ones, a missing required one
 /// is named, a wrong type names its field.
-pub(crate) fn decode<T: VerbParams>(params: &Value) -> Result<T, Error> {
+pub(crate) fn decode<T: DeserializeOwned + JsonSchema>(params: &Value) -> Result<T, Error> {
     let Value::Object(map) = params else {
         return Err(Error::InvalidInput("params must be a JSON object".into()));
     };
@@ -267,18 +236,19 @@ pub(crate) fn decode<T: VerbParams>(params: &Value) -> Result<T, Error> {
             names.join(", ")
         )));
     }
+    // A required field that is absent, null or empty is missing (as it
+    // always was), not a type error.
     for key in required_names(&schema) {
-        if matches!(map.get(&key), None | Some(Value::Null)) {
-            return Err(missing(&key));
+        match map.get(&key) {
+            None | Some(Value::Null) => return Err(missing(&key)),
+            Some(Value::String(s)) if s.is_empty() => return Err(missing(&key)),
+            _ => {}
         }
     }
     let decoded: T = serde_path_to_error::deserialize(params).map_err(|e| {
         let path = e.path().to_string();
         Error::InvalidInput(format!("parameter '{path}': {}", e.into_inner()))
     })?;
-    if let Some((key, _)) = decoded.required().into_iter().find(|(_, v)| v.is_empty()) {
-        return Err(missing(key));
-    }
     Ok(decoded)
 }
 
