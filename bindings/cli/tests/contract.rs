@@ -146,7 +146,12 @@ fn review_begin_limits_reach_the_session_and_max_turns_ends_the_round() {
         .mcpmux(&["review", "begin", "--skill", "review-plan", "--input"])
         .arg(&input)
         .args(&["--max-turns", "1", "--max-tool-calls", "0"])
-        .args(&["--call-timeout-seconds", "7.5", "--max-output-bytes", "4096"])
+        .args(&[
+            "--call-timeout-seconds",
+            "7.5",
+            "--max-output-bytes",
+            "4096",
+        ])
         .args(&["--scope", "staging"])
         .env("MCPMUX_CONTRACT_TEST_KEY", "sk-contract")
         .run();

@@ -137,46 +137,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         )));
     }
 
-    // The template and the dir name.
-    let (template, name, custom): (String, String, Option<PathBuf>) = match skill.as_str() {
-        "review-plan" => (TPL_PLAN.into(), skill.clone(), None),
-        "review-impl" => (TPL_IMPL.into(), skill.clone(), None),
-        "review-think" => (TPL_THINK.into(), skill.clone(), None),
-        "review-pr" => (TPL_PR.into(), skill.clone(), None),
-        s if s.contains('/') || s.ends_with(".md") => {
-            let path = if Path::new(s).is_absolute() {
-                PathBuf::from(s)
-            } else {
-                working_dir.join(s)
-            };
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                Error::UnknownSkill(format!(
-                    "cannot read the skill template {}: {e}",
-                    path.display()
-                ))
-            })?;
-            let stem: String = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "custom".into())
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            (text, stem, Some(path))
-        }
-        other => {
-            return Err(Error::UnknownSkill(format!(
-                "unknown skill '{other}' (expected one of: {}, or the path of a template file)",
-                SKILLS.join(", ")
-            )))
-        }
-    };
+    let (template, name, custom) = skill_template(&skill, &working_dir)?;
 
     let mut provided = input::Values::new();
     if skill == "review-impl" {
@@ -275,6 +236,54 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         _ => {}
     }
     Ok(out)
+}
+
+/// A skill's template text, the name of its session directories, and the
+/// template's path for a custom skill (a `skill` containing `/` or ending
+/// in `.md`, relative to `working_dir`).
+fn skill_template(
+    skill: &str,
+    working_dir: &Path,
+) -> Result<(String, String, Option<PathBuf>), Error> {
+    Ok(match skill {
+        "review-plan" => (TPL_PLAN.into(), skill.to_owned(), None),
+        "review-impl" => (TPL_IMPL.into(), skill.to_owned(), None),
+        "review-think" => (TPL_THINK.into(), skill.to_owned(), None),
+        "review-pr" => (TPL_PR.into(), skill.to_owned(), None),
+        s if s.contains('/') || s.ends_with(".md") => {
+            let path = if Path::new(s).is_absolute() {
+                PathBuf::from(s)
+            } else {
+                working_dir.join(s)
+            };
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Error::UnknownSkill(format!(
+                    "cannot read the skill template {}: {e}",
+                    path.display()
+                ))
+            })?;
+            let stem: String = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "custom".into())
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            (text, stem, Some(path))
+        }
+        other => {
+            return Err(Error::UnknownSkill(format!(
+                "unknown skill '{other}' (expected one of: {}, or the path of a template file)",
+                SKILLS.join(", ")
+            )))
+        }
+    })
 }
 
 /// Checks at begin that the reviewer can run: the command is on PATH, the
