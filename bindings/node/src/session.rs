@@ -155,6 +155,8 @@ impl NativeSessions {
 /// The JSON text of `{verb: input schema}` for every session verb, from
 /// core's parameter types (`mcpmux_core::session::params`): what the drift
 /// test compares `index.d.ts` with.
+// napi-rs registers it for JavaScript outside `cfg(test)` only.
+#[cfg_attr(test, allow(dead_code))]
 #[napi]
 pub fn session_schemas() -> String {
     session::params::schemas().to_string()
