@@ -839,7 +839,9 @@ enum mcpmux_status mcpmux_host_reply_error(struct mcpmux_host_reply *reply, cons
  * renders the prompt and writes the session directory).
  *
  * `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
- * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (docs/ARCHITECTURE.md#review-sessions).
+ * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?, "max_turns"?,
+ * "max_tool_calls"?, "call_timeout_seconds"?, "max_output_bytes"?,
+ * "scope"?}` (docs/ARCHITECTURE.md#review-sessions).
  * On success `*out_json` receives `{"session_dir", "round": 1, "status":
  * "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
  * caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a

@@ -411,6 +411,16 @@ export interface BeginParams {
   timeout_seconds?: number
   /** `anthropic`, `openai`, `command` or `host` (default: the config's `[session] reviewer`). */
   reviewer?: string
+  /** Agent-loop turns per round (default: the config's `[session] max_turns`, else 10). */
+  max_turns?: number
+  /** Most tool calls per round; 0 allows none (default: the config's `[session]`, else no limit). */
+  max_tool_calls?: number
+  /** Seconds allowed per tool call (default: the config's `[session]`). */
+  call_timeout_seconds?: number
+  /** Largest tool output shown to the reviewer, in bytes (default: the config's `[session]`). */
+  max_output_bytes?: number
+  /** The session's scope, matched against a server's `scopes` (default: the config's `[session] scope`). */
+  scope?: string
 }
 
 export interface BeginResult {

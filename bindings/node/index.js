@@ -808,7 +808,10 @@ class Sessions {
    * Begins a session and its round 1 (in the background). Resolves to
    * `{session_dir, round: 1, status: 'running'}` (plus `analysis_prompt`
    * for peer skills).
-   * @param {{skill: string, input: string, working_dir: string, mode?: string, model?: string, effort?: string, timeout_seconds?: number, reviewer?: string}} params
+   * `max_turns`, `max_tool_calls`, `call_timeout_seconds`,
+   * `max_output_bytes` and `scope` are this session's limits, over the
+   * config's `[session]` table.
+   * @param {{skill: string, input: string, working_dir: string, mode?: string, model?: string, effort?: string, timeout_seconds?: number, reviewer?: string, max_turns?: number, max_tool_calls?: number, call_timeout_seconds?: number, max_output_bytes?: number, scope?: string}} params
    * @returns {Promise<object>}
    */
   begin(params) {

@@ -166,8 +166,10 @@ export declare class NativePolicy {
  */
 export declare class NativeSessions {
   /**
-   * Begins a session (`params`: JSON text of `{skill, mode?, input,
-   * working_dir, model?, effort?, timeout_seconds?, reviewer?}`).
+   * Begins a session (`params`: JSON text of core's `BeginParams`:
+   * `{skill, mode?, input, working_dir?, model?, effort?,
+   * timeout_seconds?, reviewer?, max_turns?, max_tool_calls?,
+   * call_timeout_seconds?, max_output_bytes?, scope?}`).
    */
   begin(id: number, params: string): void
   /** Waits for the current round (`{session_dir, max_wait_seconds?}`). */
@@ -183,3 +185,10 @@ export declare function engineVersion(): string
 
 /** The stable error code strings (docs/ARCHITECTURE.md#error-codes), as core lists them. */
 export declare function errorCodes(): Array<string>
+
+/**
+ * The JSON text of `{verb: input schema}` for every session verb, from
+ * core's parameter types (`mcpmux_core::session::params`): what the drift
+ * test compares `index.d.ts` with.
+ */
+export declare function sessionSchemas(): string

@@ -841,3 +841,4 @@ module.exports.NativePolicy = nativeBinding.NativePolicy
 module.exports.NativeSessions = nativeBinding.NativeSessions
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.errorCodes = nativeBinding.errorCodes
+module.exports.sessionSchemas = nativeBinding.sessionSchemas

@@ -498,7 +498,7 @@ fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Erro
         return Err(ctx.err(format!("[session]: {m}")));
     }
     crate::policy::PolicySettings::from_session_table(session, ctx.origin)?;
-    match crate::session::settings::resolve(session, &Map::new()) {
+    match crate::session::settings::resolve(session, &Default::default()) {
         Ok(_) => Ok(()),
         // The session layer names the table but not the file.
         Err(Error::ConfigInvalid(m)) => Err(ctx.err(m)),

@@ -351,7 +351,7 @@ pub unsafe extern "C" fn mcpmux_host_reply_error(
     }
 }
 
-/// One of the four verbs.
+/// One of the four verbs: the name `session::call` dispatches on.
 #[derive(Clone, Copy)]
 enum Verb {
     Begin,
@@ -361,14 +361,15 @@ enum Verb {
 }
 
 impl Verb {
-    /// Runs the verb (on the engine's runtime).
+    /// Runs the verb (on the engine's runtime) through `session::call`.
     async fn run(self, ctx: Arc<SessionContext>, params: Value) -> Result<Value, Error> {
-        match self {
-            Verb::Begin => session::begin(&ctx, &params).await,
-            Verb::Wait => session::wait(&ctx, &params).await,
-            Verb::Reply => session::reply(&ctx, &params).await,
-            Verb::End => session::end(&ctx, &params).await,
-        }
+        let name = match self {
+            Verb::Begin => "begin",
+            Verb::Wait => "wait",
+            Verb::Reply => "reply",
+            Verb::End => "end",
+        };
+        session::call(&ctx, name, &params).await
     }
 }
 
@@ -510,7 +511,9 @@ unsafe fn asynchronous(
 /// renders the prompt and writes the session directory).
 ///
 /// `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
-/// "model"?, "effort"?, "timeout_seconds"?, "reviewer"?}` (docs/ARCHITECTURE.md#review-sessions).
+/// "model"?, "effort"?, "timeout_seconds"?, "reviewer"?, "max_turns"?,
+/// "max_tool_calls"?, "call_timeout_seconds"?, "max_output_bytes"?,
+/// "scope"?}` (docs/ARCHITECTURE.md#review-sessions).
 /// On success `*out_json` receives `{"session_dir", "round": 1, "status":
 /// "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
 /// caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a

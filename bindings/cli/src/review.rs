@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use mcpmux_core::session::{self, Runner, SessionContext};
 use mcpmux_core::{Config, Error};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The review verbs.
 #[derive(Subcommand)]
@@ -39,6 +39,21 @@ pub enum ReviewCommand {
         /// Seconds the round may run (default 18000).
         #[arg(long, value_name = "N")]
         timeout_seconds: Option<f64>,
+        /// Agent-loop turns per round (default from [session], else 10).
+        #[arg(long, value_name = "N")]
+        max_turns: Option<u32>,
+        /// Most tool calls per round; 0 allows none (default from [session]: no limit).
+        #[arg(long, value_name = "N")]
+        max_tool_calls: Option<u64>,
+        /// Seconds allowed per tool call (default from [session]).
+        #[arg(long, value_name = "N")]
+        call_timeout_seconds: Option<f64>,
+        /// Largest tool output shown to the reviewer, in bytes (default from [session]).
+        #[arg(long, value_name = "N")]
+        max_output_bytes: Option<u64>,
+        /// The session's scope, matched against a server's `scopes` (default from [session]).
+        #[arg(long)]
+        scope: Option<String>,
     },
     /// Wait for the current round; prints its status, review, activities and `next`.
     Wait {
@@ -135,8 +150,6 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-/// Runs one review command and returns its JSON result (`None` for
-/// `run-round`, which prints nothing).
 /// A number flag as a JSON number. NaN and infinities have no JSON form
 /// (they would become `null`, read as "not given"), so they are refused
 /// here; the range is the session layer's to check.
@@ -150,6 +163,8 @@ fn number(flag: &str, value: Option<f64>) -> Result<Option<Value>, Error> {
     }
 }
 
+/// Runs one review command through [`session::call`] and returns its JSON
+/// result (`None` for `run-round`, which prints nothing).
 pub async fn execute(
     ctx: &SessionContext,
     command: &ReviewCommand,
@@ -162,7 +177,8 @@ pub async fn execute(
                 .to_string(),
         )
     };
-    match command {
+    let mut p = Map::new();
+    let verb = match command {
         ReviewCommand::Begin {
             skill,
             mode,
@@ -172,8 +188,12 @@ pub async fn execute(
             model,
             effort,
             timeout_seconds,
+            max_turns,
+            max_tool_calls,
+            call_timeout_seconds,
+            max_output_bytes,
+            scope,
         } => {
-            let mut p = Map::new();
             p.insert("skill".into(), skill.clone().into());
             p.insert("input".into(), read_input(input)?.into());
             let wd = match working_dir {
@@ -192,20 +212,32 @@ pub async fn execute(
                 "timeout_seconds",
                 number("--timeout-seconds", *timeout_seconds)?,
             );
-            session::begin(ctx, &Value::Object(p)).await.map(Some)
+            put(&mut p, "max_turns", max_turns.map(Value::from));
+            put(&mut p, "max_tool_calls", max_tool_calls.map(Value::from));
+            put(
+                &mut p,
+                "call_timeout_seconds",
+                number("--call-timeout-seconds", *call_timeout_seconds)?,
+            );
+            put(
+                &mut p,
+                "max_output_bytes",
+                max_output_bytes.map(Value::from),
+            );
+            put(&mut p, "scope", scope.clone().map(Value::from));
+            "begin"
         }
         ReviewCommand::Wait {
             session_dir,
             max_wait_seconds,
         } => {
-            let mut p = Map::new();
             p.insert("session_dir".into(), dir(session_dir));
             put(
                 &mut p,
                 "max_wait_seconds",
                 number("--max-wait-seconds", *max_wait_seconds)?,
             );
-            session::wait(ctx, &Value::Object(p)).await.map(Some)
+            "wait"
         }
         ReviewCommand::Reply {
             session_dir,
@@ -213,25 +245,23 @@ pub async fn execute(
             model,
             effort,
         } => {
-            let mut p = Map::new();
             p.insert("session_dir".into(), dir(session_dir));
             p.insert("input".into(), read_input(input)?.into());
             put(&mut p, "model", model.clone().map(Value::from));
             put(&mut p, "effort", effort.clone().map(Value::from));
-            session::reply(ctx, &Value::Object(p)).await.map(Some)
+            "reply"
         }
         ReviewCommand::End {
             session_dir,
             outcome,
         } => {
-            let mut p = json!({"session_dir": dir(session_dir)});
-            if let Some(o) = outcome {
-                p["outcome"] = o.clone().into();
-            }
-            session::end(ctx, &p).await.map(Some)
+            p.insert("session_dir".into(), dir(session_dir));
+            put(&mut p, "outcome", outcome.clone().map(Value::from));
+            "end"
         }
         ReviewCommand::RunRound { session_dir } => {
-            session::run_round(ctx, session_dir).await.map(|()| None)
+            return session::run_round(ctx, session_dir).await.map(|()| None);
         }
-    }
+    };
+    session::call(ctx, verb, &Value::Object(p)).await.map(Some)
 }

@@ -14,50 +14,29 @@ use tokio::sync::Mutex;
 
 const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The tools: one per session verb, its input schema generated from core's
+/// parameter types ([`session::params::schema`]), so it takes exactly the
+/// fields core accepts. `serve` has no host callback, so the `host`
+/// reviewer is not offered, and `working_dir` is required (serve's own
+/// directory is not the caller's).
 fn tools() -> Value {
-    let s = |d: &str| json!({"type": "string", "description": d});
-    let n = |d: &str| json!({"type": "number", "minimum": 0, "description": d});
-    json!([
-        {
-            "name": "review_begin",
-            "description": "Start a review session and its round 1 in the background. Returns {session_dir, round, status} (and analysis_prompt for peer skills). Then call review_wait.",
-            "inputSchema": {"type": "object", "properties": {
-                "skill": s("review-plan, review-impl, review-think, review-pr, or the path of a template file"),
-                "mode": {"type": "string", "enum": ["working-tree", "branch"], "description": "review-impl: what to review"},
-                "input": s("Markdown: optional `NAME: value` front matter between --- lines, and a `## NAME` section per multi-line value"),
-                "working_dir": s("The directory under review (absolute path)"),
-                "model": s("The reviewer's model"),
-                "effort": s("Reasoning effort"),
-                "timeout_seconds": n("Seconds the round may run (default 18000)"),
-                "reviewer": {"type": "string", "enum": ["openai", "anthropic", "command"], "description": "Who reviews (default from the config's [session])"}
-            }, "required": ["skill", "input", "working_dir"], "additionalProperties": false}
-        },
-        {
-            "name": "review_wait",
-            "description": "Wait up to max_wait_seconds for the current round. Returns status, review {verdict, blocks}, activities since the last wait, and next / next_reason telling what to do.",
-            "inputSchema": {"type": "object", "properties": {
-                "session_dir": s("The session directory from review_begin"),
-                "max_wait_seconds": n("Longest wait (default 50)")
-            }, "required": ["session_dir"], "additionalProperties": false}
-        },
-        {
-            "name": "review_reply",
-            "description": "Answer the review (fixes made, rebuttals) and start the next round on the same thread.",
-            "inputSchema": {"type": "object", "properties": {
-                "session_dir": s("The session directory"),
-                "input": s("Your response, Markdown"),
-                "model": s("The reviewer's model from now on"),
-                "effort": s("Reasoning effort from now on")
-            }, "required": ["session_dir", "input"], "additionalProperties": false}
-        },
-        {
-            "name": "review_end",
-            "description": "End the session: stops a running round, writes meta.json when finalized.",
-            "inputSchema": {"type": "object", "properties": {
-                "session_dir": s("The session directory"),
-                "outcome": {"type": "string", "enum": ["consensus", "stalemate"], "description": "How a peer review ended"}
-            }, "required": ["session_dir"], "additionalProperties": false}
+    let tool = |verb: &str, name: &str, description: &str| -> Value {
+        let mut schema = session::params::schema(verb).unwrap_or_else(|_| json!({}));
+        if verb == "begin" {
+            if let Some(Value::Array(e)) = schema.pointer_mut("/properties/reviewer/enum") {
+                e.retain(|r| r != "host");
+            }
+            if let Some(Value::Array(r)) = schema.get_mut("required") {
+                r.push("working_dir".into());
+            }
         }
+        json!({"name": name, "description": description, "inputSchema": schema})
+    };
+    json!([
+        tool("begin", "review_begin", "Start a review session and its round 1 in the background. Returns {session_dir, round, status} (and analysis_prompt for peer skills). Then call review_wait."),
+        tool("wait", "review_wait", "Wait up to max_wait_seconds for the current round. Returns status, review {verdict, blocks}, activities since the last wait, and next / next_reason telling what to do."),
+        tool("reply", "review_reply", "Answer the review (fixes made, rebuttals) and start the next round on the same thread."),
+        tool("end", "review_end", "End the session: stops a running round, writes meta.json when finalized."),
     ])
 }
 
@@ -67,12 +46,11 @@ async fn call_tool(ctx: &SessionContext, params: &Value) -> Value {
         None | Some(Value::Null) => json!({}),
         Some(a) => a.clone(),
     };
-    let result = match name {
-        "review_begin" => session::begin(ctx, &args).await,
-        "review_wait" => session::wait(ctx, &args).await,
-        "review_reply" => session::reply(ctx, &args).await,
-        "review_end" => session::end(ctx, &args).await,
-        other => Err(Error::UnknownTool(format!("unknown tool '{other}'"))),
+    let result = match name.strip_prefix("review_") {
+        Some(verb) if session::params::VERBS.contains(&verb) => {
+            session::call(ctx, verb, &args).await
+        }
+        _ => Err(Error::UnknownTool(format!("unknown tool '{name}'"))),
     };
     match result {
         Ok(v) => json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false}),

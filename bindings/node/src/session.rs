@@ -147,21 +147,27 @@ impl NativeSessions {
         spawn_op(&self.sink, id, async move {
             let params: Value = serde_json::from_str(&params)
                 .map_err(|e| invalid_input("params", format!("not JSON: {e}")))?;
-            let result = match verb {
-                "begin" => session::begin(&ctx, &params).await?,
-                "wait" => session::wait(&ctx, &params).await?,
-                "reply" => session::reply(&ctx, &params).await?,
-                _ => session::end(&ctx, &params).await?,
-            };
-            json_outcome(&result)
+            json_outcome(&session::call(&ctx, verb, &params).await?)
         });
     }
 }
 
+/// The JSON text of `{verb: input schema}` for every session verb, from
+/// core's parameter types (`mcpmux_core::session::params`): what the drift
+/// test compares `index.d.ts` with.
+// napi-rs registers it for JavaScript outside `cfg(test)` only.
+#[cfg_attr(test, allow(dead_code))]
+#[napi]
+pub fn session_schemas() -> String {
+    session::params::schemas().to_string()
+}
+
 #[napi]
 impl NativeSessions {
-    /// Begins a session (`params`: JSON text of `{skill, mode?, input,
-    /// working_dir, model?, effort?, timeout_seconds?, reviewer?}`).
+    /// Begins a session (`params`: JSON text of core's `BeginParams`:
+    /// `{skill, mode?, input, working_dir?, model?, effort?,
+    /// timeout_seconds?, reviewer?, max_turns?, max_tool_calls?,
+    /// call_timeout_seconds?, max_output_bytes?, scope?}`).
     #[napi]
     pub fn begin(&self, id: u32, params: String) {
         self.verb(id, "begin", params);

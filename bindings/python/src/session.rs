@@ -2,7 +2,7 @@
 //! `mcpmux.Sessions` (sync) and `mcpmux.AsyncSessions` (asyncio) classes.
 //!
 //! JSON in, JSON out: `call(verb, params, aio)` hands a dict of parameters
-//! to `mcpmux_core::session::{begin, wait, reply, end}` and returns the
+//! to `mcpmux_core::session::call` and returns the
 //! result as plain Python objects. Every verb runs on an engine thread
 //! (rounds are tasks of the process's runtime, `Runner::InProcess`).
 //!
@@ -117,8 +117,17 @@ impl NativeSessions {
         })
     }
 
+    /// The JSON text of `{verb: input schema}` for every session verb, from
+    /// core's parameter types: what the drift test compares the Python
+    /// signatures with.
+    #[staticmethod]
+    fn schemas() -> String {
+        session::params::schemas().to_string()
+    }
+
     /// Runs verb `verb` (`begin`, `wait`, `reply`, `end`) with `params` (a
-    /// dict): blocking without `aio`, else as an asyncio future.
+    /// dict) through `session::call`: blocking without `aio`, else as an
+    /// asyncio future. An unknown verb is `INVALID_INPUT`.
     #[pyo3(signature = (verb, params, aio=None))]
     fn call(
         &self,
@@ -130,18 +139,8 @@ impl NativeSessions {
         let params = convert::opt_object(Some(params), "params")?
             .ok_or_else(|| errors::invalid(py, "argument 'params' must be a dict"))?;
         let ctx = self.ctx.clone();
-        let op: Op = match verb {
-            "begin" => Box::pin(async move { json(session::begin(&ctx, &params).await?) }),
-            "wait" => Box::pin(async move { json(session::wait(&ctx, &params).await?) }),
-            "reply" => Box::pin(async move { json(session::reply(&ctx, &params).await?) }),
-            "end" => Box::pin(async move { json(session::end(&ctx, &params).await?) }),
-            other => {
-                return Err(errors::invalid(
-                    py,
-                    format!("unknown session verb '{other}'"),
-                ))
-            }
-        };
+        let verb = verb.to_owned();
+        let op: Op = Box::pin(async move { json(session::call(&ctx, &verb, &params).await?) });
         // On an engine thread: rounds are spawned onto the runtime, and a
         // round may start server processes.
         run(py, op, aio, Exec::Worker)

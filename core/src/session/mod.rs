@@ -21,6 +21,7 @@
 mod agent;
 mod command;
 pub mod input;
+pub mod params;
 pub mod process;
 mod providers;
 pub mod review;
@@ -42,6 +43,7 @@ use crate::error::Error;
 use crate::llm::provider::{Message, SharedProvider};
 use state::{Paths, RoundResult, RoundState, Spec};
 
+pub use params::{BeginParams, EndParams, Next, ReplyParams, RoundStatus, WaitParams};
 pub use settings::Settings;
 
 /// What the verbs need from the host.
@@ -89,91 +91,35 @@ pub const DEFAULT_WAIT_SECONDS: f64 = 50.0;
 /// before it counts the round as orphaned and resumes it.
 const RUNNER_GRACE_SECONDS: f64 = 2.0;
 
-// ---------------------------------------------------------------- params
+// ---------------------------------------------------------------- call
 
-struct Params<'a> {
-    map: &'a Map<String, Value>,
-}
-
-impl<'a> Params<'a> {
-    fn new(params: &'a Value, allowed: &[&str]) -> Result<Self, Error> {
-        let Value::Object(map) = params else {
-            return Err(Error::InvalidInput("params must be a JSON object".into()));
-        };
-        if let Some(k) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
-            return Err(Error::InvalidInput(format!(
-                "unknown parameter '{k}' (expected: {})",
-                allowed.join(", ")
-            )));
-        }
-        Ok(Params { map })
+/// Runs `verb` (`begin`, `wait`, `reply` or `end`) with its JSON `params`:
+/// the one dispatch every front end uses. An unknown verb is
+/// `INVALID_INPUT`.
+pub async fn call(ctx: &SessionContext, verb: &str, params: &Value) -> Result<Value, Error> {
+    match verb {
+        "begin" => begin(ctx, params).await,
+        "wait" => wait(ctx, params).await,
+        "reply" => reply(ctx, params).await,
+        "end" => end(ctx, params).await,
+        other => Err(params::unknown_verb(other)),
     }
-    fn string(&self, key: &str) -> Result<Option<String>, Error> {
-        match self.map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(Error::InvalidInput(format!("'{key}' must be a string"))),
-        }
-    }
-    fn required(&self, key: &str) -> Result<String, Error> {
-        self.string(key)?
-            .filter(|s| !s.is_empty())
-            .ok_or_else(|| Error::InvalidInput(format!("missing required parameter '{key}'")))
-    }
-    fn seconds(&self, key: &str) -> Result<Option<f64>, Error> {
-        match self.map.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => match n.as_f64() {
-                Some(x) if x >= 0.0 && x.is_finite() => Ok(Some(x)),
-                _ => Err(Error::InvalidInput(format!(
-                    "'{key}' must be a non-negative number of seconds"
-                ))),
-            },
-            Some(_) => Err(Error::InvalidInput(format!(
-                "'{key}' must be a number of seconds"
-            ))),
-        }
-    }
-}
-
-fn session_dir(p: &Params<'_>) -> Result<PathBuf, Error> {
-    Ok(PathBuf::from(p.required("session_dir")?))
 }
 
 // ---------------------------------------------------------------- begin
 
 /// Starts a session and its round 1 in the background.
 ///
-/// `params`: `{skill, mode?, input, working_dir, model?, effort?,
-/// timeout_seconds?, reviewer?}` → `{session_dir, round: 1, status:
+/// `params`: [`BeginParams`] → `{session_dir, round: 1, status:
 /// "running", analysis_prompt?}`. The session limits `max_turns`,
 /// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and `scope`
-/// may also be given, over the config's `[session]` table.
+/// go over the config's `[session]` table.
 pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
-    let p = Params::new(
-        params,
-        &[
-            "skill",
-            "mode",
-            "input",
-            "working_dir",
-            "model",
-            "effort",
-            "timeout_seconds",
-            "reviewer",
-            // The per-session policy limits, over `[session]` (issue 8).
-            "max_turns",
-            "max_tool_calls",
-            "call_timeout_seconds",
-            "max_output_bytes",
-            "scope",
-        ],
-    )?;
-    let skill = p.required("skill")?;
-    let mode = p.string("mode")?;
-    let input = p.required("input")?;
-    p.seconds("timeout_seconds")?;
-    let working_dir = match p.string("working_dir")? {
+    let p: BeginParams = params::decode(params)?;
+    let skill = p.skill.clone();
+    let mode = p.mode.clone().filter(|m| !m.is_empty());
+    let input = p.input.clone();
+    let working_dir = match p.working_dir.as_deref().filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => std::env::current_dir()
             .map_err(|e| Error::InvalidInput(format!("no working_dir and no current dir: {e}")))?,
@@ -191,46 +137,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         )));
     }
 
-    // The template and the dir name.
-    let (template, name, custom): (String, String, Option<PathBuf>) = match skill.as_str() {
-        "review-plan" => (TPL_PLAN.into(), skill.clone(), None),
-        "review-impl" => (TPL_IMPL.into(), skill.clone(), None),
-        "review-think" => (TPL_THINK.into(), skill.clone(), None),
-        "review-pr" => (TPL_PR.into(), skill.clone(), None),
-        s if s.contains('/') || s.ends_with(".md") => {
-            let path = if Path::new(s).is_absolute() {
-                PathBuf::from(s)
-            } else {
-                working_dir.join(s)
-            };
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                Error::UnknownSkill(format!(
-                    "cannot read the skill template {}: {e}",
-                    path.display()
-                ))
-            })?;
-            let stem: String = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "custom".into())
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .collect();
-            (text, stem, Some(path))
-        }
-        other => {
-            return Err(Error::UnknownSkill(format!(
-                "unknown skill '{other}' (expected one of: {}, or the path of a template file)",
-                SKILLS.join(", ")
-            )))
-        }
-    };
+    let (template, name, custom) = skill_template(&skill, &working_dir)?;
 
     let mut provided = input::Values::new();
     if skill == "review-impl" {
@@ -256,7 +163,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     // INVALID_INPUT whatever reviewer is (or is not) available.
     let empty = Map::new();
     let session_table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    let settings = settings::resolve(session_table, p.map)?;
+    let settings = settings::resolve(session_table, &p)?;
     if let Some(config) = &ctx.config {
         // The policy's [session] keys fail now rather than in the runner.
         crate::policy::PolicySettings::from_session_table(
@@ -307,7 +214,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         &dir,
         1,
         &RoundState {
-            status: "running".into(),
+            status: RoundStatus::Running.into(),
             started_at: now,
             spawned_at: now,
             thread_start: 0,
@@ -329,6 +236,54 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         _ => {}
     }
     Ok(out)
+}
+
+/// A skill's template text, the name of its session directories, and the
+/// template's path for a custom skill (a `skill` containing `/` or ending
+/// in `.md`, relative to `working_dir`).
+fn skill_template(
+    skill: &str,
+    working_dir: &Path,
+) -> Result<(String, String, Option<PathBuf>), Error> {
+    Ok(match skill {
+        "review-plan" => (TPL_PLAN.into(), skill.to_owned(), None),
+        "review-impl" => (TPL_IMPL.into(), skill.to_owned(), None),
+        "review-think" => (TPL_THINK.into(), skill.to_owned(), None),
+        "review-pr" => (TPL_PR.into(), skill.to_owned(), None),
+        s if s.contains('/') || s.ends_with(".md") => {
+            let path = if Path::new(s).is_absolute() {
+                PathBuf::from(s)
+            } else {
+                working_dir.join(s)
+            };
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Error::UnknownSkill(format!(
+                    "cannot read the skill template {}: {e}",
+                    path.display()
+                ))
+            })?;
+            let stem: String = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "custom".into())
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            (text, stem, Some(path))
+        }
+        other => {
+            return Err(Error::UnknownSkill(format!(
+                "unknown skill '{other}' (expected one of: {}, or the path of a template file)",
+                SKILLS.join(", ")
+            )))
+        }
+    })
 }
 
 /// Checks at begin that the reviewer can run: the command is on PATH, the
@@ -428,15 +383,20 @@ pub async fn run_round(ctx: &SessionContext, session_dir: &Path) -> Result<(), E
 
 /// Waits up to `max_wait_seconds` for the current round and reports it.
 ///
-/// `params`: `{session_dir, max_wait_seconds?}` → `{status, round,
+/// `params`: [`WaitParams`] → `{status, round,
 /// elapsed_seconds, thread_id, review, activities, next, next_reason}` plus
 /// `error`, `failure_reason`, `timeout_reason`, `recoverable`,
 /// `progress_observed` when they apply.
 pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
-    let p = Params::new(params, &["session_dir", "max_wait_seconds"])?;
-    let dir = session_dir(&p)?;
-    let max_wait = match p.seconds("max_wait_seconds")? {
-        Some(s) => s,
+    let p: WaitParams = params::decode(params)?;
+    let dir = PathBuf::from(&p.session_dir);
+    let max_wait = match p.max_wait_seconds {
+        Some(s) if s >= 0.0 && s.is_finite() => s,
+        Some(_) => {
+            return Err(Error::InvalidInput(
+                "'max_wait_seconds' must be a non-negative number of seconds".into(),
+            ))
+        }
         None => std::env::var("MCPMUX_WAIT_DEFAULT_S")
             .ok()
             .and_then(|v| v.trim().parse::<f64>().ok())
@@ -448,7 +408,7 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
     let until = store::now() + max_wait;
     let mut st = state::read_state(&dir, n)?;
     loop {
-        if st.status != "running" {
+        if st.status != RoundStatus::Running {
             break;
         }
         if !spec.ended && store::now() - st.spawned_at > RUNNER_GRACE_SECONDS {
@@ -458,7 +418,7 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
                 // it lets go, so a round that just finished is not taken
                 // for a dead one (and its state not overwritten).
                 st = state::read_state(&dir, n)?;
-                if st.status == "running" {
+                if st.status == RoundStatus::Running {
                     // The round's runner is gone: resume it from the stored turns.
                     st.spawned_at = store::now();
                     state::write_state(&dir, n, &st)?;
@@ -468,7 +428,7 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
                 }
             }
         }
-        if st.status != "running" {
+        if st.status != RoundStatus::Running {
             break;
         }
         if store::now() >= until {
@@ -482,7 +442,7 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
 
 fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
     let n = spec.round;
-    let result: Option<RoundResult> = if st.status == "running" {
+    let result: Option<RoundResult> = if st.status == RoundStatus::Running {
         None
     } else {
         store::read_json_opt(&Paths(dir).round(n, "result.json"))?
@@ -493,7 +453,7 @@ fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
         .filter(|r| r.is_object())
         .unwrap_or_else(review::empty);
     let (next, reason) = review::next(&review::Outcome {
-        status: &st.status,
+        status: st.status.as_str(),
         review: Some(&review),
         failure_reason: result.as_ref().and_then(|r| r.failure_reason.as_deref()),
         recoverable: result.as_ref().is_some_and(|r| r.recoverable),
@@ -522,7 +482,7 @@ fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
         if let Some(t) = &r.timeout_reason {
             out["timeout_reason"] = t.clone().into();
         }
-        if r.status == "timeout" || r.status == "stalled" {
+        if r.status == RoundStatus::Timeout || r.status == RoundStatus::Stalled {
             out["recoverable"] = r.recoverable.into();
             out["progress_observed"] = st.progress_observed.into();
         }
@@ -549,12 +509,12 @@ fn activities(dir: &Path, n: u32) -> Result<Vec<Value>, Error> {
 
 /// Starts the next round on the same thread.
 ///
-/// `params`: `{session_dir, input, model?, effort?}` → `{status:
+/// `params`: [`ReplyParams`] → `{status:
 /// "started", session_dir, round, thread_id}`.
 pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
-    let p = Params::new(params, &["session_dir", "input", "model", "effort"])?;
-    let dir = session_dir(&p)?;
-    let input = p.required("input")?;
+    let p: ReplyParams = params::decode(params)?;
+    let dir = PathBuf::from(&p.session_dir);
+    let input = p.input;
     let mut spec = state::read_spec(&dir)?;
     if spec.ended {
         return Err(Error::InvalidSession(format!(
@@ -563,17 +523,17 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         )));
     }
     let prev = state::read_state(&dir, spec.round)?;
-    if prev.status == "running" {
+    if prev.status == RoundStatus::Running {
         return Err(Error::RoundStillRunning(format!(
             "round {} of {} is still running; wait for it first",
             spec.round,
             dir.display()
         )));
     }
-    if let Some(m) = p.string("model")? {
+    if let Some(m) = p.model {
         spec.settings.model = Some(m);
     }
-    if let Some(e) = p.string("effort")? {
+    if let Some(e) = p.effort {
         spec.settings.effort = Some(e);
     }
     let mut provided = input::Values::new();
@@ -627,7 +587,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
         &dir,
         n,
         &RoundState {
-            status: "running".into(),
+            status: RoundStatus::Running.into(),
             started_at: now,
             spawned_at: now,
             thread_start,
@@ -651,19 +611,12 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
 /// Ends the session: stops a running round, writes `meta.json` when
 /// finalized.
 ///
-/// `params`: `{session_dir, outcome?}` (`consensus` or `stalemate`) →
+/// `params`: [`EndParams`] (`outcome`: `consensus` or `stalemate`) →
 /// `{status: "ended", session_dir, finalized, verdict?, error?}`.
 pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
-    let p = Params::new(params, &["session_dir", "outcome"])?;
-    let dir = session_dir(&p)?;
-    let outcome = p.string("outcome")?;
-    if let Some(o) = &outcome {
-        if o != "consensus" && o != "stalemate" {
-            return Err(Error::InvalidInput(format!(
-                "outcome '{o}' is not valid (expected consensus or stalemate)"
-            )));
-        }
-    }
+    let p: EndParams = params::decode(params)?;
+    let dir = PathBuf::from(&p.session_dir);
+    let outcome = p.outcome.map(params::Outcome::as_str);
     let mut spec = state::read_spec(&dir)?;
     if spec.ended {
         if let Some(meta) = store::read_json_opt::<Value>(&Paths(&dir).meta())? {
@@ -682,13 +635,13 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
     let n = spec.round;
     let mut st = state::read_state(&dir, n)?;
     let mut error: Option<String> = None;
-    if st.status == "running" {
+    if st.status == RoundStatus::Running {
         stop_runner(&dir, &st).await;
         st = state::read_state(&dir, n).unwrap_or(st);
-        if st.status == "running" {
+        if st.status == RoundStatus::Running {
             let msg = format!("the session was ended while round {n} was running");
             let result = RoundResult {
-                status: "failed".into(),
+                status: RoundStatus::Failed,
                 review: review::empty(),
                 error: Some(msg.clone()),
                 failure_reason: Some("ended".into()),
@@ -711,7 +664,9 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
                     .map(str::to_owned)
             })
     });
-    let completed = result.as_ref().is_some_and(|r| r.status == "completed");
+    let completed = result
+        .as_ref()
+        .is_some_and(|r| r.status == RoundStatus::Completed);
     if error.is_none() && !completed {
         error = result.as_ref().and_then(|r| r.error.clone());
     }

@@ -11,6 +11,8 @@
 
 use serde_json::{json, Value};
 
+use super::params::Next;
+
 /// A review: `{verdict, blocks, summary?}`; `verdict` is `null` when the
 /// reviewer gave none.
 pub fn from_submit(arguments: &Value) -> Value {
@@ -175,44 +177,44 @@ pub struct Outcome<'a> {
 }
 
 /// `(next, next_reason)` for a round (see the module docs).
-pub fn next(o: &Outcome<'_>) -> (&'static str, String) {
+pub fn next(o: &Outcome<'_>) -> (Next, String) {
     match o.status {
-        "running" => ("running", "reviewer_running".into()),
+        "running" => (Next::Running, "reviewer_running".into()),
         "completed" => {
             if is_peer(o.skill) {
-                return ("cross_check", "peer_verdict_is_advisory".into());
+                return (Next::CrossCheck, "peer_verdict_is_advisory".into());
             }
             let review = o.review.cloned().unwrap_or_else(empty);
             let verdict = review["verdict"].as_str().map(str::to_owned);
             let blocks = review["blocks"].as_array().map_or(0, Vec::len);
             let approved = verdict.as_deref() == Some("APPROVE");
             if approved {
-                return ("done", "approved".into());
+                return (Next::Done, "approved".into());
             }
             if o.round >= o.max_rounds {
-                return ("done", "stalemate".into());
+                return (Next::Done, "stalemate".into());
             }
             match verdict {
-                Some(v) if v == "REQUEST_CHANGES" => ("respond", "open_issues".into()),
-                Some(v) => ("respond", format!("verdict_{}", v.to_ascii_lowercase())),
-                None if blocks > 0 => ("respond", "open_issues".into()),
-                None => ("ask_user", "missing_verdict".into()),
+                Some(v) if v == "REQUEST_CHANGES" => (Next::Respond, "open_issues".into()),
+                Some(v) => (Next::Respond, format!("verdict_{}", v.to_ascii_lowercase())),
+                None if blocks > 0 => (Next::Respond, "open_issues".into()),
+                None => (Next::AskUser, "missing_verdict".into()),
             }
         }
         "failed" => (
-            "stopped",
+            Next::Stopped,
             o.failure_reason.unwrap_or("turn_failed").to_owned(),
         ),
-        "stalled" => ("stopped", "stalled".into()),
+        "stalled" => (Next::Stopped, "stalled".into()),
         "timeout" => {
             if o.recoverable {
-                ("stopped", "recoverable_timeout".into())
+                (Next::Stopped, "recoverable_timeout".into())
             } else {
-                ("stopped", "timeout".into())
+                (Next::Stopped, "timeout".into())
             }
         }
-        "ended" => ("done", "ended".into()),
-        _ => ("stopped", o.status.to_owned()),
+        "ended" => (Next::Done, "ended".into()),
+        _ => (Next::Stopped, o.status.to_owned()),
     }
 }
 
@@ -234,7 +236,7 @@ mod tests {
     }
 
     fn n(status: &str, review: Value, skill: &str, round: u32) -> (&'static str, String) {
-        next(&Outcome {
+        let (next, reason) = next(&Outcome {
             status,
             review: Some(&review),
             failure_reason: None,
@@ -242,7 +244,8 @@ mod tests {
             skill,
             round,
             max_rounds: 5,
-        })
+        });
+        (next.as_str(), reason)
     }
 
     #[test]

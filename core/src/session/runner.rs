@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::params::RoundStatus;
 use super::state::{self, Paths, RoundResult, RoundState, Spec};
 use super::store::{self, RunnerLock};
 use super::{agent, command, SessionContext};
@@ -86,7 +87,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     };
     let n = spec.round;
     let mut st = state::read_state(dir, n)?;
-    if st.status != "running" {
+    if st.status != RoundStatus::Running {
         return Ok(());
     }
     let resumed = st.pid.is_some();
@@ -116,7 +117,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     };
     if let Some((error, reason)) = unrunnable {
         let result = RoundResult {
-            status: "failed".into(),
+            status: RoundStatus::Failed,
             review: super::review::empty(),
             error: Some(error),
             failure_reason: Some(reason.into()),
@@ -174,26 +175,26 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     let observed = st.progress_observed || progress.observed() || st.turns > 0;
     let result = match outcome {
         Ok(Finish::Completed { review, text }) => RoundResult {
-            status: "completed".into(),
+            status: RoundStatus::Completed,
             review,
             text: Some(text),
             ..Default::default()
         },
         Ok(Finish::Failed { error, reason }) => RoundResult {
-            status: "failed".into(),
+            status: RoundStatus::Failed,
             review: super::review::empty(),
             error: Some(error),
             failure_reason: Some(reason),
             ..Default::default()
         },
         Err("stalled") => RoundResult {
-            status: "stalled".into(),
+            status: RoundStatus::Stalled,
             review: super::review::empty(),
             error: Some(format!("no progress from the reviewer for {stall} s")),
             ..Default::default()
         },
         Err(_) => RoundResult {
-            status: "timeout".into(),
+            status: RoundStatus::Timeout,
             review: super::review::empty(),
             error: Some(format!(
                 "the round ran past timeout_seconds ({})",
@@ -216,7 +217,7 @@ pub fn finish(
     observed: bool,
 ) -> Result<(), Error> {
     store::write_json(&Paths(dir).round(n, "result.json"), result)?;
-    st.status = result.status.clone();
+    st.status = result.status.into();
     st.progress_observed = observed;
     st.finished_at = Some(store::now());
     state::write_state(dir, n, st)?;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::params::BeginParams;
 use crate::error::Error;
 use crate::policy::PolicySettings;
 
@@ -222,27 +223,44 @@ impl Layer<'_> {
     }
 }
 
-/// Resolves settings from the call's `params` (keys `reviewer`, `model`,
+/// A string the call gave: an empty one counts as not given.
+fn given(v: &Option<String>) -> Option<String> {
+    v.clone().filter(|s| !s.is_empty())
+}
+
+/// A number of seconds the call gave, bounded like the config's so that it
+/// converts to a `Duration` (a larger one would panic the round's runner).
+fn call_seconds(key: &str, v: Option<f64>) -> Result<Option<f64>, Error> {
+    match v {
+        Some(x) if !(x > 0.0 && x <= MAX_NUMBER) => Err(Error::InvalidInput(format!(
+            "params: '{key}' must be a positive number (at most {MAX_NUMBER})"
+        ))),
+        v => Ok(v),
+    }
+}
+
+/// A positive count the call gave (turns, bytes), bounded like the config's.
+fn call_positive(key: &str, v: Option<u64>) -> Result<Option<u64>, Error> {
+    match v {
+        Some(x) if x == 0 || x as f64 > MAX_NUMBER => Err(Error::InvalidInput(format!(
+            "params: '{key}' must be a positive integer (at most {MAX_NUMBER})"
+        ))),
+        v => Ok(v),
+    }
+}
+
+/// Resolves settings from the call's [`BeginParams`] (`reviewer`, `model`,
 /// `effort`, `timeout_seconds`, and the per-session limits `max_turns`,
 /// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes`, `scope`)
 /// over `[session]` over the defaults.
 /// `base_url` falls back to `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL`.
-pub fn resolve(
-    session: &Map<String, Value>,
-    params: &Map<String, Value>,
-) -> Result<Settings, Error> {
+pub fn resolve(session: &Map<String, Value>, call: &BeginParams) -> Result<Settings, Error> {
     let cfg = Layer {
         map: session,
         origin: "config [session]",
         err: Error::ConfigInvalid,
     };
-    let call = Layer {
-        map: params,
-        origin: "params",
-        err: Error::InvalidInput,
-    };
-    let reviewer = call
-        .string("reviewer")?
+    let reviewer = given(&call.reviewer)
         .or(cfg.string("reviewer")?)
         .unwrap_or_else(|| DEFAULT_REVIEWER.into());
     if !REVIEWERS.contains(&reviewer.as_str()) {
@@ -262,8 +280,8 @@ pub fn resolve(
         .string("command")?
         .unwrap_or_else(|| DEFAULT_COMMAND.into());
     Ok(Settings {
-        model: call.string("model")?.or(cfg.string("model")?),
-        effort: call.string("effort")?.or(cfg.string("effort")?),
+        model: given(&call.model).or(cfg.string("model")?),
+        effort: given(&call.effort).or(cfg.string("effort")?),
         base_url,
         api_key_env: cfg.string("api_key_env")?,
         stream: match session.get("stream") {
@@ -275,15 +293,13 @@ pub fn resolve(
                 ))
             }
         },
-        max_turns: call
-            .integer("max_turns")?
+        max_turns: call_positive("max_turns", call.max_turns.map(u64::from))?
             .or(cfg.integer("max_turns")?)
             .unwrap_or(DEFAULT_MAX_TURNS as u64) as u32,
         stall_seconds: cfg
             .number("stall_seconds")?
             .unwrap_or(DEFAULT_STALL_SECONDS),
-        timeout_seconds: call
-            .number("timeout_seconds")?
+        timeout_seconds: call_seconds("timeout_seconds", call.timeout_seconds)?
             .or(cfg.number("timeout_seconds")?)
             .unwrap_or(DEFAULT_TIMEOUT_SECONDS),
         max_rounds: cfg
@@ -294,17 +310,13 @@ pub fn resolve(
             .strings("resume_args")?
             .unwrap_or_else(default_resume_args),
         command,
-        max_tool_calls: call
-            .count("max_tool_calls")?
-            .or(cfg.count("max_tool_calls")?),
-        call_timeout_seconds: call
-            .number("call_timeout_seconds")?
+        max_tool_calls: call.max_tool_calls.or(cfg.count("max_tool_calls")?),
+        call_timeout_seconds: call_seconds("call_timeout_seconds", call.call_timeout_seconds)?
             .or(cfg.number("call_timeout_seconds")?),
-        max_output_bytes: call
-            .integer("max_output_bytes")?
+        max_output_bytes: call_positive("max_output_bytes", call.max_output_bytes)?
             .or(cfg.integer("max_output_bytes")?)
             .map(|x| x as usize),
-        scope: call.string("scope")?.or(cfg.string("scope")?),
+        scope: given(&call.scope).or(cfg.string("scope")?),
         reviewer,
     })
 }
@@ -428,12 +440,24 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The call's parameters as `begin` decodes them.
+    fn call(v: Value) -> BeginParams {
+        let mut v = v;
+        v["skill"] = "review-plan".into();
+        v["input"] = "x".into();
+        super::super::params::decode(&v).unwrap()
+    }
+
+    fn none() -> BeginParams {
+        BeginParams::default()
+    }
+
     #[test]
     fn references_are_stored_and_restored() {
         let raw = json!({"model": "${M_VAR}", "scope": "fixed", "effort": "${E_VAR:-low}"});
         let expanded = json!({"model": "secret-model", "scope": "fixed", "effort": "low"});
         let (raw, expanded) = (raw.as_object().unwrap(), expanded.as_object().unwrap());
-        let mut s = resolve(expanded, &Map::new()).unwrap();
+        let mut s = resolve(expanded, &none()).unwrap();
         with_references(&mut s, raw, expanded);
         assert_eq!(s.model.as_deref(), Some("${M_VAR}"));
         assert_eq!(s.effort.as_deref(), Some("${E_VAR:-low}"));
@@ -442,11 +466,11 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("secret-model"));
         assert_eq!(s.effort.as_deref(), Some("low"));
         // A value given by the call is stored as it is.
-        let mut s = resolve(expanded, json!({"model": "call"}).as_object().unwrap()).unwrap();
+        let mut s = resolve(expanded, &call(json!({"model": "call"}))).unwrap();
         with_references(&mut s, raw, expanded);
         assert_eq!(s.model.as_deref(), Some("call"));
         // Without a config, the environment; an unset variable is named.
-        let mut s = resolve(expanded, &Map::new()).unwrap();
+        let mut s = resolve(expanded, &none()).unwrap();
         with_references(&mut s, raw, expanded);
         let e = fill_runtime(&mut s, &Map::new()).unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
@@ -458,7 +482,7 @@ mod tests {
         let table = json!({"reviewer": "openai", "model": "cfg-model", "max_turns": 4,
             "base_url": "https://llm.example/v1?api-key=SECRET", "args": ["--token", "SECRET"]});
         let params = json!({"model": "call-model", "timeout_seconds": 60});
-        let s = resolve(table.as_object().unwrap(), params.as_object().unwrap()).unwrap();
+        let s = resolve(table.as_object().unwrap(), &call(params)).unwrap();
         assert_eq!(s.model.as_deref(), Some("call-model"));
         assert_eq!(s.max_turns, 4);
         assert_eq!(s.timeout_seconds, 60.0);
@@ -470,17 +494,9 @@ mod tests {
         fill_runtime(&mut back, table.as_object().unwrap()).unwrap();
         assert_eq!(back.base_url, s.base_url);
         assert_eq!(back.args, ["--token", "SECRET"]);
-        let e = resolve(
-            &Map::new(),
-            json!({"reviewer": "pigeon"}).as_object().unwrap(),
-        )
-        .unwrap_err();
+        let e = resolve(&Map::new(), &call(json!({"reviewer": "pigeon"}))).unwrap_err();
         assert_eq!(e.code(), "REVIEWER_NOT_FOUND");
-        let e = resolve(
-            json!({"max_turns": "ten"}).as_object().unwrap(),
-            &Map::new(),
-        )
-        .unwrap_err();
+        let e = resolve(json!({"max_turns": "ten"}).as_object().unwrap(), &none()).unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("max_turns"), "{e}");
     }
@@ -488,35 +504,30 @@ mod tests {
     #[test]
     fn session_limits_per_call_over_config_and_zero_calls_allowed() {
         let table = json!({"max_tool_calls": 0, "scope": "dev", "max_turns": 4});
-        let s = resolve(table.as_object().unwrap(), &Map::new()).unwrap();
+        let s = resolve(table.as_object().unwrap(), &none()).unwrap();
         assert_eq!(s.max_tool_calls, Some(0));
         let params = json!({"scope": "prod", "max_tool_calls": 3, "max_turns": 2,
             "call_timeout_seconds": 5, "max_output_bytes": 100});
-        let s = resolve(table.as_object().unwrap(), params.as_object().unwrap()).unwrap();
+        let s = resolve(table.as_object().unwrap(), &call(params)).unwrap();
         assert_eq!(s.scope.as_deref(), Some("prod"));
         assert_eq!(s.max_tool_calls, Some(3));
         assert_eq!(s.max_turns, 2);
         assert_eq!(s.call_timeout_seconds, Some(5.0));
         assert_eq!(s.max_output_bytes, Some(100));
-        let e = resolve(
-            &Map::new(),
-            json!({"max_tool_calls": -1}).as_object().unwrap(),
+        let e = super::super::params::decode::<BeginParams>(
+            &json!({"skill": "s", "input": "i", "max_tool_calls": -1}),
         )
         .unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");
         // Numbers too large for a Duration are refused, not a later panic.
         let e = resolve(
             json!({"stall_seconds": 1e300}).as_object().unwrap(),
-            &Map::new(),
+            &none(),
         )
         .unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("stall_seconds"), "{e}");
-        let e = resolve(
-            &Map::new(),
-            json!({"timeout_seconds": 1e300}).as_object().unwrap(),
-        )
-        .unwrap_err();
+        let e = resolve(&Map::new(), &call(json!({"timeout_seconds": 1e300}))).unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");
     }
 }

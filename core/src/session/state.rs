@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::params::RoundStatus;
 use super::settings::Settings;
 use super::store;
 use crate::error::Error;
@@ -48,7 +49,8 @@ pub struct Spec {
 /// `round-NNN/state.json`: where a round stands.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RoundState {
-    /// `running`, `completed`, `failed`, `stalled`, `timeout`.
+    /// `running`, `completed`, `failed`, `stalled`, `timeout` (a
+    /// [`RoundStatus`] word: `String` compares equal to one).
     pub status: String,
     /// When the round began (Unix seconds); the timeout counts from here.
     pub started_at: f64,
@@ -91,7 +93,7 @@ pub struct RoundState {
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RoundResult {
     /// Final status.
-    pub status: String,
+    pub status: RoundStatus,
     /// `{verdict, blocks, summary?}`.
     #[serde(default)]
     pub review: Value,

@@ -798,10 +798,18 @@ class Sessions:
         effort: Optional[str] = None,
         timeout_seconds: Optional[float] = None,
         reviewer: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        scope: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Begins a session and its round 1 (in the background); returns
         ``{"session_dir", "round": 1, "status": "running"}`` (plus
-        ``"analysis_prompt"`` for peer skills)."""
+        ``"analysis_prompt"`` for peer skills). ``max_turns``,
+        ``max_tool_calls``, ``call_timeout_seconds``, ``max_output_bytes``
+        and ``scope`` are this session's limits, over the config's
+        ``[session]`` table."""
         params = _params(
             skill=skill,
             mode=mode,
@@ -811,6 +819,11 @@ class Sessions:
             effort=effort,
             timeout_seconds=timeout_seconds,
             reviewer=reviewer,
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            call_timeout_seconds=call_timeout_seconds,
+            max_output_bytes=max_output_bytes,
+            scope=scope,
         )
         return self._native.call("begin", params)
 
@@ -884,6 +897,11 @@ class AsyncSessions:
         effort: Optional[str] = None,
         timeout_seconds: Optional[float] = None,
         reviewer: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        scope: Optional[str] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Sessions.begin`."""
         params = _params(
@@ -895,6 +913,11 @@ class AsyncSessions:
             effort=effort,
             timeout_seconds=timeout_seconds,
             reviewer=reviewer,
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            call_timeout_seconds=call_timeout_seconds,
+            max_output_bytes=max_output_bytes,
+            scope=scope,
         )
         return await self._call("begin", params)
 

@@ -220,6 +220,11 @@ class Sessions:
         effort: Optional[str] = None,
         timeout_seconds: Optional[float] = None,
         reviewer: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        scope: Optional[str] = None,
     ) -> SessionBegun: ...
     def wait(self, session_dir: PathLike, max_wait_seconds: Optional[float] = None) -> SessionStatus: ...
     def reply(
@@ -247,6 +252,11 @@ class AsyncSessions:
         effort: Optional[str] = None,
         timeout_seconds: Optional[float] = None,
         reviewer: Optional[str] = None,
+        max_turns: Optional[int] = None,
+        max_tool_calls: Optional[int] = None,
+        call_timeout_seconds: Optional[float] = None,
+        max_output_bytes: Optional[int] = None,
+        scope: Optional[str] = None,
     ) -> SessionBegun: ...
     async def wait(self, session_dir: PathLike, max_wait_seconds: Optional[float] = None) -> SessionStatus: ...
     async def reply(
