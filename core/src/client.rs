@@ -168,7 +168,7 @@ impl Client {
     /// that died, its exit status and the end of its stderr), except a tool
     /// list past a bound of [`Client::list_all_as`]: `PROTOCOL_ERROR`.
     pub async fn connect(config: &ServerConfig, options: &ClientOptions) -> Result<Client, Error> {
-        crate::secrets::register_server(config);
+        crate::secrets::register(config.secret_values());
         Self::connect_inner(config, options)
             .await
             .map_err(crate::secrets::redact_error)

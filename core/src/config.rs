@@ -85,6 +85,34 @@ impl ServerConfig {
     pub fn type_name(&self) -> &'static str {
         self.transport.type_name()
     }
+
+    /// The env and header values of this server that are secrets (before
+    /// [`crate::secrets`]' length filter): what a client registers when it
+    /// connects without a hub.
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match &self.transport {
+            TransportConfig::Stdio(s) => out.extend(
+                s.env
+                    .iter()
+                    .filter(|(k, _)| !crate::secrets::is_plain_var(k))
+                    .map(|(_, v)| v.clone()),
+            ),
+            TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
+                for value in n.headers.values() {
+                    out.push(value.clone());
+                    // `Bearer <token>`: a server may echo the token alone.
+                    if let Some((_, token)) = value.trim().rsplit_once(char::is_whitespace) {
+                        out.push(token.to_owned());
+                    }
+                }
+                if let Some(password) = n.url.password() {
+                    out.push(password.to_owned());
+                }
+            }
+        }
+        out
+    }
 }
 
 /// How to reach one server.
@@ -183,6 +211,17 @@ impl fmt::Debug for ServerConfig {
 }
 
 impl Config {
+    /// The secrets this config holds: env and header values of every server
+    /// and every value a `${VAR}` reference expanded to (registered with
+    /// [`crate::secrets::register`] by the hub and the policy).
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.expanded_values.clone();
+        for server in &self.servers {
+            out.extend(server.secret_values());
+        }
+        out
+    }
+
     /// Parses TOML or JSON text (JSON when it starts with `{`), expanding
     /// `${VAR}` from the process environment.
     pub fn parse(text: &str) -> Result<Config, Error> {
@@ -768,7 +807,7 @@ fn server_entry(
             Some(_) => return Err(ctx.field_err(n, "auth", "must be a table")),
         };
         // A header that cannot be sent fails the load, not the connect.
-        crate::transport::http::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
+        crate::net::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
         let net = NetworkConfig {
             url: parsed,
             headers,

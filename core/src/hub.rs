@@ -35,26 +35,10 @@ impl Default for HubOptions {
     }
 }
 
-/// One tool as the hub offers it (`tools --json` prints exactly this).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct HubTool {
-    /// Hub-wide name, `mcp_{server}_{tool}` (see [`crate::tool_names`]).
-    pub name: String,
-    /// The configured name of the server that has it.
-    pub server: String,
-    /// The server's own name for it.
-    pub tool: String,
-    /// Display title.
-    pub title: Option<String>,
-    /// What it does.
-    pub description: Option<String>,
-    /// JSON Schema of its arguments.
-    pub input_schema: Value,
-    /// JSON Schema of its `structuredContent`.
-    pub output_schema: Option<Value>,
-    /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
-    pub annotations: Option<Value>,
-}
+/// One tool as the hub offers it; defined in the leaf [`crate::tool_names`]
+/// (with the names it carries) so the LLM tool formats and the policy read it
+/// without depending on the hub.
+pub use crate::tool_names::HubTool;
 
 /// The health of one configured server (`servers --json` prints exactly this).
 #[derive(Debug, Clone, Serialize)]
@@ -165,7 +149,7 @@ impl Hub {
     pub async fn connect_with(config: Config, options: HubOptions) -> Result<Hub, Error> {
         // From here on, what the servers send back cannot show the
         // config's secrets ([`crate::secrets`]).
-        crate::secrets::register_config(&config);
+        crate::secrets::register(config.secret_values());
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();

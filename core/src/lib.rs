@@ -37,6 +37,7 @@ pub mod fuzzing;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;
+pub(crate) mod net;
 pub mod param_headers;
 pub mod policy;
 pub mod protocol;

@@ -47,7 +47,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
-use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
 
 /// What a known secret is replaced with.
@@ -99,12 +98,6 @@ impl KnownSecrets {
             })
             .flatten();
         KnownSecrets { values, matcher }
-    }
-
-    /// The secrets a config holds: env and header values of every server
-    /// and every value a `${VAR}` reference expanded to.
-    pub fn from_config(config: &Config) -> KnownSecrets {
-        KnownSecrets::new(config_values(config))
     }
 
     /// How many values are matched.
@@ -250,41 +243,6 @@ impl std::fmt::Debug for KnownSecrets {
     }
 }
 
-/// The values of `config` that are secrets (before the length filter).
-fn config_values(config: &Config) -> Vec<String> {
-    let mut out: Vec<String> = config.expanded_values.clone();
-    for server in &config.servers {
-        out.extend(server_values(server));
-    }
-    out
-}
-
-/// The env and header values of one server (before the length filter).
-fn server_values(server: &ServerConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    match &server.transport {
-        TransportConfig::Stdio(s) => out.extend(
-            s.env
-                .iter()
-                .filter(|(k, _)| !is_plain_var(k))
-                .map(|(_, v)| v.clone()),
-        ),
-        TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
-            for value in n.headers.values() {
-                out.push(value.clone());
-                // `Bearer <token>`: a server may echo the token alone.
-                if let Some((_, token)) = value.trim().rsplit_once(char::is_whitespace) {
-                    out.push(token.to_owned());
-                }
-            }
-            if let Some(password) = n.url.password() {
-                out.push(password.to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// The process-wide set: insertion order (to forget the oldest), the
 /// values for dedup, and the matcher built from them.
 #[derive(Default)]
@@ -327,18 +285,6 @@ where
     }
 }
 
-/// Adds the secrets of `config` ([`KnownSecrets::from_config`]) to the
-/// process-wide set.
-pub fn register_config(config: &Config) {
-    register(config_values(config));
-}
-
-/// Adds the env and header values of one server to the process-wide set
-/// (a [`crate::Client`] connected without a hub).
-pub fn register_server(server: &ServerConfig) {
-    register(server_values(server));
-}
-
 /// The process-wide set as it is now.
 pub fn known() -> Arc<KnownSecrets> {
     registry()
@@ -370,6 +316,7 @@ pub fn redact_value(value: &mut Value) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn literal_longest_and_short_values_ignored() {
@@ -418,7 +365,7 @@ mod tests {
             _ => None,
         })
         .unwrap();
-        let s = KnownSecrets::from_config(&config);
+        let s = KnownSecrets::new(config.secret_values());
         let out =
             s.redact("env-secret-1 header-tok-42 expanded-77 debug /home/alice /usr/local/bin");
         assert_eq!(

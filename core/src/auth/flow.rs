@@ -24,7 +24,7 @@ use super::discovery::{self, ResourceMetadata, ServerMetadata};
 use super::store::{now, ClientRegistration, Credentials, TokenSet, TokenStore};
 use super::{AuthOptions, AuthorizationHandler, AuthorizationRequest, GrantType, OAuthConfig};
 use crate::error::Error;
-use crate::transport::http as net;
+use crate::net;
 
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

@@ -235,6 +235,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_transport_written_initialized_note_is_what_the_encoder_makes() {
+        let encoded = encode_notification::<()>("notifications/initialized", None).unwrap();
+        assert_eq!(
+            crate::transport::streamable_http::INITIALIZED_NOTE,
+            encoded.as_slice()
+        );
+    }
+
+    #[test]
     fn classifies_messages() {
         let parse = |s: &'static str| serde_json::from_str::<Incoming>(s).unwrap();
         assert_eq!(

@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::llm::anthropic::Anthropic;
 use crate::llm::openai::OpenAi;
 use crate::llm::provider::{EventSink, ProviderEvent, SharedProvider};
-use crate::transport::sse_parser::{Event, EventStream, Item};
+use crate::net::sse_parser::{Event, EventStream, Item};
 
 /// How many times a request is sent at most (the first try included).
 pub const MAX_ATTEMPTS: u32 = 3;

@@ -138,7 +138,7 @@ impl SessionPolicy {
             Redactor::new(&settings.redact, &format!("{origin}: [session]"))?.with_config_secrets();
         // Tool output and errors shown to the model (and stored in the
         // session) cannot carry the config's own secrets.
-        crate::secrets::register_config(config);
+        crate::secrets::register(config.secret_values());
         Ok(SessionPolicy {
             settings,
             servers,

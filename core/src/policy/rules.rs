@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::config::ServerConfig;
 use crate::error::Error;
-use crate::hub::HubTool;
+use crate::tool_names::HubTool;
 
 /// The policy keys of one server entry, parsed and checked.
 #[derive(Debug, Clone, Default, PartialEq)]

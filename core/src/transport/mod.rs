@@ -6,11 +6,9 @@
 //! when the connection is gone. The sink is held weakly, so dropping the
 //! owner of a connection is enough to stop its reader.
 
-pub(crate) mod http;
 pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod sse;
-pub mod sse_parser;
 pub mod stdio;
 pub mod streamable_http;
 pub mod websocket;
@@ -19,6 +17,8 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 
+/// The event-stream parser, kept under its old path (it lives in [`crate::net`]).
+pub use crate::net::sse_parser;
 use crate::auth::AuthOptions;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;

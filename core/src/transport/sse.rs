@@ -13,9 +13,9 @@ use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use super::http::{self, StreamPosition};
+use crate::net::{self as http, StreamPosition};
 use super::line_reader;
-use super::sse_parser::Item;
+use crate::net::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;

@@ -14,7 +14,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{http, FrameSink, Transport};
+use super::{FrameSink, Transport};
+use crate::net as http;
 use crate::config::NetworkConfig;
 use crate::error::Error;
 
