@@ -7,11 +7,12 @@ use std::sync::{Arc, RwLock, Weak};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult};
+use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult, ToolRouter};
 use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::protocol;
 use crate::{llm, tool_names};
+use futures::future::BoxFuture;
 
 /// Options for [`Hub::connect_with`].
 #[derive(Clone)]
@@ -293,7 +294,7 @@ impl Hub {
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
         if let Some(policy) = &opts.policy {
-            return policy.call_for_host(self, name, arguments, opts).await;
+            return policy.call_tool(self, name, arguments, opts).await;
         }
         self.call_unchecked(name, arguments, opts).await
     }
@@ -618,5 +619,22 @@ impl HubInner {
             }
         }
         *self.index.write().unwrap() = Arc::new(index);
+    }
+}
+
+/// The hub is what a [`CallPolicy`](crate::client::CallPolicy) calls
+/// through (see [`CallOptions::policy`]).
+impl ToolRouter for Hub {
+    fn tool(&self, name: &str) -> Option<HubTool> {
+        Hub::tool(self, name)
+    }
+
+    fn call_unchecked<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>> {
+        Box::pin(Hub::call_unchecked(self, name, arguments, opts))
     }
 }

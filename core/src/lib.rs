@@ -51,7 +51,10 @@ pub use auth::{
     AuthConfig, AuthOptions, AuthorizationHandler, AuthorizationRequest, FileTokenStore,
     MemoryTokenStore, TokenStore,
 };
-pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
+pub use client::{
+    CallOptions, CallPolicy, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult,
+    ToolRouter,
+};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};

@@ -39,7 +39,9 @@ pub use redact::{RedactRule, Redactor};
 pub use rules::{Decision, Refusal, ServerPolicy, SERVER_KEYS};
 pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 
-use crate::client::{CallOptions, ToolResult};
+use futures::future::BoxFuture;
+
+use crate::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
 use crate::config::Config;
 use crate::error::Error;
 use crate::hub::{Hub, HubTool};
@@ -374,6 +376,18 @@ impl SessionPolicy {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        self.host_call(hub, name, arguments, opts).await
+    }
+
+    /// [`SessionPolicy::call_for_host`] through any [`ToolRouter`] (what
+    /// [`CallPolicy::call_tool`] runs).
+    async fn host_call(
+        &self,
+        hub: &dyn ToolRouter,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
         let outcome = self.run(hub, name, arguments, opts).await;
         match outcome {
             Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
@@ -389,7 +403,7 @@ impl SessionPolicy {
     /// The shared path: count, check, call, redact, audit.
     async fn run(
         &self,
-        hub: &Hub,
+        hub: &dyn ToolRouter,
         name: &str,
         arguments: Option<&Value>,
         opts: &CallOptions,
@@ -450,7 +464,7 @@ impl SessionPolicy {
 
     async fn run_inner(
         &self,
-        hub: &Hub,
+        hub: &dyn ToolRouter,
         name: &str,
         tool: Option<&HubTool>,
         arguments: Option<&Value>,
@@ -538,6 +552,20 @@ fn cap_text_blocks(result: &mut Value, max: usize) {
                 left -= text.len();
             }
         }
+    }
+}
+
+/// A host's call with a policy set ([`CallOptions::policy`]): the hub hands
+/// it here, and it runs as [`SessionPolicy::call_for_host`].
+impl CallPolicy for SessionPolicy {
+    fn call_tool<'a>(
+        &'a self,
+        router: &'a dyn ToolRouter,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>> {
+        Box::pin(self.host_call(router, name, arguments, opts))
     }
 }
 

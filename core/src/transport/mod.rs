@@ -17,11 +17,11 @@ use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 
-/// The event-stream parser, kept under its old path (it lives in [`crate::net`]).
-pub use crate::net::sse_parser;
 use crate::auth::AuthOptions;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
+/// The event-stream parser, kept under its old path (it lives in [`crate::net`]).
+pub use crate::net::sse_parser;
 
 /// Opens the transport `config` asks for. `label` names the server in
 /// errors; what the transport reads goes to `sink`.

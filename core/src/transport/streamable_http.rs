@@ -19,15 +19,15 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use tokio::task::AbortHandle;
 
-use crate::net::{self as http, StreamPosition};
 use super::line_reader;
-use crate::net::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::auth::challenge::Challenge;
 use crate::auth::flow::Authorizer;
 use crate::auth::{AuthConfig, AuthOptions};
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net::sse_parser::Item;
+use crate::net::{self as http, StreamPosition};
 
 /// Header names of the Streamable HTTP transport.
 const SESSION_ID: &str = "mcp-session-id";
@@ -729,7 +729,8 @@ impl Inner {
 /// initializes again after a 404. Written out rather than encoded through
 /// `jsonrpc`, which sits above the transports (a transport moves bytes; it
 /// does not depend on the message layer).
-pub(crate) const INITIALIZED_NOTE: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+pub(crate) const INITIALIZED_NOTE: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
 /// Whether `body` is a JSON-RPC response to request `id`.
 fn is_response_to(body: &[u8], id: Option<u64>) -> bool {

@@ -15,9 +15,9 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{FrameSink, Transport};
-use crate::net as http;
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net as http;
 
 /// Interval of our keep-alive pings.
 const PING_EVERY: Duration = Duration::from_secs(30);
