@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::policy::rules::{ServerPolicy, SERVER_KEYS};
+use crate::policy::settings::PolicySettings;
 
 mod keys;
 
@@ -78,6 +80,10 @@ pub struct ServerConfig {
     /// (`allow_tools`, ...) and, in `mcpServers` entries, the keys other
     /// MCP clients write (`autoApprove`, ...). Any other key fails the load.
     pub extra: Map<String, Value>,
+    /// The entry's policy keys (`allow_tools`, `deny_tools`, ...), parsed
+    /// and checked at load time; the policy interprets them
+    /// ([`ServerPolicy::decide`]). Also still in `extra` as written.
+    pub policy: ServerPolicy,
 }
 
 impl ServerConfig {
@@ -417,8 +423,7 @@ fn parse_with(
             return Err(ctx.err(format!("duplicate server name '{name}' ({first} and {at})")));
         }
         seen.insert(name.clone(), at.clone());
-        if let Some(m) = keys::unknown(&entry, &[keys::SERVER, crate::policy::SERVER_KEYS, compat])
-        {
+        if let Some(m) = keys::unknown(&entry, &[keys::SERVER, SERVER_KEYS, compat]) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
         servers.push(server_entry(&ctx, &defaults, name, &entry)?);
@@ -524,7 +529,7 @@ fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Erro
     if let Some(m) = keys::unknown(session, &[keys::SESSION]) {
         return Err(ctx.err(format!("[session]: {m}")));
     }
-    crate::policy::PolicySettings::from_session_table(session, ctx.origin)?;
+    PolicySettings::from_session_table(session, ctx.origin)?;
     match crate::session::settings::resolve(session, &Map::new()) {
         Ok(_) => Ok(()),
         // The session layer names the table but not the file.
@@ -852,8 +857,8 @@ fn server_entry(
         .filter(|(k, _)| !keys::SERVER.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    // Policy keys are checked now, so a typo fails at load time.
-    crate::policy::ServerPolicy::from_map(&extra, ctx.origin, n)?;
+    // Policy keys are parsed now, so a typo fails at load time.
+    let policy = ServerPolicy::from_map(&extra, ctx.origin, n)?;
     for key in extra.keys() {
         tracing::debug!(server = n, key = %key, "config key not used by the engine");
     }
@@ -866,6 +871,7 @@ fn server_entry(
         max_message_bytes,
         protocol_version,
         extra,
+        policy,
     })
 }
 
@@ -949,6 +955,35 @@ fn opt_usize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_values_include_headers_tokens_and_expansions() {
+        let text = r#"
+            [[mcp.servers]]
+            name = "a"
+            command = "run"
+            args = ["--key", "${MY_KEY}", "${HOME}"]
+            env = { TOKEN = "env-secret-1", LEVEL = "debug", PATH = "/usr/local/bin" }
+            [[mcp.servers]]
+            name = "b"
+            type = "http"
+            url = "https://h.example/mcp"
+            headers = { Authorization = "Bearer header-tok-42" }
+        "#;
+        let config = Config::parse_with_vars(text, &|v| match v {
+            "MY_KEY" => Some("expanded-77".into()),
+            "HOME" => Some("/home/alice".into()),
+            _ => None,
+        })
+        .unwrap();
+        let s = crate::secrets::KnownSecrets::new(config.secret_values());
+        let out =
+            s.redact("env-secret-1 header-tok-42 expanded-77 debug /home/alice /usr/local/bin");
+        assert_eq!(
+            out,
+            format!("[REDACTED:config] [REDACTED:config] [REDACTED:config] debug /home/alice /usr/local/bin")
+        );
+    }
 
     fn vars(name: &str) -> Option<String> {
         match name {

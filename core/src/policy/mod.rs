@@ -42,7 +42,7 @@ pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 use futures::future::BoxFuture;
 
 use crate::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
-use crate::config::Config;
+use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::hub::{Hub, HubTool};
 
@@ -552,6 +552,16 @@ fn cap_text_blocks(result: &mut Value, max: usize) {
                 left -= text.len();
             }
         }
+    }
+}
+
+impl ServerPolicy {
+    /// The policy keys of `server`, as parsed at load time
+    /// ([`ServerConfig::policy`](crate::config::ServerConfig::policy)).
+    /// `origin` is kept for callers; the keys were already checked.
+    pub fn from_server(server: &ServerConfig, origin: &str) -> Result<ServerPolicy, Error> {
+        let _ = origin;
+        Ok(server.policy.clone())
     }
 }
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::policy::PolicySettings;
+use crate::policy::settings::PolicySettings;
 
 /// Default reviewer when neither the call nor `[session]` names one.
 pub const DEFAULT_REVIEWER: &str = "command";
@@ -330,9 +330,16 @@ pub fn url_has_secrets(url: &str) -> bool {
 
 /// Completes stored settings for a runner: the `command` reviewer's
 /// arguments and a base URL that was not stored, from the config's
-/// `[session]` table (or the environment, or the defaults).
-pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
-    restore_references(settings, session)?;
+/// `[session]` table (or the environment, or the defaults). `expand`
+/// expands a stored `${VAR}` reference for a field (the caller passes
+/// `config::expand_session_value`: this module sits below `config`, which
+/// runs it at load time, so it does not call back up).
+pub fn fill_runtime(
+    settings: &mut Settings,
+    session: &Map<String, Value>,
+    expand: &dyn Fn(&str, &str) -> Result<String, Error>,
+) -> Result<(), Error> {
+    restore_references(settings, session, expand)?;
     let cfg = Layer {
         map: session,
         origin: "config [session]",
@@ -393,7 +400,11 @@ pub fn with_references(
 /// Expands the `${VAR}` references [`with_references`] stored: the
 /// runner's config's `[session]` value when it has one, else the
 /// environment.
-fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+fn restore_references(
+    settings: &mut Settings,
+    session: &Map<String, Value>,
+    expand: &dyn Fn(&str, &str) -> Result<String, Error>,
+) -> Result<(), Error> {
     for key in REFERENCED {
         let Some(field) = referenced(settings, key) else {
             continue;
@@ -403,7 +414,7 @@ fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> 
         };
         let value = match session.get(*key) {
             Some(Value::String(v)) => v.clone(),
-            _ => crate::config::expand_session_value(text, key)?,
+            _ => expand(text, key)?,
         };
         *field = Some(value);
     }
@@ -425,6 +436,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The expander as `config::expand_session_value` behaves with every
+    /// variable unset (the real one is tested in `config`; this module sits
+    /// below `config` and is handed it by the runner).
+    fn unset(text: &str, field: &str) -> Result<String, Error> {
+        Err(Error::ConfigInvalid(format!(
+            "config: [session]: field '{field}': '{text}' is not set"
+        )))
+    }
+
     #[test]
     fn references_are_stored_and_restored() {
         let raw = json!({"model": "${M_VAR}", "scope": "fixed", "effort": "${E_VAR:-low}"});
@@ -435,7 +455,7 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("${M_VAR}"));
         assert_eq!(s.effort.as_deref(), Some("${E_VAR:-low}"));
         assert_eq!(s.scope.as_deref(), Some("fixed"));
-        fill_runtime(&mut s, expanded).unwrap();
+        fill_runtime(&mut s, expanded, &unset).unwrap();
         assert_eq!(s.model.as_deref(), Some("secret-model"));
         assert_eq!(s.effort.as_deref(), Some("low"));
         // A value given by the call is stored as it is.
@@ -445,7 +465,7 @@ mod tests {
         // Without a config, the environment; an unset variable is named.
         let mut s = resolve(expanded, &Map::new()).unwrap();
         with_references(&mut s, raw, expanded);
-        let e = fill_runtime(&mut s, &Map::new()).unwrap_err();
+        let e = fill_runtime(&mut s, &Map::new(), &unset).unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("M_VAR"), "{e}");
     }
@@ -464,7 +484,7 @@ mod tests {
         let stored = serde_json::to_string(&for_storage(&s)).unwrap();
         assert!(!stored.contains("SECRET"), "{stored}");
         let mut back: Settings = serde_json::from_str(&stored).unwrap();
-        fill_runtime(&mut back, table.as_object().unwrap()).unwrap();
+        fill_runtime(&mut back, table.as_object().unwrap(), &unset).unwrap();
         assert_eq!(back.base_url, s.base_url);
         assert_eq!(back.args, ["--token", "SECRET"]);
         let e = resolve(
