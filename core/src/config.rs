@@ -50,9 +50,9 @@ pub struct Config {
     /// session module and the policy. Empty when absent.
     pub session: Map<String, Value>,
     /// Every value a `${VAR}` reference expanded to (not defaults written in
-    /// the file, nor [`crate::secrets::PLAIN_VARS`] such as `HOME`),
+    /// the file, nor `crate::secrets::PLAIN_VARS` such as `HOME`),
     /// anywhere in the file: secrets that
-    /// [`crate::secrets`] keeps out of errors, logs and session files.
+    /// `crate::secrets` keeps out of errors, logs and session files.
     pub expanded_values: Vec<String>,
     /// The `[session]` table as written, before `${VAR}` expansion: the
     /// session stores these references in `session.json`, not values.

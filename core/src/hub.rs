@@ -36,7 +36,7 @@ impl Default for HubOptions {
     }
 }
 
-/// One tool as the hub offers it; defined in the leaf [`crate::tool_names`]
+/// One tool as the hub offers it; defined in the leaf `crate::tool_names`
 /// (with the names it carries) so the LLM tool formats and the policy read it
 /// without depending on the hub.
 pub use crate::tool_names::HubTool;

@@ -20,32 +20,32 @@
 //! ```
 //!
 //! Module map (`docs/ARCHITECTURE.md#core-modules`): [`jsonrpc`] (messages, in-flight table,
-//! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
+//! cancellation), [`protocol`] (MCP shapes, versions), `transport`
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`policy`] (what a session's model may call, redaction, audit),
-//! [`secrets`] (config secrets kept out of errors, logs and session files),
+//! `secrets` (config secrets kept out of errors, logs and session files),
 //! [`error`]; [`fuzzing`] (entry points for the fuzz targets).
 
 pub mod auth;
 pub mod client;
 pub mod config;
-pub mod elicitation;
+pub(crate) mod elicitation;
 pub mod error;
 pub mod fuzzing;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;
 pub(crate) mod net;
-pub mod param_headers;
+pub(crate) mod param_headers;
 pub mod policy;
 pub mod protocol;
-pub mod secrets;
+pub(crate) mod secrets;
 pub mod session;
-pub mod stateless;
-pub mod tool_names;
-pub mod transport;
+pub(crate) mod stateless;
+pub(crate) mod tool_names;
+pub(crate) mod transport;
 
 pub use auth::{
     AuthConfig, AuthOptions, AuthorizationHandler, AuthorizationRequest, FileTokenStore,

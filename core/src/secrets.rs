@@ -101,13 +101,9 @@ impl KnownSecrets {
     }
 
     /// How many values are matched.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.values.len()
-    }
-
-    /// Whether no value is matched.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// Whether `text` holds one of the secrets.

@@ -13,7 +13,7 @@ use serde_json::Value;
 /// One tool as the hub offers it (`tools --json` prints exactly this).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HubTool {
-    /// Hub-wide name, `mcp_{server}_{tool}` (see [`assign`]).
+    /// Hub-wide name, `mcp_{server}_{tool}` (see `assign`).
     pub name: String,
     /// The configured name of the server that has it.
     pub server: String,

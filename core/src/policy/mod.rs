@@ -15,12 +15,12 @@
 //! untrusted data → audit.
 //!
 //! Modules: [`rules`] (per-server keys and the offer decision), [`settings`]
-//! (`[session]` keys), [`redact`], [`output`] (render, cap, frame), [`audit`],
+//! (`[session]` keys), [`redact`], `output` (render, cap, frame), [`audit`],
 //! [`host`] (policies built by hosts from JSON settings).
 
 pub mod audit;
 pub mod host;
-pub mod output;
+pub(crate) mod output;
 pub mod redact;
 pub mod rules;
 pub mod settings;

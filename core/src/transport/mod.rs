@@ -20,21 +20,11 @@ use futures::future::BoxFuture;
 use crate::auth::AuthOptions;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
-/// The event-stream parser, kept under its old path (it lives in [`crate::net`]).
-pub use crate::net::sse_parser;
 
 /// Opens the transport `config` asks for. `label` names the server in
-/// errors; what the transport reads goes to `sink`.
-pub async fn connect(
-    label: &str,
-    config: &ServerConfig,
-    sink: Weak<dyn FrameSink>,
-) -> Result<Arc<dyn Transport>, Error> {
-    connect_with_auth(label, config, sink, &AuthOptions::default()).await
-}
-
-/// [`connect`] with the host's authorization hooks (used by Streamable
-/// HTTP servers whose config has `auth.type = "oauth"`).
+/// errors; what the transport reads goes to `sink`; `auth` holds the host's
+/// authorization hooks (used by Streamable HTTP servers whose config has
+/// `auth.type = "oauth"`).
 pub async fn connect_with_auth(
     label: &str,
     config: &ServerConfig,

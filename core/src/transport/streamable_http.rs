@@ -122,25 +122,9 @@ impl Outgoing {
 }
 
 impl StreamableHttpTransport {
-    /// A transport for `config`; nothing is sent until the first message.
-    pub fn new(
-        label: &str,
-        config: &NetworkConfig,
-        max_message_bytes: usize,
-        sink: Weak<dyn FrameSink>,
-    ) -> Result<Arc<StreamableHttpTransport>, Error> {
-        Self::with_auth(
-            label,
-            label,
-            config,
-            max_message_bytes,
-            sink,
-            &AuthOptions::default(),
-        )
-    }
-
-    /// [`StreamableHttpTransport::new`] for server `server`, with the
-    /// host's authorization hooks for an `auth.type = "oauth"` config.
+    /// A transport for server `server` at `config`, with the host's
+    /// authorization hooks for an `auth.type = "oauth"` config; nothing is
+    /// sent until the first message.
     pub fn with_auth(
         label: &str,
         server: &str,
