@@ -15,6 +15,7 @@ use crate::events::{self, EventSender, HubEvent};
 use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
 use crate::protocol::{self, InitializeResult, Tool};
 use crate::stateless::{self, RequestMeta};
+use crate::tool_names::HubTool;
 
 /// A request the server sent to the host (`roots/list`,
 /// `sampling/createMessage`, `elicitation/create`).
@@ -88,9 +89,46 @@ pub struct CallOptions {
     /// Receives progress notifications, on the connection's reader task.
     pub on_progress: Option<ProgressCallback>,
     /// Runs the call through a session policy (allow lists, limits,
-    /// redaction, audit) as a model's call would be; see
-    /// [`SessionPolicy::call_for_host`](crate::policy::SessionPolicy::call_for_host).
-    pub policy: Option<Arc<crate::policy::SessionPolicy>>,
+    /// redaction, audit) as a model's call would be: an
+    /// `Arc<`[`SessionPolicy`](crate::policy::SessionPolicy)`>` (see
+    /// [`SessionPolicy::call_for_host`](crate::policy::SessionPolicy::call_for_host)).
+    /// Read by the hub ([`crate::Hub::call_tool`]), never by a [`Client`].
+    /// Typed as the trait [`CallPolicy`] so that this module does not depend
+    /// on the policy, which sits above the hub.
+    pub policy: Option<Arc<dyn CallPolicy>>,
+}
+
+/// What a [`CallPolicy`] calls through: hub-wide names resolved to tools,
+/// and the call itself without any policy. Implemented by
+/// [`crate::Hub`]; defined here, below both the hub and the policy, so
+/// neither has to name the other to hand a call over.
+pub trait ToolRouter: Send + Sync {
+    /// The tool offered under the hub-wide `name`, if any.
+    fn tool(&self, name: &str) -> Option<HubTool>;
+
+    /// Calls `name` with no policy applied (`opts.policy` is ignored).
+    fn call_unchecked<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>>;
+}
+
+/// A policy that a host's own calls go through ([`CallOptions::policy`]).
+/// Implemented by [`SessionPolicy`](crate::policy::SessionPolicy); the hub
+/// hands every call with a policy set to [`CallPolicy::call_tool`], on the
+/// caller's task.
+pub trait CallPolicy: Send + Sync {
+    /// Checks, runs (through `router`), redacts and audits one call;
+    /// refusals are errors (`TOOL_NOT_ALLOWED`, `LIMIT_EXCEEDED`).
+    fn call_tool<'a>(
+        &'a self,
+        router: &'a dyn ToolRouter,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>>;
 }
 
 /// A `tools/call` result exactly as the server sent it (`content`,
@@ -173,7 +211,7 @@ impl Client {
     /// that died, its exit status and the end of its stderr), except a tool
     /// list past a bound of [`Client::list_all_as`]: `PROTOCOL_ERROR`.
     pub async fn connect(config: &ServerConfig, options: &ClientOptions) -> Result<Client, Error> {
-        crate::secrets::register_server(config);
+        crate::secrets::register(config.secret_values());
         Self::connect_inner(config, options)
             .await
             .map_err(crate::secrets::redact_error)

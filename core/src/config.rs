@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::policy::rules::{ServerPolicy, SERVER_KEYS};
+use crate::policy::settings::PolicySettings;
 
 mod keys;
 mod supervision;
@@ -50,9 +52,9 @@ pub struct Config {
     /// session module and the policy. Empty when absent.
     pub session: Map<String, Value>,
     /// Every value a `${VAR}` reference expanded to (not defaults written in
-    /// the file, nor [`crate::secrets::PLAIN_VARS`] such as `HOME`),
+    /// the file, nor `crate::secrets::PLAIN_VARS` such as `HOME`),
     /// anywhere in the file: secrets that
-    /// [`crate::secrets`] keeps out of errors, logs and session files.
+    /// `crate::secrets` keeps out of errors, logs and session files.
     pub expanded_values: Vec<String>,
     /// The `[session]` table as written, before `${VAR}` expansion: the
     /// session stores these references in `session.json`, not values.
@@ -82,12 +84,44 @@ pub struct ServerConfig {
     /// (`allow_tools`, ...) and, in `mcpServers` entries, the keys other
     /// MCP clients write (`autoApprove`, ...). Any other key fails the load.
     pub extra: Map<String, Value>,
+    /// The entry's policy keys (`allow_tools`, `deny_tools`, ...), parsed
+    /// and checked at load time; the policy interprets them
+    /// ([`ServerPolicy::decide`]). Also still in `extra` as written.
+    pub policy: ServerPolicy,
 }
 
 impl ServerConfig {
     /// The transport name as shown to users: `stdio`, `http`, `sse`, `websocket`.
     pub fn type_name(&self) -> &'static str {
         self.transport.type_name()
+    }
+
+    /// The env and header values of this server that are secrets (before
+    /// [`crate::secrets`]' length filter): what a client registers when it
+    /// connects without a hub.
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match &self.transport {
+            TransportConfig::Stdio(s) => out.extend(
+                s.env
+                    .iter()
+                    .filter(|(k, _)| !crate::secrets::is_plain_var(k))
+                    .map(|(_, v)| v.clone()),
+            ),
+            TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
+                for value in n.headers.values() {
+                    out.push(value.clone());
+                    // `Bearer <token>`: a server may echo the token alone.
+                    if let Some((_, token)) = value.trim().rsplit_once(char::is_whitespace) {
+                        out.push(token.to_owned());
+                    }
+                }
+                if let Some(password) = n.url.password() {
+                    out.push(password.to_owned());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -187,6 +221,17 @@ impl fmt::Debug for ServerConfig {
 }
 
 impl Config {
+    /// The secrets this config holds: env and header values of every server
+    /// and every value a `${VAR}` reference expanded to (registered with
+    /// [`crate::secrets::register`] by the hub and the policy).
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.expanded_values.clone();
+        for server in &self.servers {
+            out.extend(server.secret_values());
+        }
+        out
+    }
+
     /// Parses TOML or JSON text (JSON when it starts with `{`), expanding
     /// `${VAR}` from the process environment.
     pub fn parse(text: &str) -> Result<Config, Error> {
@@ -385,12 +430,7 @@ fn parse_with(
         seen.insert(name.clone(), at.clone());
         if let Some(m) = keys::unknown(
             &entry,
-            &[
-                keys::SERVER,
-                supervision::KEYS,
-                crate::policy::SERVER_KEYS,
-                compat,
-            ],
+            &[keys::SERVER, supervision::KEYS, SERVER_KEYS, compat],
         ) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
@@ -497,7 +537,7 @@ fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Erro
     if let Some(m) = keys::unknown(session, &[keys::SESSION]) {
         return Err(ctx.err(format!("[session]: {m}")));
     }
-    crate::policy::PolicySettings::from_session_table(session, ctx.origin)?;
+    PolicySettings::from_session_table(session, ctx.origin)?;
     match crate::session::settings::resolve(session, &Default::default()) {
         Ok(_) => Ok(()),
         // The session layer names the table but not the file.
@@ -782,7 +822,7 @@ fn server_entry(
             Some(_) => return Err(ctx.field_err(n, "auth", "must be a table")),
         };
         // A header that cannot be sent fails the load, not the connect.
-        crate::transport::http::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
+        crate::net::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
         let net = NetworkConfig {
             url: parsed,
             headers,
@@ -832,8 +872,8 @@ fn server_entry(
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    // Policy keys are checked now, so a typo fails at load time.
-    crate::policy::ServerPolicy::from_map(&extra, ctx.origin, n)?;
+    // Policy keys are parsed now, so a typo fails at load time.
+    let policy = ServerPolicy::from_map(&extra, ctx.origin, n)?;
     for key in extra.keys() {
         tracing::debug!(server = n, key = %key, "config key not used by the engine");
     }
@@ -847,6 +887,7 @@ fn server_entry(
         protocol_version,
         supervision,
         extra,
+        policy,
     })
 }
 
@@ -930,6 +971,35 @@ fn opt_usize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_values_include_headers_tokens_and_expansions() {
+        let text = r#"
+            [[mcp.servers]]
+            name = "a"
+            command = "run"
+            args = ["--key", "${MY_KEY}", "${HOME}"]
+            env = { TOKEN = "env-secret-1", LEVEL = "debug", PATH = "/usr/local/bin" }
+            [[mcp.servers]]
+            name = "b"
+            type = "http"
+            url = "https://h.example/mcp"
+            headers = { Authorization = "Bearer header-tok-42" }
+        "#;
+        let config = Config::parse_with_vars(text, &|v| match v {
+            "MY_KEY" => Some("expanded-77".into()),
+            "HOME" => Some("/home/alice".into()),
+            _ => None,
+        })
+        .unwrap();
+        let s = crate::secrets::KnownSecrets::new(config.secret_values());
+        let out =
+            s.redact("env-secret-1 header-tok-42 expanded-77 debug /home/alice /usr/local/bin");
+        assert_eq!(
+            out,
+            format!("[REDACTED:config] [REDACTED:config] [REDACTED:config] debug /home/alice /usr/local/bin")
+        );
+    }
 
     fn vars(name: &str) -> Option<String> {
         match name {

@@ -18,10 +18,10 @@ use serde_json::value::RawValue;
 
 use crate::config::Config;
 use crate::jsonrpc::{Inbound, Peer, RequestOptions, RpcError};
+use crate::net::sse_parser::{self, Item};
 use crate::policy::redact::{RedactRule, Redactor};
 use crate::session::input;
 use crate::transport::line_reader::{read_lines, Lines};
-use crate::transport::sse_parser::{self, Item};
 use crate::transport::{FrameSink, Transport};
 
 /// Splits fuzz input into a few control bytes and the rest.

@@ -7,12 +7,13 @@ use std::sync::{Arc, RwLock, Weak};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult};
+use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult, ToolRouter};
 use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
 use crate::{llm, tool_names};
+use futures::future::BoxFuture;
 
 mod restarts;
 mod surface;
@@ -44,26 +45,10 @@ impl Default for HubOptions {
     }
 }
 
-/// One tool as the hub offers it (`tools --json` prints exactly this).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct HubTool {
-    /// Hub-wide name, `mcp_{server}_{tool}` (see [`crate::tool_names`]).
-    pub name: String,
-    /// The configured name of the server that has it.
-    pub server: String,
-    /// The server's own name for it.
-    pub tool: String,
-    /// Display title.
-    pub title: Option<String>,
-    /// What it does.
-    pub description: Option<String>,
-    /// JSON Schema of its arguments.
-    pub input_schema: Value,
-    /// JSON Schema of its `structuredContent`.
-    pub output_schema: Option<Value>,
-    /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
-    pub annotations: Option<Value>,
-}
+/// One tool as the hub offers it; defined in the leaf `crate::tool_names`
+/// (with the names it carries) so the LLM tool formats and the policy read it
+/// without depending on the hub.
+pub use crate::tool_names::HubTool;
 
 /// The health of one configured server (`servers --json` prints exactly this).
 #[derive(Debug, Clone, Serialize)]
@@ -174,7 +159,7 @@ impl Hub {
     pub async fn connect_with(config: Config, options: HubOptions) -> Result<Hub, Error> {
         // From here on, what the servers send back cannot show the
         // config's secrets ([`crate::secrets`]).
-        crate::secrets::register_config(&config);
+        crate::secrets::register(config.secret_values());
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
@@ -332,7 +317,7 @@ impl Hub {
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
         if let Some(policy) = &opts.policy {
-            return policy.call_for_host(self, name, arguments, opts).await;
+            return policy.call_tool(self, name, arguments, opts).await;
         }
         self.call_unchecked(name, arguments, opts).await
     }
@@ -702,4 +687,21 @@ fn tools_changed(old: &ToolIndex, new: &ToolIndex) -> Vec<HubEvent> {
             })
         })
         .collect()
+}
+
+/// The hub is what a [`CallPolicy`](crate::client::CallPolicy) calls
+/// through (see [`CallOptions::policy`]).
+impl ToolRouter for Hub {
+    fn tool(&self, name: &str) -> Option<HubTool> {
+        Hub::tool(self, name)
+    }
+
+    fn call_unchecked<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>> {
+        Box::pin(Hub::call_unchecked(self, name, arguments, opts))
+    }
 }

@@ -20,44 +20,51 @@
 //! ```
 //!
 //! Module map (`docs/ARCHITECTURE.md#core-modules`): [`jsonrpc`] (messages, in-flight table,
-//! cancellation), [`protocol`] (MCP shapes, versions), [`transport`]
+//! cancellation), [`protocol`] (MCP shapes, versions), `transport`
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
 //! [`llm`] (providers, tool formats), [`session`] (review sessions),
 //! [`policy`] (what a session's model may call, redaction, audit),
-//! [`secrets`] (config secrets kept out of errors, logs and session files),
+//! `secrets` (config secrets kept out of errors, logs and session files),
 //! [`error`]; [`fuzzing`] (entry points for the fuzz targets).
 
 pub mod auth;
 pub mod client;
 pub mod config;
-pub mod elicitation;
+pub(crate) mod elicitation;
 pub mod error;
 pub mod events;
 pub mod fuzzing;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;
-pub mod param_headers;
+pub(crate) mod net;
+pub(crate) mod param_headers;
 pub mod policy;
 pub mod protocol;
-pub mod secrets;
+pub(crate) mod secrets;
 pub mod session;
-pub mod stateless;
-pub mod tool_names;
-pub mod transport;
+pub(crate) mod stateless;
+pub(crate) mod tool_names;
+pub(crate) mod transport;
 
 pub use auth::{
     AuthConfig, AuthOptions, AuthorizationHandler, AuthorizationRequest, FileTokenStore,
     MemoryTokenStore, TokenStore,
 };
-pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
+pub use client::{
+    CallOptions, CallPolicy, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult,
+    ToolRouter,
+};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
 pub use session::{Runner, SessionContext};
+/// Most answers and notifications in flight to one server over Streamable
+/// HTTP or legacy SSE (see `docs/ARCHITECTURE.md#transports`).
+pub use transport::send_bound::MAX_NOTICES_IN_FLIGHT;
 
 /// The version of this crate.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

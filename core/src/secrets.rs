@@ -47,7 +47,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
-use crate::config::{Config, ServerConfig, TransportConfig};
 use crate::error::Error;
 
 /// What a known secret is replaced with.
@@ -101,20 +100,10 @@ impl KnownSecrets {
         KnownSecrets { values, matcher }
     }
 
-    /// The secrets a config holds: env and header values of every server
-    /// and every value a `${VAR}` reference expanded to.
-    pub fn from_config(config: &Config) -> KnownSecrets {
-        KnownSecrets::new(config_values(config))
-    }
-
     /// How many values are matched.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.values.len()
-    }
-
-    /// Whether no value is matched.
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// Whether `text` holds one of the secrets.
@@ -250,41 +239,6 @@ impl std::fmt::Debug for KnownSecrets {
     }
 }
 
-/// The values of `config` that are secrets (before the length filter).
-fn config_values(config: &Config) -> Vec<String> {
-    let mut out: Vec<String> = config.expanded_values.clone();
-    for server in &config.servers {
-        out.extend(server_values(server));
-    }
-    out
-}
-
-/// The env and header values of one server (before the length filter).
-fn server_values(server: &ServerConfig) -> Vec<String> {
-    let mut out = Vec::new();
-    match &server.transport {
-        TransportConfig::Stdio(s) => out.extend(
-            s.env
-                .iter()
-                .filter(|(k, _)| !is_plain_var(k))
-                .map(|(_, v)| v.clone()),
-        ),
-        TransportConfig::Http(n) | TransportConfig::Sse(n) | TransportConfig::WebSocket(n) => {
-            for value in n.headers.values() {
-                out.push(value.clone());
-                // `Bearer <token>`: a server may echo the token alone.
-                if let Some((_, token)) = value.trim().rsplit_once(char::is_whitespace) {
-                    out.push(token.to_owned());
-                }
-            }
-            if let Some(password) = n.url.password() {
-                out.push(password.to_owned());
-            }
-        }
-    }
-    out
-}
-
 /// The process-wide set: insertion order (to forget the oldest), the
 /// values for dedup, and the matcher built from them.
 #[derive(Default)]
@@ -325,18 +279,6 @@ where
     if changed {
         reg.current = Arc::new(KnownSecrets::new(reg.order.iter().cloned()));
     }
-}
-
-/// Adds the secrets of `config` ([`KnownSecrets::from_config`]) to the
-/// process-wide set.
-pub fn register_config(config: &Config) {
-    register(config_values(config));
-}
-
-/// Adds the env and header values of one server to the process-wide set
-/// (a [`crate::Client`] connected without a hub).
-pub fn register_server(server: &ServerConfig) {
-    register(server_values(server));
 }
 
 /// The process-wide set as it is now.
@@ -396,34 +338,5 @@ mod tests {
         assert_eq!(e.code(), "SERVER_ERROR");
         assert!(!e.to_string().contains("abcdef"), "{e}");
         assert!(!format!("{s:?}").contains("abcdef"));
-    }
-
-    #[test]
-    fn config_values_include_headers_tokens_and_expansions() {
-        let text = r#"
-            [[mcp.servers]]
-            name = "a"
-            command = "run"
-            args = ["--key", "${MY_KEY}", "${HOME}"]
-            env = { TOKEN = "env-secret-1", LEVEL = "debug", PATH = "/usr/local/bin" }
-            [[mcp.servers]]
-            name = "b"
-            type = "http"
-            url = "https://h.example/mcp"
-            headers = { Authorization = "Bearer header-tok-42" }
-        "#;
-        let config = Config::parse_with_vars(text, &|v| match v {
-            "MY_KEY" => Some("expanded-77".into()),
-            "HOME" => Some("/home/alice".into()),
-            _ => None,
-        })
-        .unwrap();
-        let s = KnownSecrets::from_config(&config);
-        let out =
-            s.redact("env-secret-1 header-tok-42 expanded-77 debug /home/alice /usr/local/bin");
-        assert_eq!(
-            out,
-            format!("{MARKER} {MARKER} {MARKER} debug /home/alice /usr/local/bin")
-        );
     }
 }

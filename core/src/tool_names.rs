@@ -1,9 +1,35 @@
 //! Hub-wide tool names: `mcp_{server}_{tool}`, cut to the characters and
 //! length every LLM API accepts, and made unique with a short suffix that
 //! depends only on the server and tool, so a name never changes because
-//! another server came or went.
+//! another server came or went. [`HubTool`], the tool as the hub offers it,
+//! lives here too: a leaf that `hub`, `llm::tool_format` and `policy` all
+//! read.
 
 use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One tool as the hub offers it (`tools --json` prints exactly this).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HubTool {
+    /// Hub-wide name, `mcp_{server}_{tool}` (see `assign`).
+    pub name: String,
+    /// The configured name of the server that has it.
+    pub server: String,
+    /// The server's own name for it.
+    pub tool: String,
+    /// Display title.
+    pub title: Option<String>,
+    /// What it does.
+    pub description: Option<String>,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// JSON Schema of its `structuredContent`.
+    pub output_schema: Option<Value>,
+    /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
+    pub annotations: Option<Value>,
+}
 
 /// Longest tool name the LLM APIs accept.
 pub const MAX_LEN: usize = 64;

@@ -368,7 +368,7 @@ async fn http_pings_whose_answers_are_never_accepted_cost_a_bounded_number_of_po
         .count();
     eprintln!("answers POSTed while none was accepted: {answers}");
     assert!(
-        answers <= mcpmux_core::transport::send_bound::MAX_NOTICES_IN_FLIGHT,
+        answers <= mcpmux_core::MAX_NOTICES_IN_FLIGHT,
         "{answers} answers were POSTed at once"
     );
     assert!(answers > 0, "no answer was sent at all");

@@ -676,7 +676,7 @@ impl NativeHub {
         cancellable: bool,
         policy: Option<&policy::NativePolicy>,
     ) {
-        let policy = policy.map(|p| p.policy.clone());
+        let policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
         let on_progress = progress.then(|| {
             let sink = self.sink.clone();
             Arc::new(move |update: ProgressUpdate| {

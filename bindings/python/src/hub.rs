@@ -215,7 +215,7 @@ impl NativeHub {
         let hub = self.hub_py(py)?;
         let mut opts = CallOptions {
             timeout,
-            policy: policy.map(|p| p.policy.clone()),
+            policy: policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>),
             ..CallOptions::default()
         };
         match aio {

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use crate::error::Error;
-use crate::transport::http as net;
+use crate::net;
 
 /// Protected-resource metadata (RFC 9728 §2), the parts the flow reads.
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -12,20 +12,20 @@
 //!   ([`AuthOptions`]: an [`AuthorizationHandler`], the person in the loop,
 //!   and a [`TokenStore`]);
 //! * [`store`]: credentials at rest ([`FileTokenStore`], mode 0600);
-//! * [`challenge`]: `WWW-Authenticate` parsing;
-//! * [`discovery`]: protected-resource and authorization-server metadata;
-//! * [`crypto`]: PKCE, random values, ES256 JWTs, DPoP proofs;
-//! * [`flow`]: the per-server [`flow::Authorizer`] the HTTP transport asks
+//! * `challenge`: `WWW-Authenticate` parsing;
+//! * `discovery`: protected-resource and authorization-server metadata;
+//! * `crypto`: PKCE, random values, ES256 JWTs, DPoP proofs;
+//! * `flow`: the per-server `flow::Authorizer` the HTTP transport asks
 //!   for a header and tells about a 401 / 403.
 //!
 //! Secrets (tokens, client secrets, codes, private keys) never reach logs or
 //! error messages: errors name the step and the URL (without query), never a
 //! value.
 
-pub mod challenge;
-pub mod crypto;
-pub mod discovery;
-pub mod flow;
+pub(crate) mod challenge;
+pub(crate) mod crypto;
+pub(crate) mod discovery;
+pub(crate) mod flow;
 pub mod store;
 
 use std::fmt;

@@ -79,7 +79,7 @@ pub struct Credentials {
 
 impl Credentials {
     /// The secret values held (tokens, client secret), for
-    /// [`crate::secrets::register`]: a server may echo them back.
+    /// `crate::secrets::register`: a server may echo them back.
     pub fn secret_values(&self) -> Vec<String> {
         let token = self
             .token

@@ -16,7 +16,7 @@ pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session"];
 pub(super) const MCP: &[&str] = &["servers", "timeout_seconds", "max_message_bytes"];
 
 /// Keys of one server entry that the engine reads (the policy's keys,
-/// [`crate::policy::SERVER_KEYS`], are accepted as well).
+/// [`crate::policy::rules::SERVER_KEYS`], are accepted as well).
 pub(super) const SERVER: &[&str] = &[
     "name",
     "type",
@@ -116,7 +116,7 @@ mod tests {
         assert!(m.contains("did you mean 'servers'"), "{m}");
         let m = check(
             json!({"Allow_Tool": []}),
-            &[SERVER, crate::policy::SERVER_KEYS],
+            &[SERVER, crate::policy::rules::SERVER_KEYS],
         )
         .unwrap();
         assert!(m.contains("did you mean 'allow_tools'"), "{m}");

@@ -1,5 +1,5 @@
 //! JSON-RPC 2.0: the messages on the wire, and [`Peer`], which correlates
-//! requests with responses by id over any [`Transport`](crate::transport::Transport).
+//! requests with responses by id over any `Transport`.
 //!
 //! Payloads the engine only passes through stay as raw JSON
 //! ([`RawValue`]); nothing here knows MCP beyond the two notifications that
@@ -59,7 +59,7 @@ impl RpcError {
 
 impl From<RpcError> for Error {
     /// A peer's error as [`Error::ServerError`], with known config secrets
-    /// ([`crate::secrets`]) replaced: a server may echo them.
+    /// (`crate::secrets`) replaced: a server may echo them.
     fn from(e: RpcError) -> Self {
         crate::secrets::redact_error(Error::ServerError {
             code: e.code,
@@ -233,6 +233,15 @@ fn encode_line<T: Serialize>(msg: &T) -> Result<Vec<u8>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_transport_written_initialized_note_is_what_the_encoder_makes() {
+        let encoded = encode_notification::<()>("notifications/initialized", None).unwrap();
+        assert_eq!(
+            crate::transport::streamable_http::INITIALIZED_NOTE,
+            encoded.as_slice()
+        );
+    }
 
     #[test]
     fn classifies_messages() {

@@ -27,7 +27,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::llm::api::{is_json, parse_arguments, ApiSettings, Endpoint};
+use crate::llm::api::{self, parse_arguments, ApiSettings, Endpoint, HttpApi};
 use crate::llm::provider::{
     Completion, CompletionFuture, CompletionRequest, EventSink, Provider, ProviderEvent, Role,
     ToolCall,
@@ -84,6 +84,17 @@ impl Anthropic {
                 .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
             stream: settings.stream,
         })
+    }
+}
+
+/// The parts of this API the shared loop ([`api::complete`]) does not know.
+impl HttpApi for Anthropic {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
     }
 
     /// The JSON body sent for `request`.
@@ -193,22 +204,6 @@ impl Anthropic {
             body.insert("stream".into(), true.into());
         }
         Value::Object(body)
-    }
-
-    async fn run(
-        &self,
-        request: &CompletionRequest,
-        events: EventSink<'_>,
-    ) -> Result<Completion, Error> {
-        let body = self.body(request);
-        let response = self.endpoint.post(&body, events).await?;
-        // A server that ignores `stream` answers with whole JSON.
-        if self.stream && !is_json(&response) {
-            self.read_stream(response, events).await
-        } else {
-            let v = self.endpoint.read_json(response, events).await?;
-            self.parse_whole(&v, events)
-        }
     }
 
     /// A non-streamed `message` object.
@@ -375,7 +370,9 @@ impl Anthropic {
             .collect();
         Ok(completion)
     }
+}
 
+impl Anthropic {
     /// An `{"type":"error","error":{"type","message"}}` sent with status 200
     /// or as a stream event.
     fn api_error(&self, v: &Value) -> Error {
@@ -432,7 +429,7 @@ impl Provider for Anthropic {
         request: &'a CompletionRequest,
         events: EventSink<'a>,
     ) -> CompletionFuture<'a> {
-        Box::pin(self.run(request, events))
+        Box::pin(api::complete(self, request, events))
     }
 }
 

@@ -23,8 +23,10 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::llm::anthropic::Anthropic;
 use crate::llm::openai::OpenAi;
-use crate::llm::provider::{EventSink, ProviderEvent, SharedProvider};
-use crate::transport::sse_parser::{Event, EventStream, Item};
+use crate::llm::provider::{
+    Completion, CompletionRequest, EventSink, ProviderEvent, SharedProvider,
+};
+use crate::net::sse_parser::{Event, EventStream, Item};
 
 /// How many times a request is sent at most (the first try included).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -99,7 +101,46 @@ impl ApiSettings {
     }
 }
 
-/// The HTTP provider named `name` (`openai` or `anthropic`) for `settings`;
+/// What differs between the HTTP LLM APIs ([`OpenAi`], [`Anthropic`]):
+/// the request body, and how a whole answer and a streamed one are read.
+/// The loop they share is [`complete`].
+pub(crate) trait HttpApi: Sync {
+    /// Where and how requests go.
+    fn endpoint(&self) -> &Endpoint;
+    /// Whether the request asks for a stream.
+    fn streams(&self) -> bool;
+    /// The JSON body sent for `request`.
+    fn body(&self, request: &CompletionRequest) -> Value;
+    /// A whole JSON answer.
+    fn parse_whole(&self, v: &Value, events: EventSink<'_>) -> Result<Completion, Error>;
+    /// A streamed answer (server-sent events).
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        events: EventSink<'_>,
+    ) -> Result<Completion, Error>;
+}
+
+/// One completion over HTTP, the same for every API: post the body, then
+/// read the answer as a stream or, when the server ignored `stream` (or it
+/// was off) and answered with JSON, as a whole. Runs on the caller's task.
+pub(crate) async fn complete<A: HttpApi>(
+    api: &A,
+    request: &CompletionRequest,
+    events: EventSink<'_>,
+) -> Result<Completion, Error> {
+    let body = api.body(request);
+    let response = api.endpoint().post(&body, events).await?;
+    if api.streams() && !is_json(&response) {
+        api.read_stream(response, events).await
+    } else {
+        let v = api.endpoint().read_json(response, events).await?;
+        api.parse_whole(&v, events)
+    }
+}
+
+/// The HTTP provider named `name` (`openai` or `anthropic`) for `settings`
+/// (what a session's `openai` and `anthropic` reviewers run);
 /// REVIEWER_NOT_FOUND for another name, CONFIG_INVALID for bad settings.
 pub fn http_provider(name: &str, settings: ApiSettings) -> Result<SharedProvider, Error> {
     Ok(match name {

@@ -22,7 +22,7 @@ use reqwest::header::{HeaderMap, AUTHORIZATION};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::llm::api::{is_json, parse_arguments, ApiSettings, Endpoint};
+use crate::llm::api::{self, parse_arguments, ApiSettings, Endpoint, HttpApi};
 use crate::llm::provider::{
     Completion, CompletionFuture, CompletionRequest, EventSink, Provider, ProviderEvent, Role,
     ToolCall,
@@ -69,6 +69,17 @@ impl OpenAi {
             stream: settings.stream,
             completion_tokens_field,
         })
+    }
+}
+
+/// The parts of this API the shared loop ([`api::complete`]) does not know.
+impl HttpApi for OpenAi {
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn streams(&self) -> bool {
+        self.stream
     }
 
     /// The JSON body sent for `request`.
@@ -169,22 +180,6 @@ impl OpenAi {
         }
         body.insert("stream".into(), self.stream.into());
         Value::Object(body)
-    }
-
-    async fn run(
-        &self,
-        request: &CompletionRequest,
-        events: EventSink<'_>,
-    ) -> Result<Completion, Error> {
-        let body = self.body(request);
-        let response = self.endpoint.post(&body, events).await?;
-        // A server that ignores `stream` answers with whole JSON.
-        if self.stream && !is_json(&response) {
-            self.read_stream(response, events).await
-        } else {
-            let v = self.endpoint.read_json(response, events).await?;
-            self.parse_whole(&v, events)
-        }
     }
 
     /// A non-streamed `chat.completion` object.
@@ -314,7 +309,9 @@ impl OpenAi {
             stop_reason,
         })
     }
+}
 
+impl OpenAi {
     /// An `error` member in a 200 response or stream chunk.
     fn check_error(&self, v: &Value) -> Result<(), Error> {
         match v.get("error") {
@@ -378,7 +375,7 @@ impl Provider for OpenAi {
         request: &'a CompletionRequest,
         events: EventSink<'a>,
     ) -> CompletionFuture<'a> {
-        Box::pin(self.run(request, events))
+        Box::pin(api::complete(self, request, events))
     }
 }
 

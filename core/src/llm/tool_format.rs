@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
-use crate::hub::HubTool;
+use crate::tool_names::HubTool;
 
 /// The format names [`render`] accepts.
 pub const FORMATS: &[&str] = &["anthropic", "openai", "openai-responses", "mcp"];

@@ -15,12 +15,12 @@
 //! untrusted data → audit.
 //!
 //! Modules: [`rules`] (per-server keys and the offer decision), [`settings`]
-//! (`[session]` keys), [`redact`], [`output`] (render, cap, frame), [`audit`],
+//! (`[session]` keys), [`redact`], `output` (render, cap, frame), [`audit`],
 //! [`host`] (policies built by hosts from JSON settings).
 
 pub mod audit;
 pub mod host;
-pub mod output;
+pub(crate) mod output;
 pub mod redact;
 pub mod rules;
 pub mod settings;
@@ -39,8 +39,10 @@ pub use redact::{RedactRule, Redactor};
 pub use rules::{Decision, Refusal, ServerPolicy, SERVER_KEYS};
 pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 
-use crate::client::{CallOptions, ToolResult};
-use crate::config::Config;
+use futures::future::BoxFuture;
+
+use crate::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
+use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::hub::{Hub, HubTool};
 
@@ -138,7 +140,7 @@ impl SessionPolicy {
             Redactor::new(&settings.redact, &format!("{origin}: [session]"))?.with_config_secrets();
         // Tool output and errors shown to the model (and stored in the
         // session) cannot carry the config's own secrets.
-        crate::secrets::register_config(config);
+        crate::secrets::register(config.secret_values());
         Ok(SessionPolicy {
             settings,
             servers,
@@ -374,6 +376,18 @@ impl SessionPolicy {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        self.host_call(hub, name, arguments, opts).await
+    }
+
+    /// [`SessionPolicy::call_for_host`] through any [`ToolRouter`] (what
+    /// [`CallPolicy::call_tool`] runs).
+    async fn host_call(
+        &self,
+        hub: &dyn ToolRouter,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
         let outcome = self.run(hub, name, arguments, opts).await;
         match outcome {
             Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
@@ -389,7 +403,7 @@ impl SessionPolicy {
     /// The shared path: count, check, call, redact, audit.
     async fn run(
         &self,
-        hub: &Hub,
+        hub: &dyn ToolRouter,
         name: &str,
         arguments: Option<&Value>,
         opts: &CallOptions,
@@ -450,7 +464,7 @@ impl SessionPolicy {
 
     async fn run_inner(
         &self,
-        hub: &Hub,
+        hub: &dyn ToolRouter,
         name: &str,
         tool: Option<&HubTool>,
         arguments: Option<&Value>,
@@ -538,6 +552,30 @@ fn cap_text_blocks(result: &mut Value, max: usize) {
                 left -= text.len();
             }
         }
+    }
+}
+
+impl ServerPolicy {
+    /// The policy keys of `server`, as parsed at load time
+    /// ([`ServerConfig::policy`](crate::config::ServerConfig::policy)).
+    /// `origin` is kept for callers; the keys were already checked.
+    pub fn from_server(server: &ServerConfig, origin: &str) -> Result<ServerPolicy, Error> {
+        let _ = origin;
+        Ok(server.policy.clone())
+    }
+}
+
+/// A host's call with a policy set ([`CallOptions::policy`]): the hub hands
+/// it here, and it runs as [`SessionPolicy::call_for_host`].
+impl CallPolicy for SessionPolicy {
+    fn call_tool<'a>(
+        &'a self,
+        router: &'a dyn ToolRouter,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>> {
+        Box::pin(self.host_call(router, name, arguments, opts))
     }
 }
 

@@ -8,7 +8,7 @@
 //! `stripe_key`, `anthropic_key`, `openai_key`, `jwt`, `url_password`,
 //! `authorization`; then the operator's extra rules; then `high_entropy`;
 //! then `config` (a session policy's redactor only: the values mcpmux knows
-//! to be secret, [`crate::secrets`], matched literally).
+//! to be secret, `crate::secrets`, matched literally).
 //!
 //! `high_entropy` flags a run of `[A-Za-z0-9+/_-]` (with any `=` padding) that, with `=`, `-`, `_`,
 //! `/` and `+` trimmed from its ends, is at least [`HIGH_ENTROPY_MIN_LEN`]
@@ -326,7 +326,7 @@ impl Redactor {
     }
 
     /// The same redactor that also replaces the known config secrets
-    /// ([`crate::secrets::known`]) with `[REDACTED:config]`, found even
+    /// (`crate::secrets::known`) with `[REDACTED:config]`, found even
     /// when split between two segments.
     pub fn with_config_secrets(mut self) -> Redactor {
         self.config_secrets = true;

@@ -8,13 +8,16 @@
 //! `allow_destructive`, which accepts more than that). A server cannot widen
 //! the list by calling a write tool read-only, because an unlisted tool is
 //! never offered whatever its hints say.
+//!
+//! This file is a leaf below `config` (it uses only `error` and
+//! `tool_names`): `config` parses a server's policy keys with
+//! [`ServerPolicy::from_map`] at load time into `ServerConfig::policy`.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::config::ServerConfig;
 use crate::error::Error;
-use crate::hub::HubTool;
+use crate::tool_names::HubTool;
 
 /// The policy keys of one server entry, parsed and checked.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,14 +47,9 @@ pub const SERVER_KEYS: &[&str] = &[
 ];
 
 impl ServerPolicy {
-    /// Reads the policy keys of `server` (kept in [`ServerConfig::extra`]);
-    /// a bad value is a `CONFIG_INVALID` error naming `origin`, the server
-    /// and the field.
-    pub fn from_server(server: &ServerConfig, origin: &str) -> Result<ServerPolicy, Error> {
-        Self::from_map(&server.extra, origin, &server.name)
-    }
-
-    /// [`ServerPolicy::from_server`] on the raw keys of a server entry.
+    /// Reads the policy keys of one server entry (`config` calls it at load
+    /// time and keeps the result in `ServerConfig::policy`); a bad value is
+    /// a `CONFIG_INVALID` error naming `origin`, the server and the field.
     pub fn from_map(
         entry: &Map<String, Value>,
         origin: &str,

@@ -547,7 +547,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     let mut runnable = spec.settings.clone();
     let empty = Map::new();
     let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    settings::fill_runtime(&mut runnable, table)?;
+    settings::fill_runtime(&mut runnable, table, &crate::config::expand_session_value)?;
     check_reviewer(ctx, &runnable)?;
     let n = spec
         .round

@@ -2,15 +2,12 @@
 //! an API client with its key read from the environment at run time (the
 //! key is never stored).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::settings::Settings;
 use super::SessionContext;
 use crate::error::Error;
-use crate::llm::anthropic::Anthropic;
-use crate::llm::api::ApiSettings;
-use crate::llm::openai::OpenAi;
+use crate::llm::api::{http_provider, ApiSettings};
 use crate::llm::provider::SharedProvider;
 
 /// How much longer than `stall_seconds` the HTTP client waits for a byte,
@@ -53,11 +50,7 @@ pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider,
                         + STALL_MARGIN_SECONDS,
                 )),
             };
-            Ok(if settings.reviewer == "openai" {
-                Arc::new(OpenAi::new(api)?) as SharedProvider
-            } else {
-                Arc::new(Anthropic::new(api)?) as SharedProvider
-            })
+            http_provider(&settings.reviewer, api)
         }
         other => Err(Error::ReviewerNotFound(format!(
             "unknown reviewer '{other}'"

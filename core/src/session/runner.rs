@@ -104,7 +104,11 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     // dying before they finish it.
     let empty = serde_json::Map::new();
     let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    let unrunnable = match super::settings::fill_runtime(&mut spec.settings, table) {
+    let unrunnable = match super::settings::fill_runtime(
+        &mut spec.settings,
+        table,
+        &crate::config::expand_session_value,
+    ) {
         Err(e) => Some((format!("{}: {e}", e.code()), "turn_failed")),
         Ok(()) if st.resumes > MAX_RESUMES => Some((
             format!(

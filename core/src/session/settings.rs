@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::params::BeginParams;
 use crate::error::Error;
-use crate::policy::PolicySettings;
+use crate::policy::settings::PolicySettings;
 
 /// Default reviewer when neither the call nor `[session]` names one.
 pub const DEFAULT_REVIEWER: &str = "command";
@@ -342,9 +342,16 @@ pub fn url_has_secrets(url: &str) -> bool {
 
 /// Completes stored settings for a runner: the `command` reviewer's
 /// arguments and a base URL that was not stored, from the config's
-/// `[session]` table (or the environment, or the defaults).
-pub fn fill_runtime(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
-    restore_references(settings, session)?;
+/// `[session]` table (or the environment, or the defaults). `expand`
+/// expands a stored `${VAR}` reference for a field (the caller passes
+/// `config::expand_session_value`: this module sits below `config`, which
+/// runs it at load time, so it does not call back up).
+pub fn fill_runtime(
+    settings: &mut Settings,
+    session: &Map<String, Value>,
+    expand: &dyn Fn(&str, &str) -> Result<String, Error>,
+) -> Result<(), Error> {
+    restore_references(settings, session, expand)?;
     let cfg = Layer {
         map: session,
         origin: "config [session]",
@@ -409,7 +416,11 @@ pub fn with_references(
 /// Expands the `${VAR}` references [`with_references`] stored: the
 /// runner's config's `[session]` value when it has one, else the
 /// environment.
-fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> Result<(), Error> {
+fn restore_references(
+    settings: &mut Settings,
+    session: &Map<String, Value>,
+    expand: &dyn Fn(&str, &str) -> Result<String, Error>,
+) -> Result<(), Error> {
     for key in REFERENCED {
         let Some(field) = referenced(settings, key) else {
             continue;
@@ -419,7 +430,7 @@ fn restore_references(settings: &mut Settings, session: &Map<String, Value>) -> 
         }
         *field = match session.get(*key) {
             Some(Value::String(v)) => v.clone(),
-            _ => crate::config::expand_session_value(field, key)?,
+            _ => expand(field, key)?,
         };
     }
     Ok(())
@@ -445,11 +456,20 @@ mod tests {
         let mut v = v;
         v["skill"] = "review-plan".into();
         v["input"] = "x".into();
-        super::super::params::decode(&v).unwrap()
+        crate::session::params::decode(&v).unwrap()
     }
 
     fn none() -> BeginParams {
         BeginParams::default()
+    }
+
+    /// The expander as `config::expand_session_value` behaves with every
+    /// variable unset (the real one is tested in `config`; this module sits
+    /// below `config` and is handed it by the runner).
+    fn unset(text: &str, field: &str) -> Result<String, Error> {
+        Err(Error::ConfigInvalid(format!(
+            "config: [session]: field '{field}': '{text}' is not set"
+        )))
     }
 
     #[test]
@@ -462,7 +482,7 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("${M_VAR}"));
         assert_eq!(s.effort.as_deref(), Some("${E_VAR:-low}"));
         assert_eq!(s.scope.as_deref(), Some("fixed"));
-        fill_runtime(&mut s, expanded).unwrap();
+        fill_runtime(&mut s, expanded, &unset).unwrap();
         assert_eq!(s.model.as_deref(), Some("secret-model"));
         assert_eq!(s.effort.as_deref(), Some("low"));
         // A value given by the call is stored as it is.
@@ -472,7 +492,7 @@ mod tests {
         // Without a config, the environment; an unset variable is named.
         let mut s = resolve(expanded, &none()).unwrap();
         with_references(&mut s, raw, expanded);
-        let e = fill_runtime(&mut s, &Map::new()).unwrap_err();
+        let e = fill_runtime(&mut s, &Map::new(), &unset).unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("M_VAR"), "{e}");
     }
@@ -491,7 +511,7 @@ mod tests {
         let stored = serde_json::to_string(&for_storage(&s)).unwrap();
         assert!(!stored.contains("SECRET"), "{stored}");
         let mut back: Settings = serde_json::from_str(&stored).unwrap();
-        fill_runtime(&mut back, table.as_object().unwrap()).unwrap();
+        fill_runtime(&mut back, table.as_object().unwrap(), &unset).unwrap();
         assert_eq!(back.base_url, s.base_url);
         assert_eq!(back.args, ["--token", "SECRET"]);
         let e = resolve(&Map::new(), &call(json!({"reviewer": "pigeon"}))).unwrap_err();
@@ -514,7 +534,7 @@ mod tests {
         assert_eq!(s.max_turns, 2);
         assert_eq!(s.call_timeout_seconds, Some(5.0));
         assert_eq!(s.max_output_bytes, Some(100));
-        let e = super::super::params::decode::<BeginParams>(
+        let e = crate::session::params::decode::<BeginParams>(
             &json!({"skill": "s", "input": "i", "max_tool_calls": -1}),
         )
         .unwrap_err();

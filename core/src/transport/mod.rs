@@ -6,12 +6,10 @@
 //! when the connection is gone. The sink is held weakly, so dropping the
 //! owner of a connection is enough to stop its reader.
 
-pub(crate) mod http;
 pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod send_bound;
 pub mod sse;
-pub mod sse_parser;
 pub mod stdio;
 pub mod streamable_http;
 pub mod websocket;
@@ -25,17 +23,9 @@ use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
 
 /// Opens the transport `config` asks for. `label` names the server in
-/// errors; what the transport reads goes to `sink`.
-pub async fn connect(
-    label: &str,
-    config: &ServerConfig,
-    sink: Weak<dyn FrameSink>,
-) -> Result<Arc<dyn Transport>, Error> {
-    connect_with_auth(label, config, sink, &AuthOptions::default()).await
-}
-
-/// [`connect`] with the host's authorization hooks (used by Streamable
-/// HTTP servers whose config has `auth.type = "oauth"`).
+/// errors; what the transport reads goes to `sink`; `auth` holds the host's
+/// authorization hooks (used by Streamable HTTP servers whose config has
+/// `auth.type = "oauth"`).
 pub async fn connect_with_auth(
     label: &str,
     config: &ServerConfig,

@@ -13,13 +13,13 @@ use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use super::http::{self, StreamPosition};
 use super::line_reader;
 use super::send_bound::InFlight;
-use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net::sse_parser::Item;
+use crate::net::{self as http, StreamPosition};
 
 /// Reconnect attempts in a row before the connection counts as gone.
 const MAX_RECONNECTS: u32 = 5;

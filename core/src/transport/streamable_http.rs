@@ -19,16 +19,16 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use tokio::task::AbortHandle;
 
-use super::http::{self, StreamPosition};
 use super::line_reader;
 use super::send_bound::InFlight;
-use super::sse_parser::Item;
 use super::{FrameSink, Transport};
 use crate::auth::challenge::Challenge;
 use crate::auth::flow::Authorizer;
 use crate::auth::{AuthConfig, AuthOptions};
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net::sse_parser::Item;
+use crate::net::{self as http, StreamPosition};
 
 /// Header names of the Streamable HTTP transport.
 const SESSION_ID: &str = "mcp-session-id";
@@ -126,25 +126,9 @@ impl Outgoing {
 }
 
 impl StreamableHttpTransport {
-    /// A transport for `config`; nothing is sent until the first message.
-    pub fn new(
-        label: &str,
-        config: &NetworkConfig,
-        max_message_bytes: usize,
-        sink: Weak<dyn FrameSink>,
-    ) -> Result<Arc<StreamableHttpTransport>, Error> {
-        Self::with_auth(
-            label,
-            label,
-            config,
-            max_message_bytes,
-            sink,
-            &AuthOptions::default(),
-        )
-    }
-
-    /// [`StreamableHttpTransport::new`] for server `server`, with the
-    /// host's authorization hooks for an `auth.type = "oauth"` config.
+    /// A transport for server `server` at `config`, with the host's
+    /// authorization hooks for an `auth.type = "oauth"` config; nothing is
+    /// sent until the first message.
     pub fn with_auth(
         label: &str,
         server: &str,
@@ -733,12 +717,19 @@ impl Inner {
         }
         // Read the answer to completion (it may be a stream) before going on.
         let _ = http::read_body(&self.label, response, self.max_message_bytes).await;
-        let note = crate::jsonrpc::encode_notification::<()>("notifications/initialized", None)?;
-        let response = self.send_authorized(&note, &Outgoing::read(&note)).await?;
+        let note = INITIALIZED_NOTE;
+        let response = self.send_authorized(note, &Outgoing::read(note)).await?;
         let _ = http::read_body(&self.label, response, 4096).await;
         Ok(())
     }
 }
+
+/// The `notifications/initialized` line the transport sends itself when it
+/// initializes again after a 404. Written out rather than encoded through
+/// `jsonrpc`, which sits above the transports (a transport moves bytes; it
+/// does not depend on the message layer).
+pub(crate) const INITIALIZED_NOTE: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
 
 /// Whether `body` is a JSON-RPC response to request `id`.
 fn is_response_to(body: &[u8], id: Option<u64>) -> bool {

@@ -16,9 +16,10 @@ use tokio_tungstenite::tungstenite::http::HeaderValue;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::send_bound::{InFlight, Slot};
-use super::{http, stdio, FrameSink, Transport};
+use super::{stdio, FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net as http;
 
 /// Interval of our keep-alive pings.
 const PING_EVERY: Duration = Duration::from_secs(30);

@@ -1,6 +1,11 @@
-//! What the HTTP-based transports share: one pooled HTTP client, header
-//! maps whose values are secret, capped body reads, SSE event streams, and
-//! error messages that never show a URL's query or a header's value.
+//! The shared HTTP client, below every module that speaks HTTP (the HTTP
+//! transports, OAuth in `auth`, the LLM providers, the config's header
+//! checks): one pooled client, header maps whose values are secret, capped
+//! body reads, SSE event streams ([`sse_parser`]), and error messages that
+//! never show a URL's query or a header's value. It uses only `error` and
+//! `secrets`, so nothing here can depend on a transport or on `auth`.
+
+pub mod sse_parser;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -9,7 +14,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::sse_parser::{EventStream, SseParser};
+use self::sse_parser::{EventStream, SseParser};
 use crate::error::Error;
 
 /// The process-wide HTTP client: connections are pooled and reused across

@@ -1,0 +1,299 @@
+//! What every figure of the stdio benchmark shares: the run's setup, the
+//! runtime, the demo server and its config entries, the raw-pipe reference
+//! server, latency statistics, and CPU and memory readings.
+
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use mcpmux_core::{Config, Hub};
+use serde_json::Value;
+
+pub(crate) type BoxError = Box<dyn StdError + Send + Sync>;
+
+pub(crate) type Res<T> = Result<T, BoxError>;
+
+/// Text echoed by every call.
+pub(crate) const ECHO_TEXT: &str = "hello from the mcpmux benchmark";
+
+/// Rounds of the latency and throughput figures; each round measures the
+/// reference and mcpmux back to back, in alternating order.
+pub(crate) const ROUNDS: usize = 4;
+
+/// What this run measures and how.
+pub(crate) struct Setup {
+    pub(crate) demo: PathBuf,
+    pub(crate) quick: bool,
+    pub(crate) runtime: String,
+    pub(crate) only: Option<Vec<String>>,
+}
+
+impl Setup {
+    pub(crate) fn scale(&self, n: usize) -> usize {
+        if self.quick {
+            n / 10
+        } else {
+            n
+        }
+    }
+
+    pub(crate) fn wants(&self, section: &str) -> bool {
+        match &self.only {
+            Some(only) => only.iter().any(|s| s == section),
+            None => true,
+        }
+    }
+
+    pub(crate) fn demo_config(&self, names: impl IntoIterator<Item = String>) -> Res<Config> {
+        let mut toml = String::new();
+        for name in names {
+            server_entry(&mut toml, &name, &self.demo, &[], &[]);
+        }
+        Ok(Config::parse(&toml)?)
+    }
+}
+
+pub(crate) fn build_runtime(kind: &str) -> Res<(tokio::runtime::Runtime, String)> {
+    let (mut builder, label) = match kind {
+        "current" => (
+            tokio::runtime::Builder::new_current_thread(),
+            "current-thread".to_owned(),
+        ),
+        "multi" => (
+            tokio::runtime::Builder::new_multi_thread(),
+            "multi-thread (default workers)".to_owned(),
+        ),
+        other => {
+            let n: usize = other
+                .strip_prefix("multi:")
+                .and_then(|n| n.parse().ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    format!("MCPMUX_BENCH_RUNTIME={other:?}: expected multi, multi:N or current")
+                })?;
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            (b, format!("multi-thread ({n} workers)"))
+        }
+    };
+    Ok((builder.enable_all().build()?, label))
+}
+
+/// Finds the demo server, building it when it is missing.
+pub(crate) fn demo_server(workspace: &Path) -> Res<PathBuf> {
+    if let Some(path) = std::env::var_os("MCPMUX_DEMO_SERVER") {
+        let path = PathBuf::from(path);
+        if !path.exists() {
+            return Err(format!("MCPMUX_DEMO_SERVER={} does not exist", path.display()).into());
+        }
+        return Ok(path);
+    }
+    let path = workspace.join("target/release/mcpmux-demo-server");
+    if !path.exists() {
+        eprintln!("[stdio bench] building the demo server (cargo build --release -p mcpmux-demo-server) ...");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "-p", "mcpmux-demo-server"])
+            .current_dir(workspace)
+            .status()?;
+        if !status.success() || !path.exists() {
+            return Err(format!("building the demo server failed ({status})").into());
+        }
+    }
+    Ok(path)
+}
+
+/// Appends one `[[mcp.servers]]` stdio entry.
+pub(crate) fn server_entry(
+    toml: &mut String,
+    name: &str,
+    command: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) {
+    // A JSON string is a valid TOML basic string.
+    let s = |v: &str| serde_json::to_string(v).expect("strings serialize");
+    let args: Vec<String> = args.iter().map(|a| s(a)).collect();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {}", s(v))).collect();
+    let _ = writeln!(
+        toml,
+        "[[mcp.servers]]\nname = {}\ntype = \"stdio\"\ncommand = {}\nargs = [{}]\nenv = {{ {} }}\n",
+        s(name),
+        s(&command.to_string_lossy()),
+        args.join(", "),
+        env.join(", "),
+    );
+}
+
+pub(crate) fn ensure_connected(hub: &Hub) -> Res<()> {
+    for s in hub.servers() {
+        if s.state != "connected" {
+            return Err(format!(
+                "server '{}' is {}: {}",
+                s.name,
+                s.state,
+                s.error.unwrap_or_default()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn echo_args() -> Value {
+    serde_json::json!({ "text": ECHO_TEXT })
+}
+
+/// Per-call latencies and the wall time they took together.
+#[derive(Default)]
+pub(crate) struct Latencies {
+    pub(crate) samples: Vec<Duration>,
+    pub(crate) total: Duration,
+}
+
+impl Latencies {
+    pub(crate) fn extend(&mut self, other: Latencies) {
+        self.samples.extend(other.samples);
+        self.total += other.total;
+    }
+
+    pub(crate) fn sort(&mut self) {
+        self.samples.sort_unstable();
+    }
+
+    pub(crate) fn mean_us(&self) -> f64 {
+        let sum: Duration = self.samples.iter().sum();
+        sum.as_secs_f64() * 1e6 / self.samples.len().max(1) as f64
+    }
+
+    /// Percentile `p` (nearest rank) of the sorted samples.
+    pub(crate) fn pct_us(&self, p: f64) -> f64 {
+        if self.samples.is_empty() {
+            return 0.0;
+        }
+        let rank = ((p / 100.0) * self.samples.len() as f64).ceil() as usize;
+        self.samples[rank.clamp(1, self.samples.len()) - 1].as_secs_f64() * 1e6
+    }
+
+    pub(crate) fn per_second(&self) -> f64 {
+        self.samples.len() as f64 / self.total.as_secs_f64()
+    }
+}
+
+/// A server process driven by hand over its pipes.
+pub(crate) struct RawServer {
+    pub(crate) child: Child,
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdout: BufReader<ChildStdout>,
+    pub(crate) next_id: u64,
+}
+
+impl RawServer {
+    /// Spawns `program` and runs the `initialize` handshake.
+    pub(crate) fn start(program: &Path) -> Res<RawServer> {
+        let mut child = Command::new(program)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().expect("piped"));
+        let mut server = RawServer {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            next_id: 1,
+        };
+        server.send(
+            br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-pipe","version":"0"}}}
+"#,
+        )?;
+        let mut line = String::new();
+        server.stdout.read_line(&mut line)?;
+        if !line.contains(r#""result""#) {
+            return Err(format!("raw handshake: unexpected initialize answer: {line}").into());
+        }
+        server.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
+        // The demo server announces itself once with a log notification.
+        line.clear();
+        server.stdout.read_line(&mut line)?;
+        if !line.contains("notifications/message") {
+            return Err(format!("raw handshake: expected a log notification, got: {line}").into());
+        }
+        Ok(server)
+    }
+
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stdin.as_mut().expect("stdin open").write_all(bytes)
+    }
+
+    /// Ids for the next `n` requests.
+    pub(crate) fn take_ids(&mut self, n: usize) -> std::ops::Range<u64> {
+        let first = self.next_id;
+        self.next_id += n as u64;
+        first..self.next_id
+    }
+
+    pub(crate) fn finish(mut self) -> Res<()> {
+        drop(self.stdin.take());
+        let status = self.child.wait()?;
+        if !status.success() {
+            return Err(format!("raw server exited with {status}").into());
+        }
+        Ok(())
+    }
+}
+
+/// Writes the `tools/call` line the engine would send for request `id`.
+pub(crate) fn request_line(buf: &mut Vec<u8>, id: u64) {
+    let _ = writeln!(
+        buf,
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{ECHO_TEXT}"}},"_meta":{{"progressToken":{id}}}}}}}"#
+    );
+}
+
+/// Hands freed heap memory back to the OS (glibc only).
+pub(crate) fn malloc_trim() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases memory malloc no longer uses.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// CPU time (user + system) used so far by all threads of this process.
+pub(crate) fn cpu_time() -> Duration {
+    rusage(libc::RUSAGE_SELF)
+}
+
+pub(crate) fn rusage(who: libc::c_int) -> Duration {
+    // SAFETY: getrusage only writes the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(who, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU time (user + system) used by the children waited for so far.
+pub(crate) fn children_cpu_time() -> Duration {
+    rusage(libc::RUSAGE_CHILDREN)
+}
+
+/// Resident set size of this process.
+pub(crate) fn rss_bytes() -> Res<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm")?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .ok_or("/proc/self/statm: no resident field")?
+        .parse()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Ok(pages * page.max(1) as u64)
+}

@@ -1,0 +1,158 @@
+//! Stdio benchmark: what mcpmux costs over a bare pipe to a stdio MCP server.
+//!
+//! A plain program (no harness) that prints a report. Every figure is printed
+//! next to a reference measured in the same run against the same server, with
+//! the ratio, the target, and PASS/MISS (informational: the program exits 0
+//! whether targets are met or not, and non-zero only when something fails).
+//!
+//! 1. **Sequential `tools/call` latency** — `Hub::call_tool("mcp_demo_echo")`
+//!    one call at a time from a task (mean, p50, p99, calls/s), against the
+//!    *floor*: a blocking loop on a std thread that spawns the same server,
+//!    does the `initialize` handshake by hand, then writes one request line
+//!    and reads one response line per call. Target: mean ≤ 1.2× floor.
+//! 2. **Throughput with 64 calls in flight** on one connection (64 tokio
+//!    tasks calling in a loop), against the *ceiling*: the same raw pipe driven
+//!    by a writer thread (at most 64 requests outstanding) and a reader.
+//!    Target: ≥ 50% of the ceiling.
+//! 3. **Connect time** — wall time of `Hub::connect` for 1 and for 20 servers
+//!    (the demo server with `DEMO_INIT_DELAY_MS=200`: a sleep, not work),
+//!    median of 3, then `close`. Target: 20 servers ≤ 1.5× one server. Also
+//!    printed: the same connects done by hand over raw pipes, and the CPU the
+//!    server processes themselves need, which bounds this figure on a
+//!    machine with few CPUs.
+//! 4. **Resident memory per idle connection** — this process's RSS
+//!    (`/proc/self/statm`) with 1 and with 100 demo servers connected,
+//!    `(RSS100 - RSS1) / 99`. The rmcp figure (≈ 30 KB) is quoted, not measured.
+//!    Measured first, while the heap is fresh; a second pass with
+//!    `malloc_trim(0)` before each reading is printed as a note (glibc).
+//!
+//! Figures 1 and 2 alternate reference and mcpmux in 4 rounds so that both
+//! see the same machine, and also print the CPU time (user + system, from
+//! `getrusage`) this process spends per call: on a busy or small machine
+//! that is steadier than wall time. The server runs on the same machine, so
+//! run the benchmark on an otherwise idle one.
+//!
+//! The server is the bundled demo server: `$MCPMUX_DEMO_SERVER`, else
+//! `<workspace>/target/release/mcpmux-demo-server`, built with
+//! `cargo build --release -p mcpmux-demo-server` when missing.
+//!
+//! Run it with
+//!
+//! ```text
+//! cargo bench -p mcpmux-core --bench stdio
+//! ```
+//!
+//! Environment:
+//!
+//! - `MCPMUX_BENCH_QUICK=1` — 10× fewer iterations (CI smoke run).
+//! - `MCPMUX_BENCH_RUNTIME` — `multi` (default: multi-thread, default worker
+//!   count), `multi:N` (N workers) or `current` (current-thread runtime).
+//! - `MCPMUX_BENCH_ONLY` — comma-separated subset of `latency`, `throughput`,
+//!   `connect`, `memory` (default: all), e.g. for profiling one section.
+
+//!
+//! Layout: `main.rs` (this file: the sections to run and the report),
+//! `harness.rs` (setup, servers, raw pipes, CPU and memory readings),
+//! `report.rs`, and one file per figure: `latency.rs`, `throughput.rs`,
+//! `connect.rs`, `memory.rs`.
+
+mod connect;
+mod harness;
+mod latency;
+mod memory;
+mod report;
+mod throughput;
+
+use std::path::Path;
+
+use mcpmux_core::Hub;
+
+use connect::{bench_connect, CONNECT_SERVERS};
+use harness::*;
+use latency::bench_latency;
+use memory::{bench_memory, MEMORY_SERVERS};
+use report::Report;
+use throughput::{bench_throughput, IN_FLIGHT};
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("stdio bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Res<()> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()?;
+    let quick = std::env::var("MCPMUX_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0");
+    let runtime_kind = std::env::var("MCPMUX_BENCH_RUNTIME").unwrap_or_else(|_| "multi".into());
+    let only: Option<Vec<String>> = std::env::var("MCPMUX_BENCH_ONLY").ok().map(|v| {
+        v.split(',')
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect()
+    });
+    const SECTIONS: [&str; 4] = ["latency", "throughput", "connect", "memory"];
+    if let Some(bad) = only
+        .iter()
+        .flatten()
+        .find(|s| !SECTIONS.contains(&s.as_str()))
+    {
+        return Err(format!(
+            "MCPMUX_BENCH_ONLY: unknown section '{bad}' (known: {})",
+            SECTIONS.join(", ")
+        )
+        .into());
+    }
+    let demo = demo_server(&workspace)?;
+
+    let (rt, runtime) = build_runtime(&runtime_kind)?;
+    let setup = Setup {
+        demo,
+        quick,
+        runtime,
+        only,
+    };
+
+    let mut report = Report::default();
+    // Memory first, while the heap is still fresh.
+    if setup.wants("memory") {
+        eprintln!("[stdio bench] memory: 1 and {MEMORY_SERVERS} idle connections ...");
+        rt.block_on(bench_memory(&setup, &mut report))?;
+    }
+    if setup.wants("latency") || setup.wants("throughput") {
+        let hub = rt.block_on(Hub::connect(setup.demo_config(["demo".to_owned()])?))?;
+        ensure_connected(&hub)?;
+        if setup.wants("latency") {
+            eprintln!("[stdio bench] sequential latency ...");
+            bench_latency(&setup, &rt, &hub, &mut report)?;
+        }
+        if setup.wants("throughput") {
+            eprintln!("[stdio bench] throughput, {IN_FLIGHT} in flight ...");
+            bench_throughput(&setup, &rt, &hub, &mut report)?;
+        }
+        rt.block_on(hub.close());
+    }
+    if setup.wants("connect") {
+        eprintln!("[stdio bench] connect time, 1 and {CONNECT_SERVERS} slow servers ...");
+        bench_connect(&setup, &rt, &mut report)?;
+    }
+
+    println!();
+    println!("mcpmux stdio benchmark");
+    println!("  server:  {}", setup.demo.display());
+    println!(
+        "  runtime: {}; machine: {} CPUs; quick: {}",
+        setup.runtime,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        if setup.quick {
+            "yes (10x fewer iterations)"
+        } else {
+            "no"
+        }
+    );
+    println!();
+    report.print();
+    Ok(())
+}

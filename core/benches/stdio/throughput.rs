@@ -1,0 +1,140 @@
+//! Figure 2: throughput with many calls in flight against the raw-pipe ceiling.
+
+use std::io::{BufRead, Write};
+use std::process::ChildStdin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpmux_core::{CallOptions, Hub};
+
+use crate::harness::*;
+use crate::report::*;
+
+/// Calls in flight for the throughput figures.
+pub(crate) const IN_FLIGHT: usize = 64;
+
+pub(crate) fn bench_throughput(
+    setup: &Setup,
+    rt: &tokio::runtime::Runtime,
+    hub: &Hub,
+    report: &mut Report,
+) -> Res<()> {
+    let warmup = setup.scale(10_000);
+    let calls = setup.scale(200_000);
+    let per_round = calls / ROUNDS;
+
+    let mut raw = RawServer::start(&setup.demo)?;
+    raw_window(&mut raw, warmup)?;
+    rt.block_on(hub_pipelined(hub, warmup))?;
+    let (mut ceiling, mut ours) = (Duration::ZERO, Duration::ZERO);
+    let (mut ceiling_cpu, mut ours_cpu) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        for side in [round % 2, 1 - round % 2] {
+            let cpu = cpu_time();
+            if side == 0 {
+                ceiling += raw_window(&mut raw, per_round)?;
+                ceiling_cpu += cpu_time().saturating_sub(cpu);
+            } else {
+                ours += rt.block_on(hub_pipelined(hub, per_round))?;
+                ours_cpu += cpu_time().saturating_sub(cpu);
+            }
+        }
+    }
+    raw.finish()?;
+
+    let total = (per_round * ROUNDS) as f64;
+    report.section(
+        2,
+        format!(
+            "throughput, {IN_FLIGHT} calls in flight on one connection ({total} calls, {ROUNDS} alternating rounds)"
+        ),
+    );
+    report.row(Row::target(
+        "throughput (calls/s)",
+        total / ours.as_secs_f64(),
+        total / ceiling.as_secs_f64(),
+        "ceiling",
+        Target::AtLeast(0.5),
+    ));
+    report.row(Row::info(
+        "client CPU per call (µs)",
+        ours_cpu.as_secs_f64() * 1e6 / total,
+        ceiling_cpu.as_secs_f64() * 1e6 / total,
+        "ceiling",
+    ));
+    report.note(format!(
+        "mcpmux = {IN_FLIGHT} tokio tasks calling in a loop; ceiling = raw pipe, a writer thread \
+         keeping <= {IN_FLIGHT} requests outstanding and a reader thread"
+    ));
+    Ok(())
+}
+
+/// `calls` echo calls through the hub by `IN_FLIGHT` tasks; the wall time.
+pub(crate) async fn hub_pipelined(hub: &Hub, calls: usize) -> Res<Duration> {
+    let next = Arc::new(AtomicUsize::new(0));
+    let args = Arc::new(echo_args());
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| {
+            let (hub, next, args) = (hub.clone(), next.clone(), args.clone());
+            tokio::spawn(async move {
+                let opts = CallOptions::default();
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
+                }
+                Ok::<_, BoxError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed())
+}
+
+/// The ceiling: `calls` calls over the raw pipe, a writer thread keeping at
+/// most `IN_FLIGHT` requests outstanding (several lines per write when the
+/// window allows, one otherwise) while this thread reads the responses.
+/// Returns the wall time.
+pub(crate) fn raw_window(server: &mut RawServer, calls: usize) -> Res<Duration> {
+    let ids = server.take_ids(calls);
+    let mut stdin = server.stdin.take().expect("stdin open");
+    // One token per outstanding request: the writer puts, the reader takes.
+    let (window_tx, window_rx) = std::sync::mpsc::sync_channel::<()>(IN_FLIGHT);
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || -> std::io::Result<ChildStdin> {
+        let mut buf = Vec::with_capacity(64 * 1024);
+        for id in ids {
+            if window_tx.try_send(()).is_err() {
+                // Window full: send what is queued, then wait for a slot.
+                stdin.write_all(&buf)?;
+                buf.clear();
+                if window_tx.send(()).is_err() {
+                    break;
+                }
+            }
+            request_line(&mut buf, id);
+            if buf.len() >= 64 * 1024 {
+                stdin.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        stdin.write_all(&buf)?;
+        Ok(stdin)
+    });
+    let mut line = String::with_capacity(512);
+    for _ in 0..calls {
+        line.clear();
+        if server.stdout.read_line(&mut line)? == 0 {
+            return Err("raw server closed its stdout".into());
+        }
+        window_rx.recv()?;
+    }
+    let elapsed = start.elapsed();
+    server.stdin = Some(writer.join().map_err(|_| "the writer thread panicked")??);
+    if calls > 0 && !line.contains(ECHO_TEXT) {
+        return Err(format!("raw server: unexpected echo answer: {line}").into());
+    }
+    Ok(elapsed)
+}
