@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 
 mod keys;
+mod source;
+
+pub use source::ConfigSource;
 
 /// Default time allowed for one request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -40,6 +40,7 @@ pub mod llm;
 pub mod param_headers;
 pub mod policy;
 pub mod protocol;
+pub mod runtime;
 pub mod secrets;
 pub mod session;
 pub mod stateless;
@@ -51,7 +52,7 @@ pub use auth::{
     MemoryTokenStore, TokenStore,
 };
 pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
-pub use config::{Config, ServerConfig, TransportConfig};
+pub use config::{Config, ConfigSource, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
