@@ -66,9 +66,17 @@ fn is_toml(text: &str) -> bool {
 }
 
 impl Config {
-    /// Reads a configuration from any [`ConfigSource`].
+    /// Reads a configuration from any [`ConfigSource`]. An empty path or
+    /// text (only white space) is `INVALID_INPUT`, as an empty string is for
+    /// [`Config::from_str_guess`].
     pub fn from_source(source: ConfigSource) -> Result<Config, Error> {
         match source {
+            ConfigSource::Path(path) if path.as_os_str().is_empty() => Err(Error::InvalidInput(
+                "config is empty: expected a file path".into(),
+            )),
+            ConfigSource::Text(text) if text.trim().is_empty() => Err(Error::InvalidInput(
+                "config is empty: expected TOML or JSON text".into(),
+            )),
             ConfigSource::Path(path) => Config::load(path),
             ConfigSource::Text(text) => Config::parse(&text),
             ConfigSource::Json(value @ Value::Object(_)) => Config::parse(&value.to_string()),
