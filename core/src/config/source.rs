@@ -94,8 +94,8 @@ impl Config {
     pub fn from_str_guess(text: &str) -> Result<Config, Error> {
         match ConfigSource::from_str_guess(text)? {
             ConfigSource::Path(path) if !path.exists() => Err(Error::ConfigInvalid(format!(
-                "{}: no such config file (a one-line string is read as a file path \
-                 unless it starts with '{{' or is valid TOML)",
+                "{}: cannot read config file: no such file (a one-line string is read \
+                 as a file path unless it starts with '{{' or is valid TOML)",
                 path.display()
             ))),
             source => Config::from_source(source),
@@ -156,7 +156,11 @@ mod tests {
         let e = Config::from_str_guess("/no/such/run=1/mcpmux.toml").unwrap_err();
         assert_eq!(e.code(), "CONFIG_INVALID");
         assert!(e.to_string().contains("/no/such/run=1/mcpmux.toml"), "{e}");
-        assert!(e.to_string().contains("no such config file"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("cannot read config file: no such file"),
+            "{e}"
+        );
     }
 
     #[test]
