@@ -71,14 +71,21 @@ for (const c of CASES) {
 }
 
 /** Threads named mcpmux-node in a Node process that connected a hub, or
- * the error code its connect failed with. */
-function nodeThreads(env) {
+ * the error code its connect failed with. Threads name themselves once
+ * running, so it polls (bounded: only a hang fails there) until the count
+ * is `want`. */
+function nodeThreads(env, want = 0) {
   const script = `
     const fs = require('node:fs')
     const { Hub } = require(${JSON.stringify(h.PKG_DIR)})
+    const count = () =>
+      fs.readdirSync('/proc/self/task')
+        .map((t) => fs.readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim())
+        .filter((n) => n === 'mcpmux-node').length
     Hub.connect({ mcpServers: { a: { command: 'x', disabled: true } } }).then(async (hub) => {
-      const names = fs.readdirSync('/proc/self/task').map((t) => fs.readFileSync('/proc/self/task/' + t + '/comm', 'utf8').trim())
-      console.log(names.filter((n) => n === 'mcpmux-node').length)
+      const deadline = Date.now() + 20_000
+      while (count() !== ${want} && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+      console.log(count())
       await hub.close()
     }, (e) => console.log(e.code + ' ' + e.message))
   `
@@ -89,8 +96,8 @@ function nodeThreads(env) {
 }
 
 test('MCPMUX_WORKER_THREADS sets the worker threads; MCPMUX_NODE_WORKER_THREADS is its alias', T, () => {
-  assert.equal(nodeThreads({ MCPMUX_WORKER_THREADS: '3' }), '3')
-  assert.equal(nodeThreads({ MCPMUX_NODE_WORKER_THREADS: '2' }), '2')
-  assert.equal(nodeThreads({ MCPMUX_WORKER_THREADS: '1', MCPMUX_NODE_WORKER_THREADS: '4' }), '1')
+  assert.equal(nodeThreads({ MCPMUX_WORKER_THREADS: '3' }, 3), '3')
+  assert.equal(nodeThreads({ MCPMUX_NODE_WORKER_THREADS: '2' }, 2), '2')
+  assert.equal(nodeThreads({ MCPMUX_WORKER_THREADS: '1', MCPMUX_NODE_WORKER_THREADS: '4' }, 1), '1')
   assert.match(nodeThreads({ MCPMUX_WORKER_THREADS: 'lots' }), /^INVALID_INPUT .*MCPMUX_WORKER_THREADS/)
 })

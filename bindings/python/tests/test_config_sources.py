@@ -76,33 +76,44 @@ def test_sessions(case):
     check(case, reach)
 
 
-def engine_threads(env: dict) -> "tuple[int, str]":
+def engine_threads(env: dict, want: int = 0) -> "tuple[int, str]":
     """Starts a Python that connects a hub; returns how many threads named
-    ``mcpmux-engine`` it has (``-1`` when connect raised) and its output."""
+    ``mcpmux-engine`` it has (``-1`` when connect raised) and its output.
+    Threads name themselves once running, so it polls (bounded: only a
+    hang fails there) until the count is ``want``."""
     script = (
-        "import os, mcpmux\n"
+        "import os, sys, time, mcpmux\n"
         "try:\n"
         "    h = mcpmux.Hub.connect({'mcpServers': {'a': {'command': 'x', 'disabled': True}}})\n"
         "except mcpmux.McpmuxError as e:\n"
         "    print(-1, e.code, e.message)\n"
         "    raise SystemExit(0)\n"
-        "names = [open(f'/proc/self/task/{t}/comm').read().strip() for t in os.listdir('/proc/self/task')]\n"
-        "print(names.count('mcpmux-engine'))\n"
+        "def count():\n"
+        "    names = [open(f'/proc/self/task/{t}/comm').read().strip() for t in os.listdir('/proc/self/task')]\n"
+        "    return names.count('mcpmux-engine')\n"
+        "deadline = time.monotonic() + 20\n"
+        "while count() != int(sys.argv[1]) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        "print(count())\n"
         "h.close()\n"
     )
     clean = {k: v for k, v in os.environ.items() if "THREADS" not in k}
     out = subprocess.run(
-        [sys.executable, "-c", script], env={**clean, **env}, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script, str(want)],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     return int(out.stdout.split()[0]), out.stdout
 
 
 def test_worker_threads_variable_and_its_alias():
-    assert engine_threads({"MCPMUX_WORKER_THREADS": "3"})[0] == 3
-    assert engine_threads({"MCPMUX_ENGINE_THREADS": "2"})[0] == 2
+    assert engine_threads({"MCPMUX_WORKER_THREADS": "3"}, 3)[0] == 3
+    assert engine_threads({"MCPMUX_ENGINE_THREADS": "2"}, 2)[0] == 2
     # The new name wins over the old one.
-    assert engine_threads({"MCPMUX_WORKER_THREADS": "1", "MCPMUX_ENGINE_THREADS": "4"})[0] == 1
+    assert engine_threads({"MCPMUX_WORKER_THREADS": "1", "MCPMUX_ENGINE_THREADS": "4"}, 1)[0] == 1
 
 
 def test_a_bad_worker_threads_value_is_invalid_input_naming_it():
