@@ -524,7 +524,7 @@ impl Dispatcher {
     }
 
     /// A review-session context (see [`session::NativeSessions`]).
-    /// `config` (optional) and `kind` as for [`load_config`]; `host` (optional) is called as `host(callId, requestJson)` on
+    /// `config` (optional) and `kind` as for `load_config`; `host` (optional) is called as `host(callId, requestJson)` on
     /// this thread for each completion of a `host` reviewer. A bad config
     /// throws an error whose message is the JSON text `{code, message}`.
     #[napi]
@@ -556,7 +556,7 @@ impl Dispatcher {
     }
 
     /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or
-    /// an error. `config` and `kind` as for [`load_config`].
+    /// an error. `config` and `kind` as for `load_config`.
     /// `authorize(url, redirectUri, server)` resolves to the redirect URL
     /// of an OAuth authorization (the person in the loop; see authorize.rs).
     #[napi]
