@@ -24,8 +24,9 @@ use super::Config;
 use crate::error::Error;
 
 /// A configuration as a host gives it: a file, TOML or JSON text, or a JSON
-/// object. [`Config::from_source`] reads any of them.
-#[derive(Debug, Clone)]
+/// object. [`Config::from_source`] reads any of them. Its `Debug` shows a
+/// path but not text or values, which may hold secrets written inline.
+#[derive(Clone)]
 pub enum ConfigSource {
     /// A file: JSON for `.json`, TOML for `.toml`, else by content
     /// ([`Config::load`]).
@@ -36,6 +37,16 @@ pub enum ConfigSource {
     /// `{"mcp": {"servers": [...]}}`); anything but an object is
     /// `CONFIG_INVALID`.
     Json(Value),
+}
+
+impl std::fmt::Debug for ConfigSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigSource::Path(path) => f.debug_tuple("Path").field(path).finish(),
+            ConfigSource::Text(text) => write!(f, "Text(<{} bytes>)", text.len()),
+            ConfigSource::Json(_) => f.write_str("Json(<value>)"),
+        }
+    }
 }
 
 impl ConfigSource {
