@@ -313,8 +313,11 @@ void mcpmux_string_free(char *s);
  * asynchronous calls.
  *
  * `options_json` (nullable): a JSON object; `{"worker_threads": N}` sets
- * the number of worker threads (1 to 1024; default: one per CPU). Unknown
- * options are an INVALID_INPUT error.
+ * the number of worker threads (1 to 1024). Without it the environment
+ * variable MCPMUX_WORKER_THREADS (aliases MCPMUX_ENGINE_THREADS,
+ * MCPMUX_NODE_WORKER_THREADS) sets it, else one per CPU. Unknown options,
+ * and a variable that is not an integer from 1 to 1024, are an
+ * INVALID_INPUT error.
  *
  * On success `*out` receives the engine, owned by the caller, to be freed
  * with mcpmux_engine_free(). Also sets SIGPIPE to SIG_IGN when its
@@ -633,7 +636,8 @@ void mcpmux_call_free(struct mcpmux_call *call);
  * opened).
  *
  * On success `*out` receives the policy, owned by the caller, freed with
- * mcpmux_policy_free(). Use it with mcpmux_hub_call_tool_with_policy().
+ * mcpmux_policy_free(). Use it with mcpmux_hub_call_tool_with_policy() on
+ * this hub: on another hub every function taking both is INVALID_INPUT.
  *
  * # Safety
  * `hub` is a live hub; `settings_json` and `audit_path` NULL or
@@ -675,7 +679,8 @@ enum mcpmux_status mcpmux_policy_on_audit(const struct mcpmux_policy *policy, co
  * with mcpmux_string_free()).
  *
  * # Safety
- * `policy` is a live policy; `hub` the live hub it was made for;
+ * `policy` is a live policy; `hub` the live hub it was made for (another
+ * hub is an INVALID_INPUT error);
  * `out_json` and `err` are NULL or valid for one pointer write.
  */
 enum mcpmux_status mcpmux_policy_offered_json(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
@@ -736,7 +741,8 @@ enum mcpmux_status mcpmux_policy_audit_json(const struct mcpmux_policy *policy, 
  * with mcpmux_string_free()).
  *
  * # Safety
- * `policy` is a live policy; `hub` the live hub it was made for; `server`
+ * `policy` is a live policy; `hub` the live hub it was made for (another
+ * hub is an INVALID_INPUT error); `server`
  * a NUL-terminated string; `out_json` and `err` are NULL or valid for one
  * pointer write.
  */
@@ -754,7 +760,9 @@ enum mcpmux_status mcpmux_policy_refresh(const struct mcpmux_policy *policy, con
  * the caller (free it with mcpmux_string_free()).
  *
  * # Safety
- * As for mcpmux_hub_call_tool(); `policy` is a live policy.
+ * As for mcpmux_hub_call_tool(); `policy` is a live policy made for `hub`
+ * (one made for another hub is an INVALID_INPUT error, and the call is
+ * neither made nor counted).
  */
 enum mcpmux_status mcpmux_hub_call_tool_with_policy(const struct mcpmux_hub *hub, const char *name, const char *args_json, const char *options_json, const struct mcpmux_policy *policy, char **out_json, struct mcpmux_error **err);
 

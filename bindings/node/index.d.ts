@@ -79,8 +79,10 @@ export type ConfigObject =
 
 /**
  * What {@link Hub.connect} accepts: a file path or `file:` URL (TOML, or
- * JSON for `.json`), TOML or JSON text (a string with a line break, or one
- * that starts with `{` or `[`), or a config object.
+ * JSON for `.json`), TOML or JSON text, or a config object. A string naming
+ * an existing file is that file; otherwise it is text when it starts with
+ * `{`, has a line break or is valid TOML, and else a path (the engine's one
+ * rule for every front end).
  */
 export type Config = string | URL | ConfigObject
 

@@ -210,22 +210,17 @@ function describe(v) {
 }
 
 /**
- * Decides how a `config` argument is read: `{text}` or `{path}`.
- * A string is TOML or JSON text when it contains a line break or starts
- * with `{` or `[`; otherwise it is a file path.
+ * Converts a `config` argument for the addon: `{text, kind}`. Only
+ * converts: a string goes as it is (`kind: 'str'`) and the engine decides
+ * whether it is a path or TOML/JSON text, by the one rule every front end
+ * shares (docs/ARCHITECTURE.md#configuration-sources); a file: URL is a
+ * path, an object its JSON text.
  */
 function configSource(config) {
-  if (typeof config === 'string') {
-    const trimmed = config.trimStart()
-    if (config.includes('\n') || trimmed.startsWith('{') || trimmed.startsWith('[')) {
-      return { text: config, isPath: false }
-    }
-    if (config.length === 0) throw invalid('config', 'is empty')
-    return { text: config, isPath: true }
-  }
+  if (typeof config === 'string') return { text: config, kind: 'str' }
   if (config instanceof URL) {
     if (config.protocol !== 'file:') throw invalid('config', `a URL must be a file: URL, got ${config.protocol}`)
-    return { text: require('node:url').fileURLToPath(config), isPath: true }
+    return { text: require('node:url').fileURLToPath(config), kind: 'path' }
   }
   if (isPlainObject(config)) {
     let text
@@ -234,7 +229,7 @@ function configSource(config) {
     } catch (err) {
       throw invalid('config', `cannot be turned into JSON: ${err.message}`)
     }
-    return { text, isPath: false }
+    return { text, kind: 'text' }
   }
   throw invalid('config', `must be a file path, TOML or JSON text, or an object, got ${describe(config)}`)
 }
@@ -275,7 +270,7 @@ class Hub {
    * @returns {Promise<Hub>}
    */
   static async connect(config, options) {
-    const { text, isPath } = configSource(config)
+    const { text, kind } = configSource(config)
     let authorize = null
     if (options !== undefined && options !== null && options.authorize !== undefined) {
       const fn = options.authorize
@@ -283,7 +278,7 @@ class Hub {
       // Always a Promise, and a throw becomes a rejection.
       authorize = (url, redirectUri, server) => Promise.resolve().then(() => fn(url, redirectUri, server))
     }
-    const nativeHub = await run((id) => dispatcher.connect(id, text, isPath, authorize))
+    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize))
     return new Hub(nativeHub)
   }
 
@@ -394,7 +389,7 @@ class Hub {
         } else onProgress = undefined
         if (opts.policy !== undefined && opts.policy !== null) {
           if (!(opts.policy instanceof Policy)) throw invalid('policy', 'must be a Policy from hub.policy()')
-          if (opts.policy._hub !== this) throw invalid('policy', 'was made for another hub')
+          // Whether it was made for this hub is the engine's check (INVALID_INPUT).
           policy = opts.policy._native
         }
       }
@@ -754,8 +749,8 @@ class Sessions {
       throw invalid('host', `must be a function, got ${describe(host)}`)
     }
     let text
-    let isPath = false
-    if (opts.config !== undefined && opts.config !== null) ({ text, isPath } = configSource(opts.config))
+    let kind = 'str'
+    if (opts.config !== undefined && opts.config !== null) ({ text, kind } = configSource(opts.config))
     // The host function answers through the dispatcher, not through the
     // native context, so that the context can be collected.
     let nativeSessions
@@ -785,7 +780,7 @@ class Sessions {
           }
         : undefined
     try {
-      nativeSessions = dispatcher.sessions(text, isPath, onHost)
+      nativeSessions = dispatcher.sessions(text, kind, onHost)
     } catch (err) {
       throw nativeThrow(err)
     }

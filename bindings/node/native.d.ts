@@ -37,12 +37,11 @@ export declare class Dispatcher {
   release(): void
   /**
    * A review-session context (see [`session::NativeSessions`]).
-   * `config` (optional) is a file path when `isPath`, else TOML or JSON
-   * text; `host` (optional) is called as `host(callId, requestJson)` on
+   * `config` (optional) and `kind` as for `load_config`; `host` (optional) is called as `host(callId, requestJson)` on
    * this thread for each completion of a `host` reviewer. A bad config
    * throws an error whose message is the JSON text `{code, message}`.
    */
-  sessions(config: string | undefined | null, isPath: boolean, host?: ((callId: number, requestJson: string) => void) | undefined | null): NativeSessions
+  sessions(config: string | undefined | null, kind: string, host?: ((callId: number, requestJson: string) => void) | undefined | null): NativeSessions
   /**
    * Answers host call `callId` (see [`sessions`](Self::sessions)) with a
    * completion: JSON text of `{text, tool_calls?}` or of a string.
@@ -56,11 +55,11 @@ export declare class Dispatcher {
   hostReject(callId: number, message: string): void
   /**
    * Starts connecting a hub; completion `id` carries a [`NativeHub`] or
-   * an error. `config` is a file path when `isPath`, else TOML or JSON text.
+   * an error. `config` and `kind` as for `load_config`.
    * `authorize(url, redirectUri, server)` resolves to the redirect URL
    * of an OAuth authorization (the person in the loop; see authorize.rs).
    */
-  connect(id: number, config: string, isPath: boolean, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null): void
+  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null): void
 }
 
 /**

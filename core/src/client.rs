@@ -103,6 +103,9 @@ pub struct CallOptions {
 /// [`crate::Hub`]; defined here, below both the hub and the policy, so
 /// neither has to name the other to hand a call over.
 pub trait ToolRouter: Send + Sync {
+    /// Which hub this is (a policy made for one hub refuses the others).
+    fn hub_id(&self) -> u64;
+
     /// The tool offered under the hub-wide `name`, if any.
     fn tool(&self, name: &str) -> Option<HubTool>;
 

@@ -14,7 +14,10 @@ use crate::policy::rules::{ServerPolicy, SERVER_KEYS};
 use crate::policy::settings::PolicySettings;
 
 mod keys;
+mod source;
 mod supervision;
+
+pub use source::ConfigSource;
 pub use supervision::{Restart, Supervision};
 
 /// Default time allowed for one request.

@@ -2,6 +2,7 @@
 //! prefixing, routing, health, refresh and close.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 
 use serde::Serialize;
@@ -130,12 +131,18 @@ struct ToolIndex {
 }
 
 struct HubInner {
+    /// Unique per connected hub (clones share it): what a policy made for
+    /// this hub remembers ([`Hub::id`]).
+    id: u64,
     /// The config as given, for policies built from it ([`Hub::config`]).
     config: Config,
     slots: Vec<Slot>,
     index: RwLock<Arc<ToolIndex>>,
     options: ClientOptions,
 }
+
+/// The id of the next hub connected in this process.
+static NEXT_HUB_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Many MCP servers behind one tool list. Cheap to clone; clones share the
 /// connections. Dropping the last clone without [`close`](Hub::close) kills
@@ -164,6 +171,7 @@ impl Hub {
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
             HubInner {
+                id: NEXT_HUB_ID.fetch_add(1, Ordering::Relaxed),
                 config: kept,
                 slots: config
                     .servers
@@ -304,6 +312,12 @@ impl Hub {
         let index = self.inner.index.read().unwrap().clone();
         let tools: Vec<HubTool> = index.entries.iter().map(IndexEntry::to_hub_tool).collect();
         llm::tool_format::render(&tools, format)
+    }
+
+    /// This hub's identity in the process (clones share it; never reused):
+    /// a policy made for a hub is refused on another.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// Calls a tool by its hub name. A tool's own failure is an `Ok` result
@@ -692,6 +706,10 @@ fn tools_changed(old: &ToolIndex, new: &ToolIndex) -> Vec<HubEvent> {
 /// The hub is what a [`CallPolicy`](crate::client::CallPolicy) calls
 /// through (see [`CallOptions::policy`]).
 impl ToolRouter for Hub {
+    fn hub_id(&self) -> u64 {
+        self.id()
+    }
+
     fn tool(&self, name: &str) -> Option<HubTool> {
         Hub::tool(self, name)
     }

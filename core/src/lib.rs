@@ -42,6 +42,7 @@ pub(crate) mod net;
 pub(crate) mod param_headers;
 pub mod policy;
 pub mod protocol;
+pub mod runtime;
 pub(crate) mod secrets;
 pub mod session;
 pub(crate) mod stateless;
@@ -56,7 +57,7 @@ pub use client::{
     CallOptions, CallPolicy, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult,
     ToolRouter,
 };
-pub use config::{Config, ServerConfig, TransportConfig};
+pub use config::{Config, ConfigSource, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerStatus};

@@ -49,7 +49,13 @@ const LAYERS: &[&[&str]] = &[
     // Config secrets kept out of errors and logs.
     &["secrets"],
     // Leaves.
-    &["stateless", "tool_names", "param_headers", "elicitation"],
+    &[
+        "stateless",
+        "tool_names",
+        "param_headers",
+        "elicitation",
+        "runtime",
+    ],
     &["protocol"],
     &["error"],
 ];

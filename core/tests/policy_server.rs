@@ -407,3 +407,36 @@ async fn refresh_reports_allowed_tools_that_dropped_out() {
     assert_eq!(e.code(), "UNKNOWN_SERVER");
     hub.close().await;
 }
+
+#[tokio::test]
+async fn a_policy_made_for_one_hub_is_refused_on_another() {
+    let s = setup();
+    let hub = Hub::connect(s.config.clone()).await.unwrap();
+    let other = Hub::connect(s.config.clone()).await.unwrap();
+    let policy = Arc::new(SessionPolicy::for_hub(&hub, None, None).unwrap());
+    let opts = CallOptions {
+        policy: Some(policy.clone()),
+        ..CallOptions::default()
+    };
+    let e = other
+        .call_tool("mcp_work_notes", None, &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    assert!(e.to_string().contains("another hub"), "{e}");
+    // Refused before anything ran or was counted.
+    assert!(ran(&s.work_dir).is_empty(), "{:?}", ran(&s.work_dir));
+    assert_eq!(policy.calls_made(), 0);
+    let e = policy.refresh(&other, "work").await.unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    // Its own hub, and a clone of it, are fine.
+    let clone = hub.clone();
+    clone
+        .call_tool("mcp_work_notes", None, &opts)
+        .await
+        .unwrap();
+    assert_eq!(ran(&s.work_dir), ["notes"]);
+    assert_eq!(policy.calls_made(), 1);
+    hub.close().await;
+    other.close().await;
+}

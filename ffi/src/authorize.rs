@@ -6,7 +6,9 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpmux_core::{AuthorizationHandler, AuthorizationRequest, Config, Error, HubOptions};
+use mcpmux_core::{
+    AuthorizationHandler, AuthorizationRequest, Config, ConfigSource, Error, HubOptions,
+};
 
 use crate::engine::mcpmux_engine;
 use crate::error::{mcpmux_error, mcpmux_status};
@@ -131,7 +133,12 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_authorize(
                     user_data: user_data as usize,
                 }));
             }
-            let hub = connect_with(args, &*engine, Config::parse(text), options)?;
+            let hub = connect_with(
+                args,
+                &*engine,
+                Config::from_source(ConfigSource::Text(text.into())),
+                options,
+            )?;
             write_out(out, hub);
             Ok(())
         })

@@ -14,8 +14,8 @@ use tokio::runtime::{Handle, Runtime};
 use crate::error::{mcpmux_error, mcpmux_status};
 use crate::util::{guard_status, guard_value, write_out, Args};
 
-/// Most worker threads an engine may be given.
-const MAX_WORKER_THREADS: u64 = 1024;
+/// Most worker threads an engine may be given (core's bound).
+const MAX_WORKER_THREADS: u64 = mcpmux_core::runtime::MAX_WORKER_THREADS as u64;
 /// How long engine shutdown waits for runtime threads to finish.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
@@ -215,8 +215,11 @@ fn worker_threads(
 /// asynchronous calls.
 ///
 /// `options_json` (nullable): a JSON object; `{"worker_threads": N}` sets
-/// the number of worker threads (1 to 1024; default: one per CPU). Unknown
-/// options are an INVALID_INPUT error.
+/// the number of worker threads (1 to 1024). Without it the environment
+/// variable MCPMUX_WORKER_THREADS (aliases MCPMUX_ENGINE_THREADS,
+/// MCPMUX_NODE_WORKER_THREADS) sets it, else one per CPU. Unknown options,
+/// and a variable that is not an integer from 1 to 1024, are an
+/// INVALID_INPUT error.
 ///
 /// On success `*out` receives the engine, owned by the caller, to be freed
 /// with mcpmux_engine_free(). Also sets SIGPIPE to SIG_IGN when its
@@ -240,14 +243,10 @@ pub unsafe extern "C" fn mcpmux_engine_new(
         guard_status(args.func, err, || {
             args.non_null("out", out)?;
             let threads = worker_threads(args, args.opt_object("options_json", options_json)?)?;
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder
-                .enable_all()
-                .thread_name("mcpmux-engine")
-                .on_thread_start(|| ENGINE_THREAD.with(|f| f.set(true)));
-            if let Some(n) = threads {
-                builder.worker_threads(n);
-            }
+            // The option beats $MCPMUX_WORKER_THREADS (and its aliases),
+            // which beats one per CPU (core's one rule).
+            let mut builder = mcpmux_core::runtime::builder("mcpmux-engine", threads, None)?;
+            builder.on_thread_start(|| ENGINE_THREAD.with(|f| f.set(true)));
             let runtime = builder.build().map_err(|e| {
                 Error::Internal(format!("{}: cannot start the runtime: {e}", args.func))
             })?;

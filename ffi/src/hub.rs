@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpmux_core::{CallOptions, Config, Error, Hub};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub};
 use serde_json::{Map, Value};
 
 use crate::engine::{mcpmux_engine, Shared};
@@ -145,7 +145,11 @@ pub unsafe extern "C" fn mcpmux_hub_connect(
             args.non_null("engine", engine)?;
             let text = args.str("config_text", config_text)?;
             args.non_null("out", out)?;
-            let hub = connect(args, &*engine, Config::parse(text))?;
+            let hub = connect(
+                args,
+                &*engine,
+                Config::from_source(ConfigSource::Text(text.to_owned())),
+            )?;
             write_out(out, hub);
             Ok(())
         })
@@ -174,7 +178,11 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
             args.non_null("engine", engine)?;
             let path = args.str("path", path)?;
             args.non_null("out", out)?;
-            let hub = connect(args, &*engine, Config::load(path))?;
+            let hub = connect(
+                args,
+                &*engine,
+                Config::from_source(ConfigSource::Path(path.into())),
+            )?;
             write_out(out, hub);
             Ok(())
         })

@@ -83,7 +83,8 @@ impl Listener {
 /// opened).
 ///
 /// On success `*out` receives the policy, owned by the caller, freed with
-/// mcpmux_policy_free(). Use it with mcpmux_hub_call_tool_with_policy().
+/// mcpmux_policy_free(). Use it with mcpmux_hub_call_tool_with_policy() on
+/// this hub: on another hub every function taking both is INVALID_INPUT.
 ///
 /// # Safety
 /// `hub` is a live hub; `settings_json` and `audit_path` NULL or
@@ -193,7 +194,8 @@ pub unsafe extern "C" fn mcpmux_policy_on_audit(
 /// with mcpmux_string_free()).
 ///
 /// # Safety
-/// `policy` is a live policy; `hub` the live hub it was made for;
+/// `policy` is a live policy; `hub` the live hub it was made for (another
+/// hub is an INVALID_INPUT error);
 /// `out_json` and `err` are NULL or valid for one pointer write.
 #[no_mangle]
 pub unsafe extern "C" fn mcpmux_policy_offered_json(
@@ -211,6 +213,7 @@ pub unsafe extern "C" fn mcpmux_policy_offered_json(
             let policy = policy_ref(args, policy)?;
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
+            policy.policy.check_hub(&hub.hub)?;
             let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
             write_out(out_json, json_string(&policy.policy.offered(&tools))?);
             Ok(())
@@ -245,6 +248,7 @@ pub unsafe extern "C" fn mcpmux_policy_verdicts_json(
             let policy = policy_ref(args, policy)?;
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
+            policy.policy.check_hub(&hub.hub)?;
             let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
             write_out(out_json, json_string(&policy.policy.verdicts(&tools))?);
             Ok(())
@@ -278,6 +282,7 @@ pub unsafe extern "C" fn mcpmux_policy_report_json(
             let policy = policy_ref(args, policy)?;
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
+            policy.policy.check_hub(&hub.hub)?;
             let report = hub.shared.block_on(args, policy.policy.report(&hub.hub))?;
             write_out(out_json, json_string(&report)?);
             Ok(())
@@ -327,7 +332,8 @@ pub unsafe extern "C" fn mcpmux_policy_audit_json(
 /// with mcpmux_string_free()).
 ///
 /// # Safety
-/// `policy` is a live policy; `hub` the live hub it was made for; `server`
+/// `policy` is a live policy; `hub` the live hub it was made for (another
+/// hub is an INVALID_INPUT error); `server`
 /// a NUL-terminated string; `out_json` and `err` are NULL or valid for one
 /// pointer write.
 #[no_mangle]
@@ -368,7 +374,9 @@ pub unsafe extern "C" fn mcpmux_policy_refresh(
 /// the caller (free it with mcpmux_string_free()).
 ///
 /// # Safety
-/// As for mcpmux_hub_call_tool(); `policy` is a live policy.
+/// As for mcpmux_hub_call_tool(); `policy` is a live policy made for `hub`
+/// (one made for another hub is an INVALID_INPUT error, and the call is
+/// neither made nor counted).
 #[no_mangle]
 pub unsafe extern "C" fn mcpmux_hub_call_tool_with_policy(
     hub: *const mcpmux_hub,

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use futures::FutureExt;
 use mcpmux_core::llm::host::{HostCallback, HostProvider};
 use mcpmux_core::session::{self, Runner, SessionContext};
-use mcpmux_core::{Config, Error};
+use mcpmux_core::{Config, ConfigSource, Error};
 use serde_json::Value;
 
 use crate::call::mcpmux_callback;
@@ -209,8 +209,8 @@ pub unsafe extern "C" fn mcpmux_sessions_new(
                         "must be NULL when config_text is given (pass one of them)",
                     ))
                 }
-                (Some(text), None) => Some(Config::parse(text)?),
-                (None, Some(path)) => Some(Config::load(path)?),
+                (Some(text), None) => Some(Config::from_source(ConfigSource::Text(text.into()))?),
+                (None, Some(path)) => Some(Config::from_source(ConfigSource::Path(path.into()))?),
                 (None, None) => None,
             };
             let gate = host.map(|cb| {

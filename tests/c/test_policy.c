@@ -3,8 +3,8 @@
  * allow_tools = ["echo", "add", "big", "extra_1", "nosuch"]: offered tools,
  * verdicts, the per-server report, a refused tool (the server is not
  * asked), redaction, the output cap, max_tool_calls, audit events through
- * the callback, mcpmux_policy_audit_json() and the audit file, and the
- * refresh report.
+ * the callback, mcpmux_policy_audit_json() and the audit file, the
+ * refresh report, and a policy refused on a hub it was not made for.
  */
 #include "common.h"
 
@@ -199,6 +199,24 @@ int main(void) {
                   MCPMUX_STATUS_UNKNOWN_SERVER, "UNKNOWN_SERVER", "nope");
     expect_status("NULL policy", mcpmux_policy_audit_json(NULL, &json, &err), &err, MCPMUX_STATUS_INVALID_INPUT,
                   "INVALID_INPUT", "policy");
+
+    /* A policy made for `hub` is refused on another hub of the same config,
+     * before the call is made or counted (core's check). */
+    char *other_config = concat_free(demo_config(), strdup("allow_tools = [\"echo\"]\n"));
+    mcpmux_hub *other = connect_text(engine, other_config);
+    free(other_config);
+    int audited = sink_count();
+    char *out = NULL;
+    expect_status("call on another hub", pcall(other, policy, "mcp_demo_echo", "{\"text\":\"x\"}", &out, &err), &err,
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "another hub");
+    CHECK(out == NULL, "no result from another hub");
+    CHECK(sink_count() == audited, "the refused call was not audited");
+    expect_status("offered on another hub", mcpmux_policy_offered_json(policy, other, &json, &err), &err,
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "another hub");
+    expect_status("refresh on another hub", mcpmux_policy_refresh(policy, other, "demo", &json, &err), &err,
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "another hub");
+    mcpmux_hub_close(other, NULL);
+    mcpmux_hub_free(other);
 
     mcpmux_policy_free(policy);
     mcpmux_policy_free(NULL);

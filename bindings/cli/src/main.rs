@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mcpmux_core::{CallOptions, Config, Error, Hub};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub};
 use serde_json::Value;
 
 /// Exit status for any failure (1 is kept for a tool's own `isError`).
@@ -122,11 +122,13 @@ fn main() -> ExitCode {
         Err(e) => return fail(&Error::InvalidInput(usage_error(&e))),
     };
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // Two workers unless $MCPMUX_WORKER_THREADS says otherwise: a command
+    // runs a handful of servers for a few seconds.
+    let mut builder = match mcpmux_core::runtime::builder("mcpmux-cli", None, Some(2)) {
+        Ok(builder) => builder,
+        Err(e) => return fail(&e),
+    };
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => return fail(&Error::Internal(format!("cannot start the runtime: {e}"))),
     };
@@ -387,17 +389,20 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
 }
 
 /// Finds the config: `--config`, then `MCPMUX_CONFIG`, then `./mcpmux.toml`, then `./.mcp.json`.
+/// The CLI takes a file only (a detached review round is handed the same
+/// path), read by core's one rule for a path ([`ConfigSource::Path`]).
 fn load_config(flag: Option<&std::path::Path>) -> Result<Config, Error> {
+    let from = |path: PathBuf| Config::from_source(ConfigSource::Path(path));
     if let Some(path) = flag {
-        return Config::load(path);
+        return from(path.to_owned());
     }
     if let Some(path) = std::env::var_os("MCPMUX_CONFIG").filter(|p| !p.is_empty()) {
-        return Config::load(PathBuf::from(path));
+        return from(PathBuf::from(path));
     }
     for candidate in ["mcpmux.toml", ".mcp.json"] {
         let path = PathBuf::from(candidate);
         if path.is_file() {
-            return Config::load(path);
+            return from(path);
         }
     }
     Err(Error::ConfigInvalid(

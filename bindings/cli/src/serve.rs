@@ -7,12 +7,10 @@
 use std::sync::Arc;
 
 use mcpmux_core::session::{self, SessionContext};
-use mcpmux_core::Error;
+use mcpmux_core::{protocol, Error};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
-
-const VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// The tools: one per session verb, its input schema generated from core's
 /// parameter types ([`session::params::schema`]), so it takes exactly the
@@ -89,10 +87,12 @@ pub async fn serve(ctx: SessionContext) -> Result<(), Error> {
         match method.as_str() {
             "initialize" => {
                 let asked = params["protocolVersion"].as_str().unwrap_or("");
-                let version = if VERSIONS.contains(&asked) {
+                // The revisions core speaks over stdio; an unknown one gets
+                // the newest.
+                let version = if protocol::STATEFUL_VERSIONS.contains(&asked) {
                     asked
                 } else {
-                    VERSIONS[0]
+                    protocol::LATEST_STATEFUL_VERSION
                 };
                 send(&out, reply(json!({
                     "protocolVersion": version,

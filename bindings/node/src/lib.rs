@@ -73,7 +73,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
-use mcpmux_core::{CallOptions, Config, Error, Hub, ProgressUpdate, ToolResult};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub, ProgressUpdate, ToolResult};
 use napi::bindgen_prelude::{Function, JsValuesTupleIntoVec, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
@@ -327,28 +327,22 @@ fn check(status: sys::napi_status) -> napi::Result<()> {
     }
 }
 
-/// The addon's tokio runtime (multi-threaded, at most four worker threads
-/// named `mcpmux-node`, or `$MCPMUX_NODE_WORKER_THREADS`): created on first
-/// use and never shut down, because core ties each server's parent-death
-/// signal to the thread that started it, so the workers must live as long
-/// as the process. Its threads never keep Node's event loop alive.
+/// The addon's tokio runtime, built by core's
+/// [`mcpmux_core::runtime::builder`] (threads named `mcpmux-node`; one per
+/// CPU up to four, or `$MCPMUX_WORKER_THREADS`, alias
+/// `$MCPMUX_NODE_WORKER_THREADS`; a bad value fails every call with
+/// INVALID_INPUT): created on first use and never shut down, because core
+/// ties each server's parent-death signal to the thread that started it,
+/// so the workers must live as long as the process. Its threads never keep
+/// Node's event loop alive.
 fn runtime() -> Result<&'static tokio::runtime::Handle, Error> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Handle, String>> = OnceLock::new();
+    static RUNTIME: OnceLock<Result<tokio::runtime::Handle, Error>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            let workers = std::env::var("MCPMUX_NODE_WORKER_THREADS")
-                .ok()
-                .and_then(|v| v.parse::<usize>().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or_else(|| {
-                    std::thread::available_parallelism().map_or(2, |n| n.get().min(4))
-                });
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .thread_name("mcpmux-node")
-                .enable_all()
+            let default = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+            let rt = mcpmux_core::runtime::builder("mcpmux-node", None, Some(default))?
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| internal(format!("cannot start the mcpmux runtime: {e}")))?;
             let handle = rt.handle().clone();
             // Never dropped: see above.
             std::mem::forget(rt);
@@ -356,7 +350,7 @@ fn runtime() -> Result<&'static tokio::runtime::Handle, Error> {
             Ok(handle)
         })
         .as_ref()
-        .map_err(|e| internal(format!("cannot start the mcpmux runtime: {e}")))
+        .map_err(Clone::clone)
 }
 
 /// Keeps one timer of the runtime due within a second while calls are being
@@ -408,6 +402,20 @@ mod pacemaker {
                 idle = 0;
             }
         }
+    }
+}
+
+/// The config `index.js` handed over; `kind` says what `config` is:
+/// `"str"` (a string the caller gave: core decides whether it is a path or
+/// text, [`Config::from_str_guess`]), `"path"` (from a `file:` URL) or
+/// `"text"` (TOML or JSON text; an object arrives as its JSON). Only
+/// converts: the rule is core's.
+pub(crate) fn load_config(kind: &str, config: String) -> Result<Config, Error> {
+    match kind {
+        "str" => Config::from_str_guess(&config),
+        "path" => Config::from_source(ConfigSource::Path(config.into())),
+        "text" => Config::from_source(ConfigSource::Text(config)),
+        other => Err(internal(format!("unknown config kind '{other}'"))),
     }
 }
 
@@ -516,19 +524,18 @@ impl Dispatcher {
     }
 
     /// A review-session context (see [`session::NativeSessions`]).
-    /// `config` (optional) is a file path when `isPath`, else TOML or JSON
-    /// text; `host` (optional) is called as `host(callId, requestJson)` on
+    /// `config` (optional) and `kind` as for `load_config`; `host` (optional) is called as `host(callId, requestJson)` on
     /// this thread for each completion of a `host` reviewer. A bad config
     /// throws an error whose message is the JSON text `{code, message}`.
     #[napi]
     pub fn sessions(
         &self,
         config: Option<String>,
-        is_path: bool,
+        kind: String,
         #[napi(ts_arg_type = "((callId: number, requestJson: string) => void) | undefined | null")]
         host: Option<Function<'_, napi::bindgen_prelude::FnArgs<(u32, String)>, ()>>,
     ) -> napi::Result<session::NativeSessions> {
-        session::new_sessions(self.sink.clone(), config, is_path, host)
+        session::new_sessions(self.sink.clone(), config, &kind, host)
     }
 
     /// Answers host call `callId` (see [`sessions`](Self::sessions)) with a
@@ -549,7 +556,7 @@ impl Dispatcher {
     }
 
     /// Starts connecting a hub; completion `id` carries a [`NativeHub`] or
-    /// an error. `config` is a file path when `isPath`, else TOML or JSON text.
+    /// an error. `config` and `kind` as for `load_config`.
     /// `authorize(url, redirectUri, server)` resolves to the redirect URL
     /// of an OAuth authorization (the person in the loop; see authorize.rs).
     #[napi]
@@ -557,7 +564,7 @@ impl Dispatcher {
         &self,
         id: u32,
         config: String,
-        is_path: bool,
+        kind: String,
         #[napi(
             ts_arg_type = "((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null"
         )]
@@ -568,11 +575,7 @@ impl Dispatcher {
             options.auth.handler = Some(Arc::new(authorize::JsAuthorize::new(f)?));
         }
         spawn_op(&self.sink, id, async move {
-            let config = if is_path {
-                Config::load(&config)?
-            } else {
-                Config::parse(&config)?
-            };
+            let config = load_config(&kind, config)?;
             Ok(Outcome::Hub(Hub::connect_with(config, options).await?))
         });
         Ok(())

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use mcpmux_core::llm::host::{HostCallback, HostProvider};
 use mcpmux_core::llm::provider::SharedProvider;
 use mcpmux_core::session::{self, Runner, SessionContext};
-use mcpmux_core::{Config, Error};
+use mcpmux_core::Error;
 use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -102,8 +102,8 @@ pub struct NativeSessions {
     sink: Arc<Sink>,
 }
 
-/// Creates a session context. `config` (optional) is a file path when
-/// `isPath`, else TOML or JSON text. `host` (optional) is called on the
+/// Creates a session context. `config` (optional) and `kind` as for
+/// [`crate::load_config`]. `host` (optional) is called on the
 /// JavaScript thread as `host(callId, requestJson)` for each completion of
 /// a `host` reviewer; it must answer later with the dispatcher's
 /// `hostResolve` or `hostReject`. A bad config throws an error whose message is the JSON
@@ -111,14 +111,13 @@ pub struct NativeSessions {
 pub(crate) fn new_sessions(
     sink: Arc<Sink>,
     config: Option<String>,
-    is_path: bool,
+    kind: &str,
     host: Option<Function<'_, HostArgs, ()>>,
 ) -> napi::Result<NativeSessions> {
     let fail = |e: &Error| napi::Error::new(Status::GenericFailure, error_json(e));
     let config = match config {
         None => None,
-        Some(text) if is_path => Some(Config::load(&text).map_err(|e| fail(&e))?),
-        Some(text) => Some(Config::parse(&text).map_err(|e| fail(&e))?),
+        Some(text) => Some(crate::load_config(kind, text).map_err(|e| fail(&e))?),
     };
     let bridge = match host {
         None => None,

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcpmux_core::{CallOptions, Config, Error, Hub, ProgressUpdate};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub, ProgressUpdate};
 use pyo3::prelude::*;
 use tokio::sync::mpsc;
 
@@ -64,6 +64,33 @@ impl Drop for HubState {
             }
         }
     }
+}
+
+/// The config the Python layer handed over; `kind` says what `config` is:
+/// `"str"` (a string: core decides whether it is a path or text,
+/// [`Config::from_str_guess`]), `"path"` (an `os.PathLike`), `"text"` (TOML
+/// or JSON text) or `"json"` (a mapping). Only converts: the rule is core's.
+pub(crate) fn load_config(
+    py: Python<'_>,
+    kind: &str,
+    config: &Bound<'_, PyAny>,
+) -> PyResult<Config> {
+    let source = match kind {
+        "str" => {
+            return Config::from_str_guess(&convert::string(config, "config")?)
+                .map_err(|e| errors::to_py(py, &e))
+        }
+        "path" => ConfigSource::Path(convert::string(config, "config")?.into()),
+        "text" => ConfigSource::Text(convert::string(config, "config")?),
+        "json" => ConfigSource::Json(convert::to_json(config, "config")?),
+        other => {
+            return Err(errors::invalid(
+                py,
+                format!("unknown config kind '{other}'"),
+            ))
+        }
+    };
+    Config::from_source(source).map_err(|e| errors::to_py(py, &e))
 }
 
 /// An engine hub (see the module docs). Created by `Hub.connect`.
@@ -115,9 +142,8 @@ impl NativeHub {
 
 #[pymethods]
 impl NativeHub {
-    /// Connects every enabled server of a config. `kind` says what `config`
-    /// is: `"path"` (a file), `"text"` (TOML or JSON) or `"json"` (a value
-    /// to serialize). Servers are started from engine threads.
+    /// Connects every enabled server of a config (`kind` and `config` as
+    /// for [`load_config`]). Servers are started from engine threads.
     #[staticmethod]
     /// `authorize(url, redirect_uri, server) -> str` is the person in the
     /// loop for OAuth servers (see `authorize.rs`).
@@ -129,15 +155,7 @@ impl NativeHub {
         aio: Option<Aio<'_>>,
         authorize: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let parsed = match kind {
-            "path" => Config::load(convert::string(config, "config")?),
-            "text" => Config::parse(&convert::string(config, "config")?),
-            "json" => Config::parse(&convert::to_json(config, "config")?.to_string()),
-            other => Err(Error::InvalidInput(format!(
-                "unknown config kind '{other}'"
-            ))),
-        }
-        .map_err(|e| errors::to_py(py, &e))?;
+        let parsed = load_config(py, kind, config)?;
         let mut options = mcpmux_core::HubOptions::default();
         if let Some(callback) = authorize {
             options.auth.handler =

@@ -1,4 +1,5 @@
-//! The one tokio runtime of the process.
+//! The one tokio runtime of the process, built by core's
+//! [`mcpmux_core::runtime::builder`] (threads `mcpmux-engine`).
 //!
 //! Created on first use and never dropped: its worker threads live as long
 //! as the process, which matters because the engine asks the kernel to kill
@@ -39,16 +40,10 @@ fn init() -> Result<&'static Runtime, Error> {
         // SAFETY: as in `get`.
         return Ok(unsafe { &*rt });
     }
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    builder.enable_all().thread_name("mcpmux-engine");
-    if let Some(n) = std::env::var("MCPMUX_ENGINE_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| *n > 0)
-    {
-        builder.worker_threads(n);
-    }
-    let rt = builder
+    // `$MCPMUX_WORKER_THREADS` (or its alias `$MCPMUX_ENGINE_THREADS`) or
+    // one per CPU; a bad value is INVALID_INPUT, raised by the first call
+    // that needs the runtime.
+    let rt = mcpmux_core::runtime::builder("mcpmux-engine", None, None)?
         .build()
         .map_err(|e| Error::Internal(format!("cannot start the mcpmux engine runtime: {e}")))?;
     let rt: &'static Runtime = Box::leak(Box::new(rt));

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use mcpmux_core::llm::host::{HostCallback, HostProvider};
 use mcpmux_core::llm::provider::SharedProvider;
 use mcpmux_core::session::{self, Runner, SessionContext};
-use mcpmux_core::{Config, Error};
+use mcpmux_core::Error;
 use pyo3::prelude::*;
 use serde_json::Value;
 
@@ -67,8 +67,8 @@ fn host_callback(host: Py<PyAny>) -> HostCallback {
 
 #[pymethods]
 impl NativeSessions {
-    /// A context. `kind` says what `config` is (`"path"`, `"text"`,
-    /// `"json"`, or `None` for no configuration); `host` is the adapter of
+    /// A context. `kind` says what `config` is (as for
+    /// [`crate::hub::load_config`], or `None` for no configuration); `host` is the adapter of
     /// the host reviewer, or `None`.
     #[new]
     #[pyo3(signature = (kind=None, config=None, host=None))]
@@ -80,17 +80,7 @@ impl NativeSessions {
     ) -> PyResult<Self> {
         let config = match (kind, config) {
             (None, _) => None,
-            (Some(kind), Some(config)) => Some(
-                match kind {
-                    "path" => Config::load(convert::string(config, "config")?),
-                    "text" => Config::parse(&convert::string(config, "config")?),
-                    "json" => Config::parse(&convert::to_json(config, "config")?.to_string()),
-                    other => Err(Error::InvalidInput(format!(
-                        "unknown config kind '{other}'"
-                    ))),
-                }
-                .map_err(|e| errors::to_py(py, &e))?,
-            ),
+            (Some(kind), Some(config)) => Some(crate::hub::load_config(py, kind, config)?),
             (Some(_), None) => return Err(errors::invalid(py, "argument 'config' is missing")),
         };
         let host = match host.filter(|h| !h.is_none()) {

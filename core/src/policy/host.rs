@@ -58,14 +58,17 @@ impl SessionPolicy {
         SessionPolicy::new(config, base.overlay(&over), audit_path)
     }
 
-    /// A host's policy for the config `hub` was connected with; see
-    /// [`SessionPolicy::from_json`].
+    /// A host's policy for the config `hub` was connected with, bound to
+    /// that hub: calls and refreshes on another hub are refused
+    /// ([`SessionPolicy::check_hub`]). See [`SessionPolicy::from_json`].
     pub fn for_hub(
         hub: &Hub,
         settings: Option<&Value>,
         audit_path: Option<PathBuf>,
     ) -> Result<SessionPolicy, Error> {
-        SessionPolicy::from_json(hub.config(), settings, audit_path)
+        let mut policy = SessionPolicy::from_json(hub.config(), settings, audit_path)?;
+        policy.hub_id = Some(hub.id());
+        Ok(policy)
     }
 
     /// The effective allow list per server under this policy's scope:

@@ -102,6 +102,10 @@ pub struct SessionPolicy {
     /// [`offered`]: SessionPolicy::offered
     snapshot: RwLock<Option<HashSet<(String, String)>>>,
     audit: audit::AuditLog,
+    /// The hub this policy was made for ([`SessionPolicy::for_hub`]); it
+    /// refuses calls on any other. `None` for a policy built from a config
+    /// alone (a session's), which any hub of that config may use.
+    hub_id: Option<u64>,
 }
 
 /// How one call ended, before it is shown to a model or a host.
@@ -148,7 +152,20 @@ impl SessionPolicy {
             calls_made: AtomicU64::new(0),
             snapshot: RwLock::new(None),
             audit: audit::AuditLog::open(audit_path)?,
+            hub_id: None,
         })
+    }
+
+    /// Refuses (`INVALID_INPUT`) a hub other than the one this policy was
+    /// made for with [`SessionPolicy::for_hub`]; every front end relies on
+    /// this check (calls, refresh, and the C functions taking both).
+    pub fn check_hub(&self, hub: &dyn ToolRouter) -> Result<(), Error> {
+        match self.hub_id {
+            Some(id) if id != hub.hub_id() => Err(Error::InvalidInput(
+                "policy was made for another hub (make one with this hub's policy())".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The settings in force.
@@ -231,6 +248,7 @@ impl SessionPolicy {
     /// Reconnects `server`, lists its tools again and reports which offered
     /// tools dropped out. The offered set is updated for that server.
     pub async fn refresh(&self, hub: &Hub, server: &str) -> Result<RefreshReport, Error> {
+        self.check_hub(hub)?;
         let Some(rules) = self.servers.get(server) else {
             return Err(Error::UnknownServer(format!("unknown server '{server}'")));
         };
@@ -388,6 +406,9 @@ impl SessionPolicy {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        // Before counting: a call on the wrong hub is the host's mistake,
+        // not a call the policy's budget or audit log should see.
+        self.check_hub(hub)?;
         let outcome = self.run(hub, name, arguments, opts).await;
         match outcome {
             Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),

@@ -113,19 +113,15 @@ ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
 
 
 def _config_args(config: Any) -> "tuple[str, Any]":
-    """``(kind, value)`` for the native ``connect``: a path, text or JSON value."""
+    """``(kind, value)`` for the native ``connect``: only converts. A
+    ``str`` goes as it is and the engine decides whether it is a path or
+    text (one rule for every front end, docs/ARCHITECTURE.md#configuration-sources)."""
     if isinstance(config, Mapping):
         return "json", config if isinstance(config, dict) else dict(config)
     if isinstance(config, os.PathLike):
         return "path", os.fsdecode(os.fspath(config))
     if isinstance(config, str):
-        if os.path.isfile(config):
-            return "path", config
-        text = config.strip()
-        # One line with none of TOML's or JSON's marks: a file that is not there.
-        if text and "\n" not in text and "=" not in text and text[0] not in "{[":
-            return "path", config
-        return "text", config
+        return "str", config
     raise InvalidInput(
         "argument 'config' must be a path (str or os.PathLike), TOML or JSON text, "
         f"or a dict, not {type(config).__name__!r}"
@@ -182,7 +178,10 @@ class Hub:
         ``config`` is a path (``str`` or ``pathlib.Path``) to a TOML or JSON
         file, TOML or JSON text, or a ``dict`` in either shape
         (``{"mcpServers": {...}}`` or ``{"mcp": {"servers": [...]}}``). A
-        ``str`` naming an existing file is read as a path. A server that
+        ``str`` naming an existing file is read as a path; otherwise it is
+        text when it starts with ``{``, has a line break or is valid TOML,
+        and else a path (a missing file raises :class:`ConfigInvalid` naming
+        it; an empty string :class:`InvalidInput`). A server that
         fails to start is marked ``failed`` (see :meth:`servers`); only an
         invalid config raises (:class:`ConfigInvalid`).
         """
@@ -251,7 +250,7 @@ class Hub:
         """
         if policy is None:
             return self._native.call_tool(name, arguments, timeout, on_progress)
-        native = _policy_native(policy, self._native)
+        native = _policy_native(policy)
         try:
             return self._native.call_tool(name, arguments, timeout, on_progress, policy=native)
         finally:
@@ -490,7 +489,7 @@ class AsyncHub:
         loop = _get_running_loop()
         if loop is not self._loop:
             self._bind(loop)
-        native = None if policy is None else _policy_native(policy, self._native)
+        native = None if policy is None else _policy_native(policy)
         future = loop.create_future()
         try:
             pending = self._native.call_tool(
@@ -612,13 +611,12 @@ def _policy_settings(args: Mapping[str, Any]) -> Dict[str, Any]:
     return {k: args[k] for k in _POLICY_KEYS if args.get(k) is not None}
 
 
-def _policy_native(policy: Any, hub_native: Any) -> Any:
+def _policy_native(policy: Any) -> Any:
     if not isinstance(policy, (Policy, AsyncPolicy)):
         raise InvalidInput(
             f"argument 'policy' must be an mcpmux.Policy from hub.policy(), not {type(policy).__name__!r}"
         )
-    if policy._hub is not hub_native:
-        raise InvalidInput("argument 'policy' was made for another hub")
+    # Whether it was made for this hub is the engine's check (INVALID_INPUT).
     return policy._native
 
 
