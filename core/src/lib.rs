@@ -9,7 +9,7 @@
 //!
 //! let config = Config::load("mcpmux.toml")?;
 //! let hub = Hub::connect(config).await?;
-//! for tool in hub.list_tools().await {
+//! for tool in hub.list_tools() {
 //!     println!("{} ({})", tool.name, tool.server);
 //! }
 //! let args = serde_json::json!({ "text": "hello" });
@@ -53,8 +53,9 @@ pub use auth::{
 pub use client::{CallOptions, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult};
 pub use config::{Config, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
-pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
+pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+pub use llm::tool_format::ToolFormat;
 pub use session::{Runner, SessionContext};
 
 /// The version of this crate.
