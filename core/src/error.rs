@@ -146,3 +146,13 @@ impl Error {
         v
     }
 }
+
+/// The end of a `CONFIG_INVALID` message for something that needs Cargo
+/// feature `feature` of mcpmux-core, which this build was compiled without:
+/// "needs the 'websocket' feature of mcpmux-core, ...".
+pub(crate) fn needs_feature(feature: &str) -> String {
+    format!(
+        "needs the '{feature}' feature of mcpmux-core, which this build leaves out \
+         (enable it in Cargo.toml: features = [\"{feature}\"])"
+    )
+}

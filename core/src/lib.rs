@@ -41,6 +41,7 @@ pub mod param_headers;
 pub mod policy;
 pub mod protocol;
 pub mod secrets;
+#[cfg(feature = "sessions")]
 pub mod session;
 pub mod stateless;
 pub mod tool_names;
@@ -56,6 +57,7 @@ pub use error::{Error, Result};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
 pub use llm::tool_format::ToolFormat;
+#[cfg(feature = "sessions")]
 pub use session::{Runner, SessionContext};
 
 /// The version of this crate.

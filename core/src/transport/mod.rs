@@ -9,10 +9,20 @@
 pub(crate) mod http;
 pub(crate) mod line_reader;
 mod pipe_writer;
+// A transport whose Cargo feature is off is replaced by a stand-in of the
+// same name whose connect fails with CONFIG_INVALID naming the feature.
+#[cfg(feature = "sse")]
+pub mod sse;
+#[cfg(not(feature = "sse"))]
+#[path = "sse_off.rs"]
 pub mod sse;
 pub mod sse_parser;
 pub mod stdio;
 pub mod streamable_http;
+#[cfg(feature = "websocket")]
+pub mod websocket;
+#[cfg(not(feature = "websocket"))]
+#[path = "websocket_off.rs"]
 pub mod websocket;
 
 use std::sync::{Arc, Weak};
