@@ -35,6 +35,18 @@ cargo build --workspace --locked
 step "cargo test"
 cargo test --workspace --locked
 
+step "mcpmux-core --no-default-features (an MCP-only embedder's build: no ring, no tokio-tungstenite)"
+direct="$(cargo tree -p mcpmux-core --no-default-features -e normal --depth 1 --prefix none --locked)"
+for dep in ring tokio-tungstenite; do
+  if grep -q "^$dep v" <<<"$direct"; then
+    echo "mcpmux-core --no-default-features depends on $dep directly:" >&2
+    echo "$direct" >&2
+    exit 1
+  fi
+done
+cargo clippy -p mcpmux-core --no-default-features --all-targets --locked -- -D warnings
+cargo test -p mcpmux-core --no-default-features --locked
+
 # Each front end that lives outside the Rust test harness brings its own
 # test script (C ABI, Python, Node); each installs what it needs into
 # folders of the checkout and exits non-zero on failure.

@@ -541,12 +541,25 @@ fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Erro
         return Err(ctx.err(format!("[session]: {m}")));
     }
     PolicySettings::from_session_table(session, ctx.origin)?;
+    check_session_settings(ctx, session)
+}
+
+/// The `[session]` values as the session layer reads them.
+#[cfg(feature = "sessions")]
+fn check_session_settings(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Error> {
     match crate::session::settings::resolve(session, &Default::default()) {
         Ok(_) => Ok(()),
         // The session layer names the table but not the file.
         Err(Error::ConfigInvalid(m)) => Err(ctx.err(m)),
         Err(e) => Err(ctx.err(format!("[session]: {e}"))),
     }
+}
+
+/// Without the `sessions` feature nothing reads the reviewer settings of
+/// `[session]`: its keys are still checked (above), its policy part is used.
+#[cfg(not(feature = "sessions"))]
+fn check_session_settings(_ctx: &Ctx<'_>, _session: &Map<String, Value>) -> Result<(), Error> {
+    Ok(())
 }
 
 struct Defaults {
@@ -724,6 +737,17 @@ fn server_entry(
             }
         },
     };
+
+    // A transport compiled out of this build fails the load, naming its feature.
+    let compiled_out = match kind {
+        "sse" => !cfg!(feature = "sse"),
+        "websocket" => !cfg!(feature = "websocket"),
+        _ => false,
+    };
+    if compiled_out {
+        let needs = crate::error::needs_feature(kind);
+        return Err(ctx.err(format!("server '{n}': type {kind} {needs}")));
+    }
 
     let transport = if kind == "stdio" {
         let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
@@ -1065,6 +1089,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(feature = "sse", feature = "websocket"))]
     fn json_shape_and_type_inference() {
         let c = parse(
             r#"{"mcpServers": {
@@ -1104,8 +1129,10 @@ mod tests {
             bad.contains("server 'b'") && bad.contains("'url'") && bad.contains("not a valid URL"),
             "{bad}"
         );
-        let scheme = err(r#"{"mcpServers":{"b":{"type":"websocket","url":"https://x/ws"}}}"#);
-        assert!(scheme.contains("scheme 'https'"), "{scheme}");
+        if cfg!(feature = "websocket") {
+            let scheme = err(r#"{"mcpServers":{"b":{"type":"websocket","url":"https://x/ws"}}}"#);
+            assert!(scheme.contains("scheme 'https'"), "{scheme}");
+        }
         let var = err(r#"{"mcpServers":{"c":{"command":"x","env":{"K":"${NOT_SET_ANYWHERE}"}}}}"#);
         assert!(
             var.contains("server 'c'") && var.contains("env.K") && var.contains("NOT_SET_ANYWHERE"),

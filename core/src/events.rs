@@ -188,12 +188,13 @@ pub fn log_event(server: &str, params: &Value) -> HubEvent {
         .and_then(Value::as_str)
         .unwrap_or("info");
     let logger = params.get("logger").and_then(Value::as_str);
-    let data = params.get("data").cloned().unwrap_or(Value::Null);
+    let mut data = params.get("data").cloned().unwrap_or(Value::Null);
+    crate::secrets::redact_value(&mut data);
     HubEvent::Log {
         server: server.to_owned(),
         level: clip(level, 16),
         logger: logger.map(|l| clip(l, 256)),
-        data: redact_strings(data),
+        data,
     }
 }
 
@@ -205,19 +206,6 @@ fn clip(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_owned()
-}
-
-fn redact_strings(value: Value) -> Value {
-    match value {
-        Value::String(s) => Value::String(crate::secrets::redact(&s).into_owned()),
-        Value::Array(items) => Value::Array(items.into_iter().map(redact_strings).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, redact_strings(v)))
-                .collect(),
-        ),
-        other => other,
-    }
 }
 
 #[cfg(test)]

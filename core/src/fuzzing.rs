@@ -20,6 +20,7 @@ use crate::config::Config;
 use crate::jsonrpc::{Inbound, Peer, RequestOptions, RpcError};
 use crate::net::sse_parser::{self, Item};
 use crate::policy::redact::{RedactRule, Redactor};
+#[cfg(feature = "sessions")]
 use crate::session::input;
 use crate::transport::line_reader::{read_lines, Lines};
 use crate::transport::{FrameSink, Transport};
@@ -285,6 +286,7 @@ pub fn sse(data: &[u8]) -> Result<(), String> {
 // ----------------------------------------------------------- session input
 
 /// The prompt templates of the built-in skills.
+#[cfg(feature = "sessions")]
 const TEMPLATES: &[&str] = &[
     include_str!("session/templates/review-plan.md"),
     include_str!("session/templates/review-impl.md"),
@@ -300,6 +302,7 @@ const TEMPLATES: &[&str] = &[
 /// template, split at the first NUL byte (no NUL: the input alone). The
 /// input is parsed and rendered into the fuzzed template and every
 /// built-in one: a text or `INVALID_INPUT`.
+#[cfg(feature = "sessions")]
 pub fn session_input(data: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(data);
     let (template, input) = text.split_once('\0').unwrap_or(("{{INPUT}}", &text));

@@ -5,13 +5,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult, ToolRouter};
 use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::events::{EventSender, EventStream, HubEvent};
+use crate::llm::tool_format::ToolFormat;
 use crate::protocol;
 use crate::{llm, tool_names};
 use futures::future::BoxFuture;
@@ -59,8 +60,8 @@ pub struct ServerStatus {
     /// Transport: `stdio`, `http`, `sse`, `websocket`.
     #[serde(rename = "type")]
     pub transport: String,
-    /// `connected`, `failed` or `disabled`.
-    pub state: &'static str,
+    /// `connected`, `failed` or `disabled` (serialized as that string).
+    pub state: ServerState,
     /// The negotiated protocol revision.
     pub protocol_version: Option<String>,
     /// The server's `serverInfo`.
@@ -71,6 +72,73 @@ pub struct ServerStatus {
     pub error: Option<String>,
     /// The error code of `error`.
     pub error_code: Option<&'static str>,
+}
+
+/// Where a configured server stands, as [`ServerStatus::state`] reports
+/// it. Serialized (and parsed, with [`str::parse`]) as `connected`,
+/// `failed` or `disabled`; compares equal to those strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ServerState {
+    /// Initialized and serving (its tools are listed).
+    Connected,
+    /// It could not connect, or its connection is gone (see `error`).
+    Failed,
+    /// `enabled = false` in the config: never started.
+    Disabled,
+}
+
+impl ServerState {
+    /// Every state, in declaration order.
+    pub const ALL: [ServerState; 3] = [
+        ServerState::Connected,
+        ServerState::Failed,
+        ServerState::Disabled,
+    ];
+
+    /// The state's name: `connected`, `failed` or `disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerState::Connected => "connected",
+            ServerState::Failed => "failed",
+            ServerState::Disabled => "disabled",
+        }
+    }
+}
+
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ServerState {
+    type Err = Error;
+
+    /// Parses a state name; anything else is `INVALID_INPUT` naming it.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        ServerState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "unknown server state '{s}' (expected one of: connected, failed, disabled)"
+                ))
+            })
+    }
+}
+
+impl PartialEq<str> for ServerState {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ServerState {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 enum SlotState {
@@ -241,7 +309,7 @@ impl Hub {
                 let mut status = ServerStatus {
                     name: slot.config.name.clone(),
                     transport: slot.config.type_name().to_owned(),
-                    state: "disabled",
+                    state: ServerState::Disabled,
                     protocol_version: None,
                     server_info: None,
                     tool_count: 0,
@@ -249,13 +317,13 @@ impl Hub {
                     error_code: None,
                 };
                 let fail = |status: &mut ServerStatus, e: &Error| {
-                    status.state = "failed";
+                    status.state = ServerState::Failed;
                     status.error = Some(e.to_string());
                     status.error_code = Some(e.code());
                 };
                 match &*slot.state.read().unwrap() {
                     SlotState::Connected(c) => {
-                        status.state = "connected";
+                        status.state = ServerState::Connected;
                         status.protocol_version = Some(c.init().protocol_version.clone());
                         status.server_info = Some(c.init().server_info.clone());
                         status.tool_count = c.tools().len();
@@ -280,7 +348,7 @@ impl Hub {
         let failed: Vec<String> = self
             .servers()
             .into_iter()
-            .filter(|s| s.state == "failed")
+            .filter(|s| s.state == ServerState::Failed)
             .map(|s| format!("{} ({})", s.name, s.error_code.unwrap_or("FAILED")))
             .collect();
         (!failed.is_empty()).then(|| {
@@ -292,7 +360,7 @@ impl Hub {
     }
 
     /// Every tool of every connected server, in config order.
-    pub async fn list_tools(&self) -> Vec<HubTool> {
+    pub fn list_tools(&self) -> Vec<HubTool> {
         let index = self.inner.index.read().unwrap().clone();
         index.entries.iter().map(IndexEntry::to_hub_tool).collect()
     }
@@ -308,10 +376,15 @@ impl Hub {
 
     /// The tool list rendered for an LLM API: `anthropic`, `openai`,
     /// `openai-responses` or `mcp`.
+    /// An unknown name is `INVALID_INPUT` naming it; [`Hub::tools_as`]
+    /// takes the typed [`ToolFormat`].
     pub fn tools_for(&self, format: &str) -> Result<Value, Error> {
-        let index = self.inner.index.read().unwrap().clone();
-        let tools: Vec<HubTool> = index.entries.iter().map(IndexEntry::to_hub_tool).collect();
-        llm::tool_format::render(&tools, format)
+        Ok(self.tools_as(format.parse()?))
+    }
+
+    /// The tool list rendered for an LLM API in `format`.
+    pub fn tools_as(&self, format: ToolFormat) -> Value {
+        llm::tool_format::render_as(&self.list_tools(), format)
     }
 
     /// This hub's identity in the process (clones share it; never reused):

@@ -9,7 +9,7 @@
 //!
 //! let config = Config::load("mcpmux.toml")?;
 //! let hub = Hub::connect(config).await?;
-//! for tool in hub.list_tools().await {
+//! for tool in hub.list_tools() {
 //!     println!("{} ({})", tool.name, tool.server);
 //! }
 //! let args = serde_json::json!({ "text": "hello" });
@@ -44,6 +44,7 @@ pub mod policy;
 pub mod protocol;
 pub mod runtime;
 pub(crate) mod secrets;
+#[cfg(feature = "sessions")]
 pub mod session;
 pub(crate) mod stateless;
 pub(crate) mod tool_names;
@@ -60,8 +61,10 @@ pub use client::{
 pub use config::{Config, ConfigSource, ServerConfig, TransportConfig};
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
-pub use hub::{Hub, HubOptions, HubTool, ServerStatus};
+pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+pub use llm::tool_format::ToolFormat;
+#[cfg(feature = "sessions")]
 pub use session::{Runner, SessionContext};
 /// Most answers and notifications in flight to one server over Streamable
 /// HTTP or legacy SSE (see `docs/ARCHITECTURE.md#transports`).

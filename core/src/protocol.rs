@@ -133,6 +133,19 @@ pub fn default_client_info() -> Value {
     serde_json::json!({ "name": "mcpmux", "version": env!("CARGO_PKG_VERSION") })
 }
 
+/// The log levels of MCP (`logging/setLevel`, `notifications/message`),
+/// most verbose first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,16 +173,3 @@ mod tests {
         assert_eq!(t.annotations().unwrap()["readOnlyHint"], true);
     }
 }
-
-/// The log levels of MCP (`logging/setLevel`, `notifications/message`),
-/// most verbose first.
-pub const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];

@@ -29,7 +29,7 @@ async fn lists_and_calls_demo_tools() {
         "mcpmux-demo-server"
     );
 
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for expected in [
         "mcp_demo_echo",
@@ -252,7 +252,7 @@ async fn server_timeout_from_config_applies() {
 #[tokio::test]
 async fn pagination_is_followed_to_the_end() {
     let hub = demo_hub("env = { DEMO_PAGE_SIZE = \"2\" }").await;
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     assert_eq!(
         tools.len(),
         7,

@@ -87,7 +87,7 @@ async fn events_tell_states_logs_and_tool_changes() {
     );
 
     // Closing removes every tool: one tools_changed per server with tools.
-    let before = hub.list_tools().await.len();
+    let before = hub.list_tools().len();
     hub.close().await;
     let gone = next_matching(&mut later, "tools_changed", |e| {
         matches!(e, HubEvent::ToolsChanged { .. })

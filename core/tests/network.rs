@@ -152,7 +152,7 @@ async fn connect_fails(entry: String, name: &str, secs: u64) -> String {
 /// echo, a long operation whose progress keeps it alive past its timeout,
 /// resources and prompts.
 async fn exercise_everything(hub: &Hub, name: &str) {
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     let names: Vec<&str> = tools
         .iter()
         .filter(|t| t.server == name)
@@ -279,7 +279,7 @@ async fn json_config_infers_the_transport_from_the_url() {
 /// longer than it takes).
 async fn exercise_sdk(hub: &Hub, name: &str, progress: bool) {
     let tool = |t: &str| format!("mcp_{name}_{t}");
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     let mut names: Vec<&str> = tools
         .iter()
         .filter(|t| t.server == name)

@@ -27,7 +27,7 @@ async fn everything() -> Hub {
 #[tokio::test]
 async fn server_everything_tools() {
     let hub = everything().await;
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     let names: Vec<&str> = tools.iter().map(|t| t.tool.as_str()).collect();
     assert!(names.contains(&"echo"), "{names:?}");
     assert!(tools.iter().all(|t| t.name.starts_with("mcp_everything_")));
@@ -147,7 +147,7 @@ async fn fastmcp_server() {
         .await
         .unwrap();
     assert_eq!(hub.servers()[0].state, "connected", "{:?}", hub.servers());
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     let weather = tools
         .iter()
         .find(|t| t.tool == "weather")

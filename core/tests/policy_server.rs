@@ -116,7 +116,7 @@ async fn offers_only_what_the_operator_allowed_and_refusals_never_reach_the_serv
     let s = setup();
     let hub = Hub::connect(s.config.clone()).await.unwrap();
     let policy = SessionPolicy::new(&s.config, settings("review"), Some(s.audit.clone())).unwrap();
-    let tools = hub.list_tools().await;
+    let tools = hub.list_tools();
     assert_eq!(tools.len(), 14, "both servers up: {:?}", hub.servers());
     let offered: Vec<String> = policy.offered(&tools).into_iter().map(|t| t.name).collect();
     // touch is unmarked (needs confirm_read_only), wipe is destructive (needs
@@ -228,7 +228,7 @@ async fn secrets_are_redacted_and_injections_are_framed() {
     let s = setup();
     let hub = Hub::connect(s.config.clone()).await.unwrap();
     let policy = SessionPolicy::new(&s.config, settings("review"), Some(s.audit.clone())).unwrap();
-    policy.offered(&hub.list_tools().await);
+    policy.offered(&hub.list_tools());
 
     let leak = policy.call(&hub, "mcp_work_leak", &json!({})).await;
     assert!(!leak.is_error, "{leak:?}");
@@ -323,7 +323,7 @@ async fn limits_count_every_call_and_the_round_goes_on() {
         Some(s.audit.clone()),
     )
     .unwrap();
-    policy.offered(&hub.list_tools().await);
+    policy.offered(&hub.list_tools());
 
     let notes = policy.call(&hub, "mcp_work_notes", &json!({})).await;
     let (body, _) = framed_body(&notes.content);
@@ -384,7 +384,7 @@ async fn refresh_reports_allowed_tools_that_dropped_out() {
     let s = setup();
     let hub = Hub::connect(s.config.clone()).await.unwrap();
     let policy = SessionPolicy::new(&s.config, settings("review"), None).unwrap();
-    policy.offered(&hub.list_tools().await);
+    policy.offered(&hub.list_tools());
     let ok = policy
         .call(&hub, "mcp_work_lookup", &json!({"key": "a"}))
         .await;

@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             server.error.unwrap_or_default()
         );
     }
-    for t in hub.list_tools().await {
+    for t in hub.list_tools() {
         println!("  {}  {}", t.name, t.description.unwrap_or_default());
     }
 

@@ -302,7 +302,9 @@ pub unsafe extern "C" fn mcpmux_hub_list_tools(
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
-            let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
+            // list_tools does not wait; block_on keeps this function's
+            // documented checks (engine thread, engine shut down).
+            let tools = hub.shared.block_on(args, async { hub.hub.list_tools() })?;
             write_out(out_json, json_string(&tools)?);
             Ok(())
         })

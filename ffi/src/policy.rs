@@ -214,7 +214,7 @@ pub unsafe extern "C" fn mcpmux_policy_offered_json(
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
             policy.policy.check_hub(&hub.hub)?;
-            let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
+            let tools = hub.shared.block_on(args, async { hub.hub.list_tools() })?;
             write_out(out_json, json_string(&policy.policy.offered(&tools))?);
             Ok(())
         })
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn mcpmux_policy_verdicts_json(
             let hub = hub_ref(args, hub)?;
             args.non_null("out_json", out_json)?;
             policy.policy.check_hub(&hub.hub)?;
-            let tools = hub.shared.block_on(args, hub.hub.list_tools())?;
+            let tools = hub.shared.block_on(args, async { hub.hub.list_tools() })?;
             write_out(out_json, json_string(&policy.policy.verdicts(&tools))?);
             Ok(())
         })

@@ -311,9 +311,9 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             if let Some(format) = format {
                 print_json(&hub.tools_for(format)?)
             } else if json {
-                print_json(&hub.list_tools().await)
+                print_json(&hub.list_tools())
             } else {
-                print(&human::tools(&hub.list_tools().await))
+                print(&human::tools(&hub.list_tools()))
             }
         }
         Command::Call { tool, .. } => {

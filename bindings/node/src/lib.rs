@@ -647,10 +647,7 @@ impl NativeHub {
     /// Lists every tool (the objects of `mcpmux tools --json`).
     #[napi]
     pub fn list_tools(&self, id: u32) {
-        self.op(
-            id,
-            |hub| async move { json_outcome(&hub.list_tools().await) },
-        );
+        self.op(id, |hub| async move { json_outcome(&hub.list_tools()) });
     }
 
     /// Renders the tool list for `format` (`anthropic`, `openai`,

@@ -76,7 +76,7 @@ impl NativePolicy {
     pub fn offered(&self, id: u32) {
         let (hub, policy) = (self.hub.clone(), self.policy.clone());
         spawn_op(&self.sink, id, async move {
-            json_outcome(&policy.offered(&hub.list_tools().await))
+            json_outcome(&policy.offered(&hub.list_tools()))
         });
     }
 
@@ -86,7 +86,7 @@ impl NativePolicy {
     pub fn verdicts(&self, id: u32) {
         let (hub, policy) = (self.hub.clone(), self.policy.clone());
         spawn_op(&self.sink, id, async move {
-            json_outcome(&policy.verdicts(&hub.list_tools().await))
+            json_outcome(&policy.verdicts(&hub.list_tools()))
         });
     }
 

@@ -187,7 +187,7 @@ impl NativeHub {
     /// Every tool of every connected server (`mcpmux tools --json`).
     fn list_tools(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hub = self.hub_py(py)?;
-        let tools = now(hub.list_tools());
+        let tools = hub.list_tools();
         json_out(py, &tools)
     }
 
@@ -512,7 +512,7 @@ async fn wait<F: Future + Unpin>(
     }
 }
 
-/// Runs a future of the engine that never waits (such as `list_tools`,
+/// Runs a future of the engine that never waits (such as `Policy::report`,
 /// which reads the hub's index) on this thread.
 pub(crate) fn now<F: Future>(fut: F) -> F::Output {
     let mut fut = pin!(fut);

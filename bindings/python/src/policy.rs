@@ -84,7 +84,7 @@ impl NativePolicy {
     /// calls are limited to these.
     fn offered(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hub = self.hub.hub_py(py)?;
-        let tools = now(hub.list_tools());
+        let tools = hub.list_tools();
         json_out(py, &self.policy.offered(&tools))
     }
 
@@ -92,7 +92,7 @@ impl NativePolicy {
     /// `offered`, `refusal`, `reason`).
     fn verdicts(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let hub = self.hub.hub_py(py)?;
-        let tools = now(hub.list_tools());
+        let tools = hub.list_tools();
         json_out(py, &self.policy.verdicts(&tools))
     }
 

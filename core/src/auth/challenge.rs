@@ -36,6 +36,7 @@ impl Challenge {
     }
 
     /// The challenged scopes, one per entry.
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub fn scopes(&self) -> Vec<String> {
         self.scope
             .as_deref()

@@ -23,8 +23,15 @@
 //! value.
 
 pub(crate) mod challenge;
+#[cfg(feature = "oauth")]
 pub(crate) mod crypto;
+#[cfg(feature = "oauth")]
 pub(crate) mod discovery;
+#[cfg(feature = "oauth")]
+pub(crate) mod flow;
+// Without the `oauth` feature: a stand-in Authorizer that reports it off.
+#[cfg(not(feature = "oauth"))]
+#[path = "flow_off.rs"]
 pub(crate) mod flow;
 pub mod store;
 
@@ -154,6 +161,13 @@ impl AuthConfig {
             })
         };
         let kind = string("type")?.unwrap_or_else(|| "oauth".into());
+        if !cfg!(feature = "oauth") && matches!(kind.as_str(), "oauth" | "oauth2") {
+            let needs = crate::error::needs_feature("oauth");
+            return Err(field_err(
+                "auth.type",
+                &format!("is '{kind}', which {needs}"),
+            ));
+        }
         let known: &[&str] = match kind.as_str() {
             "bearer" => &["type", "token"],
             "header" => &["type", "name", "value"],
@@ -294,6 +308,7 @@ impl AuthConfig {
                         ));
                     }
                 }
+                #[cfg(feature = "oauth")]
                 if let Some(pem) = &config.private_key {
                     crypto::SigningKey::from_pem(pem).map_err(|_| {
                         field_err(

@@ -113,7 +113,7 @@ pub(super) fn read(
     }
     if let Some(v) = get("ping_interval_seconds") {
         s.ping_interval = match v.as_f64() {
-            Some(x) if x == 0.0 => None,
+            Some(0.0) => None,
             Some(x) => Some(super::seconds(x).ok_or_else(|| {
                 err(
                     "ping_interval_seconds",

@@ -1,18 +1,91 @@
 //! Renders hub tools for LLM APIs: `anthropic` (Messages), `openai` (Chat
 //! Completions), `openai-responses` (Responses) and `mcp` (MCP's own shape).
 
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::error::Error;
 use crate::tool_names::HubTool;
 
-/// The format names [`render`] accepts.
+/// The format names [`ToolFormat`] parses, in [`ToolFormat::ALL`] order.
 pub const FORMATS: &[&str] = &["anthropic", "openai", "openai-responses", "mcp"];
 
-/// The tools as a JSON array in `format`.
+/// An LLM API's shape for a tool list. Serialized (and parsed, with
+/// [`str::parse`]) as its name: `anthropic`, `openai`, `openai-responses`,
+/// `mcp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ToolFormat {
+    /// `anthropic`: the Messages API's `tools`.
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// `openai`: Chat Completions' `tools` (`{"type": "function", "function": ...}`).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// `openai-responses`: the Responses API's flat function tools.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+    /// `mcp`: MCP's own `Tool` shape (`inputSchema`, `outputSchema`, ...).
+    #[serde(rename = "mcp")]
+    Mcp,
+}
+
+impl ToolFormat {
+    /// Every format, in the order of [`FORMATS`].
+    pub const ALL: [ToolFormat; 4] = [
+        ToolFormat::Anthropic,
+        ToolFormat::OpenAi,
+        ToolFormat::OpenAiResponses,
+        ToolFormat::Mcp,
+    ];
+
+    /// The format's name, as the front ends spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFormat::Anthropic => "anthropic",
+            ToolFormat::OpenAi => "openai",
+            ToolFormat::OpenAiResponses => "openai-responses",
+            ToolFormat::Mcp => "mcp",
+        }
+    }
+}
+
+impl fmt::Display for ToolFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for ToolFormat {
+    type Err = Error;
+
+    /// Parses a format name; anything else is `INVALID_INPUT` naming it.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        ToolFormat::ALL
+            .into_iter()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| {
+                Error::InvalidInput(format!(
+                    "unknown tool format '{s}' (expected one of: {})",
+                    FORMATS.join(", ")
+                ))
+            })
+    }
+}
+
+/// The tools as a JSON array in `format` (a name, see [`ToolFormat`]);
+/// an unknown name is `INVALID_INPUT`.
 pub fn render(tools: &[HubTool], format: &str) -> Result<Value, Error> {
+    Ok(render_as(tools, format.parse()?))
+}
+
+/// The tools as a JSON array in `format`.
+pub fn render_as(tools: &[HubTool], format: ToolFormat) -> Value {
     let one: fn(&HubTool) -> Value = match format {
-        "anthropic" => |t| {
+        ToolFormat::Anthropic => |t| {
             let mut o = Map::new();
             o.insert("name".into(), t.name.clone().into());
             if let Some(d) = &t.description {
@@ -21,13 +94,13 @@ pub fn render(tools: &[HubTool], format: &str) -> Result<Value, Error> {
             o.insert("input_schema".into(), object_schema(&t.input_schema));
             Value::Object(o)
         },
-        "openai" => |t| json!({ "type": "function", "function": function_body(t) }),
-        "openai-responses" => |t| {
+        ToolFormat::OpenAi => |t| json!({ "type": "function", "function": function_body(t) }),
+        ToolFormat::OpenAiResponses => |t| {
             let mut o = function_body(t);
             o.insert("type".into(), "function".into());
             Value::Object(o)
         },
-        "mcp" => |t| {
+        ToolFormat::Mcp => |t| {
             let mut o = Map::new();
             o.insert("name".into(), t.name.clone().into());
             if let Some(title) = &t.title {
@@ -45,14 +118,8 @@ pub fn render(tools: &[HubTool], format: &str) -> Result<Value, Error> {
             }
             Value::Object(o)
         },
-        other => {
-            return Err(Error::InvalidInput(format!(
-                "unknown tool format '{other}' (expected one of: {})",
-                FORMATS.join(", ")
-            )))
-        }
     };
-    Ok(Value::Array(tools.iter().map(one).collect()))
+    Value::Array(tools.iter().map(one).collect())
 }
 
 fn function_body(t: &HubTool) -> Map<String, Value> {
@@ -116,5 +183,21 @@ mod tests {
         let e = render(&t, "gemini").unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");
         assert!(e.to_string().contains("gemini"));
+    }
+
+    #[test]
+    fn format_names_round_trip_as_today() {
+        let names: Vec<&str> = ToolFormat::ALL.iter().map(|f| f.as_str()).collect();
+        assert_eq!(names, FORMATS);
+        for f in ToolFormat::ALL {
+            assert_eq!(f.as_str().parse::<ToolFormat>().unwrap(), f);
+            assert_eq!(serde_json::to_value(f).unwrap(), json!(f.as_str()));
+            assert_eq!(f.to_string(), f.as_str());
+            let back: ToolFormat = serde_json::from_value(json!(f.as_str())).unwrap();
+            assert_eq!(back, f);
+        }
+        let e = "OpenAI".parse::<ToolFormat>().unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        assert!(e.to_string().contains("'OpenAI'"), "{e}");
     }
 }

@@ -77,7 +77,7 @@ impl SessionPolicy {
     /// the shape `mcpmux policy --json` prints.
     pub async fn report(&self, hub: &Hub) -> Value {
         let scope = self.settings.scope.as_deref();
-        let verdicts = self.verdicts(&hub.list_tools().await);
+        let verdicts = self.verdicts(&hub.list_tools());
         let servers: Vec<Value> = hub
             .servers()
             .iter()

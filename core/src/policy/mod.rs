@@ -255,7 +255,7 @@ impl SessionPolicy {
         let of_server = |tools: Vec<HubTool>| -> Vec<HubTool> {
             tools.into_iter().filter(|t| t.server == server).collect()
         };
-        let current = of_server(hub.list_tools().await);
+        let current = of_server(hub.list_tools());
         let before: Vec<String> = {
             let snapshot = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
             match &*snapshot {
@@ -279,7 +279,7 @@ impl SessionPolicy {
             }
         };
         let outcome = hub.refresh(server).await;
-        let after_tools = of_server(hub.list_tools().await);
+        let after_tools = of_server(hub.list_tools());
         let after: Vec<String> = after_tools
             .iter()
             .filter(|t| self.decide(t) == Decision::Offered)

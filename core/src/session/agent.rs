@@ -103,7 +103,7 @@ async fn turns(
     )?;
     let mut offered: Vec<ToolSpec> = Vec::new();
     if let Some(hub) = hub {
-        for tool in policy.offered(&hub.list_tools().await) {
+        for tool in policy.offered(&hub.list_tools()) {
             offered.push(ToolSpec {
                 name: tool.name.clone(),
                 description: tool.description.clone().unwrap_or_default(),

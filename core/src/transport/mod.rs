@@ -9,9 +9,19 @@
 pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod send_bound;
+// A transport whose Cargo feature is off is replaced by a stand-in of the
+// same name whose connect fails with CONFIG_INVALID naming the feature.
+#[cfg(feature = "sse")]
+pub mod sse;
+#[cfg(not(feature = "sse"))]
+#[path = "sse_off.rs"]
 pub mod sse;
 pub mod stdio;
 pub mod streamable_http;
+#[cfg(feature = "websocket")]
+pub mod websocket;
+#[cfg(not(feature = "websocket"))]
+#[path = "websocket_off.rs"]
 pub mod websocket;
 
 use std::sync::{Arc, Weak};

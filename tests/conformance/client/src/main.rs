@@ -311,7 +311,7 @@ struct Scenario {
 
 impl Scenario {
     async fn new(hub: Hub) -> Scenario {
-        let tools = hub.list_tools().await;
+        let tools = hub.list_tools();
         eprintln!(
             "tools: {}",
             tools
