@@ -156,3 +156,17 @@ pub(crate) fn needs_feature(feature: &str) -> String {
          (enable it in Cargo.toml: features = [\"{feature}\"])"
     )
 }
+
+/// How an error message names the kind of a JSON value a caller gave
+/// (`a string`, `an object`, ...).
+pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -93,7 +93,7 @@ impl Config {
             ConfigSource::Json(value @ Value::Object(_)) => Config::parse(&value.to_string()),
             ConfigSource::Json(other) => Err(Error::ConfigInvalid(format!(
                 "config: the top level must be an object, not {}",
-                json_kind(&other)
+                crate::error::json_kind(&other)
             ))),
         }
     }
@@ -111,17 +111,6 @@ impl Config {
             ))),
             source => Config::from_source(source),
         }
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

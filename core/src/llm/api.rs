@@ -173,13 +173,9 @@ fn client() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
+            crate::net::builder()
                 .pool_idle_timeout(Duration::from_secs(60))
-                .tcp_nodelay(true)
-                .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
                 .redirect(reqwest::redirect::Policy::none())
-                .referer(false)
                 .build()
                 .unwrap_or_else(|_| reqwest::Client::new())
         })
@@ -572,7 +568,7 @@ pub(crate) fn parse_arguments(text: &str) -> (Value, Option<String>) {
             Value::Object(Default::default()),
             Some(format!(
                 "the tool arguments must be a JSON object, got {}",
-                kind(&other)
+                crate::error::json_kind(&other)
             )),
         ),
         Err(e) => {
@@ -587,17 +583,6 @@ pub(crate) fn parse_arguments(text: &str) -> (Value, Option<String>) {
                 )),
             )
         }
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -17,17 +17,25 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use self::sse_parser::{EventStream, SseParser};
 use crate::error::Error;
 
+/// What every HTTP client of mcpmux starts from: rustls, a 30 s connect
+/// timeout, no Nagle delay, mcpmux's user agent, no Referer. Each client
+/// adds its own redirect rule and pool settings.
+pub(crate) fn builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .tcp_nodelay(true)
+        .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
+        .referer(false)
+}
+
 /// The process-wide HTTP client: connections are pooled and reused across
 /// requests and servers. TLS through rustls.
 pub(crate) fn client() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(30))
+            builder()
                 .pool_idle_timeout(Duration::from_secs(90))
-                .tcp_nodelay(true)
-                .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
                 // Credentials go only where they were configured for: a
                 // redirect to another origin is not followed, and no
                 // Referer (which would carry the URL's query) is sent.
