@@ -285,6 +285,19 @@ typedef void (*mcpmux_audit_fn)(void *user_data, const char *event_json);
  */
 typedef void (*mcpmux_host_fn)(void *user_data, const char *request_json, struct mcpmux_host_reply *reply);
 
+/**
+ * An event listener: called once per hub event, in order, on an engine
+ * thread (never the caller's), with the event as JSON: `{"type":
+ * "server_state" | "tools_changed" | "resources_changed" |
+ * "prompts_changed" | "resource_updated" | "log" | "task_status" |
+ * "lagged", ...}` (see the README, "Events"). `event_json` is borrowed:
+ * valid only during the callback (copy it to keep it; do not free it).
+ * The callback should return quickly: events wait for it, and one that
+ * falls 1024 events behind loses the oldest (a `lagged` event says how
+ * many). Blocking mcpmux functions fail there with INVALID_INPUT.
+ */
+typedef void (*mcpmux_event_fn)(void *user_data, const char *event_json);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1005,6 +1018,82 @@ bool mcpmux_error_rpc_code(const struct mcpmux_error *error, int64_t *out_rpc_co
  * not be used afterwards.
  */
 void mcpmux_error_free(struct mcpmux_error *error);
+
+/**
+ * Sets the hub's event listener: `cb(user_data, event_json)` for every
+ * later event (see mcpmux_event_fn), on an engine thread. A second call
+ * replaces the listener; `cb` NULL removes it. `user_data` must stay
+ * usable from engine threads until the listener is replaced or removed,
+ * or the hub is freed (an event being delivered then may still use it
+ * once). Does not block; any thread.
+ *
+ * # Safety
+ * `hub` is a live hub; `err` is NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_set_event_callback(const struct mcpmux_hub *hub, mcpmux_event_fn cb, void *user_data, struct mcpmux_error **err);
+
+/**
+ * Pings the server named `server` and writes the round-trip time in
+ * seconds to `*out_seconds`. Blocking. A server that does not answer
+ * within its `timeout_seconds` is TIMEOUT; UNKNOWN_SERVER when no server
+ * has that name.
+ *
+ * # Safety
+ * `hub` is a live hub; `server` a NUL-terminated string; `out_seconds` and
+ * `err` are NULL or valid for one write.
+ */
+enum mcpmux_status mcpmux_hub_ping(const struct mcpmux_hub *hub, const char *server, double *out_seconds, struct mcpmux_error **err);
+
+/**
+ * Asks the server named `server` to send log messages at `level` or above
+ * (`debug`, `info`, `notice`, `warning`, `error`, `critical`, `alert`,
+ * `emergency`; anything else is INVALID_INPUT); they arrive as `log`
+ * events. Blocking.
+ *
+ * # Safety
+ * `hub` is a live hub; `server` and `level` NUL-terminated strings; `err`
+ * is NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_set_log_level(const struct mcpmux_hub *hub, const char *server, const char *level, struct mcpmux_error **err);
+
+/**
+ * Completes an argument (`completion/complete`) and writes the server's
+ * `completion` object (`{"values": [...], "total"?, "hasMore"?}`) to
+ * `*out_json`. `ref_json`: `{"type": "ref/prompt", "name": ...}` or
+ * `{"type": "ref/resource", "uri": <template>}`; `argument_json`:
+ * `{"name": ..., "value": ...}`; `context_json` (nullable): `{"arguments":
+ * {...}}`; `server` (nullable): without it, the one server offering that
+ * prompt or template answers. Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `ref_json` and `argument_json` NUL-terminated
+ * strings; `context_json` and `server` NULL or NUL-terminated strings;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_complete(const struct mcpmux_hub *hub, const char *ref_json, const char *argument_json, const char *context_json, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Subscribes to changes of resource `uri` (`resources/subscribe`) on
+ * `server` (nullable: the server that lists `uri`); changes arrive as
+ * `resource_updated` events. A server without subscriptions is
+ * INVALID_INPUT naming it. Blocking.
+ *
+ * # Safety
+ * `hub` is a live hub; `uri` a NUL-terminated string; `server` NULL or a
+ * NUL-terminated string; `err` is NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_subscribe(const struct mcpmux_hub *hub, const char *uri, const char *server, struct mcpmux_error **err);
+
+/**
+ * Ends a subscription made with mcpmux_hub_subscribe(). Blocking.
+ *
+ * # Safety
+ * As for mcpmux_hub_subscribe().
+ */
+enum mcpmux_status mcpmux_hub_unsubscribe(const struct mcpmux_hub *hub, const char *uri, const char *server, struct mcpmux_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -20,6 +20,17 @@ pub struct mcpmux_hub {
     pub(crate) hub: Hub,
     pub(crate) shared: Arc<Shared>,
     id: u64,
+    /// The task delivering events to the C listener, if one is set.
+    events: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl mcpmux_hub {
+    /// Replaces the event-delivery task (aborting the old one).
+    pub(crate) fn set_event_task(&self, task: Option<tokio::task::AbortHandle>) {
+        if let Some(old) = std::mem::replace(&mut *self.events.lock().unwrap(), task) {
+            old.abort();
+        }
+    }
 }
 
 /// The checked hub behind a pointer.
@@ -112,7 +123,12 @@ pub(crate) fn connect_with(
     let config = config?;
     let hub = shared.block_on(args, Hub::connect_with(config, options))??;
     let id = shared.register(hub.clone());
-    Ok(Box::into_raw(Box::new(mcpmux_hub { hub, shared, id })))
+    Ok(Box::into_raw(Box::new(mcpmux_hub {
+        hub,
+        shared,
+        id,
+        events: std::sync::Mutex::new(None),
+    })))
 }
 
 /// Connects every enabled server of a configuration at once. Blocking.
@@ -204,7 +220,10 @@ pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
         if !hub.is_null() {
             // SAFETY: the caller gives back ownership of the Box from connect.
             let hub = unsafe { Box::from_raw(hub) };
-            let mcpmux_hub { hub, shared, id } = *hub;
+            hub.set_event_task(None);
+            let mcpmux_hub {
+                hub, shared, id, ..
+            } = *hub;
             shared.release(id, hub);
         }
     })

@@ -33,11 +33,14 @@ pub mod session;
 
 pub mod error;
 
+pub mod events;
+
 mod util;
 
 pub use call::{mcpmux_call, mcpmux_callback};
 pub use engine::mcpmux_engine;
 pub use error::{mcpmux_error, mcpmux_status};
+pub use events::mcpmux_event_fn;
 pub use hub::mcpmux_hub;
 pub use policy::{mcpmux_audit_fn, mcpmux_policy};
 pub use session::{mcpmux_host_fn, mcpmux_host_reply, mcpmux_sessions};

@@ -1,7 +1,7 @@
 //! [`mcpmux_policy`]: the tool-use policy (`docs/ARCHITECTURE.md#policy`) for a host's own
 //! calls: allow lists, limits, redaction and audit (`mcpmux_core::policy`).
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,7 +9,9 @@ use mcpmux_core::policy::SessionPolicy;
 
 use crate::error::{mcpmux_error, mcpmux_status};
 use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments};
-use crate::util::{c_string, guard_status, guard_value, json_string, write_out, Args};
+use crate::util::{
+    c_string, guard_status, guard_value, json_string, write_out, Args, JsonListener,
+};
 
 /// A policy for a host's calls on one hub's configuration. Created by
 /// mcpmux_policy_new(), owned by the caller, freed with mcpmux_policy_free().
@@ -43,31 +45,6 @@ unsafe fn policy_ref<'a>(
     args.non_null("policy", policy)?;
     // SAFETY: non-NULL and live by the caller's promise.
     Ok(unsafe { &*policy })
-}
-
-/// The user's listener and its data.
-struct Listener {
-    cb: unsafe extern "C" fn(*mut c_void, *const c_char),
-    user_data: *mut c_void,
-}
-
-// SAFETY: the C caller promises (in the header) that `user_data` may be used
-// from any thread for as long as the policy lives.
-unsafe impl Send for Listener {}
-// SAFETY: as above; the listener is only read.
-unsafe impl Sync for Listener {}
-
-impl Listener {
-    fn call(&self, json: &str) {
-        let Ok(json) = CString::new(json) else {
-            return;
-        };
-        // A panic must not unwind into the runtime's task.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // SAFETY: the caller's function and data; the string outlives the call.
-            unsafe { (self.cb)(self.user_data, json.as_ptr()) }
-        }));
-    }
 }
 
 /// Builds a policy for calls on `hub`, from the `[session]` table of the
@@ -163,7 +140,7 @@ pub unsafe extern "C" fn mcpmux_policy_on_audit(
             let Some(cb) = cb else {
                 return Err(args.invalid("cb", "is NULL"));
             };
-            let listener = Listener { cb, user_data };
+            let listener = JsonListener { cb, user_data };
             // One task delivers the events in order on an engine thread, so
             // that callbacks never run on the caller's thread (a blocking
             // call runs its future there) and the call is not held up.

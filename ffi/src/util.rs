@@ -113,6 +113,16 @@ impl Args {
         }
     }
 
+    /// A required JSON text.
+    ///
+    /// # Safety
+    /// As for [`Args::str`].
+    pub unsafe fn json(&self, arg: &str, p: *const c_char) -> Result<Value, Error> {
+        self.non_null(arg, p)?;
+        // SAFETY: forwarded.
+        unsafe { self.opt_json(arg, p) }.map(Option::unwrap_or_default)
+    }
+
     /// An optional JSON object (options); `None` for NULL.
     ///
     /// # Safety
@@ -152,4 +162,31 @@ pub(crate) fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> Result<*mu
 pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) {
     // SAFETY: forwarded.
     unsafe { out.write(value) };
+}
+
+/// A C callback taking `(user_data, json)`, with the data it was given.
+/// Called from engine threads only (see each export's doc comment).
+pub(crate) struct JsonListener {
+    pub(crate) cb: unsafe extern "C" fn(*mut std::ffi::c_void, *const c_char),
+    pub(crate) user_data: *mut std::ffi::c_void,
+}
+
+// SAFETY: the C caller promises (in the header) that `user_data` may be used
+// from any thread for as long as the callback is registered.
+unsafe impl Send for JsonListener {}
+// SAFETY: as above; the listener is only read.
+unsafe impl Sync for JsonListener {}
+
+impl JsonListener {
+    /// Calls the callback with `json` (borrowed for the call's duration); a
+    /// panic must not unwind into the runtime's task.
+    pub(crate) fn call(&self, json: &str) {
+        let Ok(json) = CString::new(json) else {
+            return;
+        };
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller's function and data; the string outlives the call.
+            unsafe { (self.cb)(self.user_data, json.as_ptr()) }
+        }));
+    }
 }

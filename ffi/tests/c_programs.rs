@@ -152,6 +152,11 @@ fn c_server_everything() {
 }
 
 #[test]
+fn c_hub_events_and_client_surface() {
+    c_test("test_events");
+}
+
+#[test]
 fn c_example_builds_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("hello");
