@@ -379,6 +379,7 @@ async fn http_pings_whose_answers_are_never_accepted_cost_a_bounded_number_of_po
 /// A WebSocket server that floods pings (64 KiB ids) and stops reading:
 /// what waits for the socket stays under 2 × `max_message_bytes` (pongs and
 /// answers past it are dropped), where unbounded it would grow by 512 MiB.
+#[cfg(feature = "websocket")]
 #[tokio::test]
 async fn websocket_pings_from_a_server_that_stops_reading_cost_bounded_memory() {
     let _case = start_case().await;

@@ -7,6 +7,7 @@ mod human;
 mod policy_cmd;
 mod review;
 mod serve;
+mod watch;
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -104,6 +105,32 @@ enum Command {
     },
     /// An MCP server on stdio exposing review_begin, review_wait, review_reply, review_end.
     Serve,
+    /// Print the hub's events (server states, tool/resource/prompt list changes, resource updates, server logs) until interrupted; --json prints JSON Lines.
+    Watch {
+        /// Also ask every server that offers logging for messages at this level or above (debug, info, notice, warning, error, critical, alert, emergency).
+        #[arg(long, value_name = "LEVEL")]
+        log_level: Option<String>,
+    },
+    /// Complete a prompt argument or a resource-template variable (completion/complete).
+    Complete {
+        /// The argument (or template variable) to complete.
+        argument: String,
+        /// What has been typed so far.
+        #[arg(default_value = "")]
+        value: String,
+        /// Complete an argument of this prompt.
+        #[arg(long, value_name = "NAME")]
+        prompt: Option<String>,
+        /// Complete a variable of this resource template (its URI template).
+        #[arg(long, value_name = "URI_TEMPLATE")]
+        resource: Option<String>,
+        /// Arguments already chosen, as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        context: Option<String>,
+        /// The server to ask (default: the one offering the prompt or template).
+        #[arg(long)]
+        server: Option<String>,
+    },
     /// OAuth for remote servers: login SERVER, status, logout SERVER.
     Auth {
         #[command(subcommand)]
@@ -253,10 +280,29 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     // An interrupt while servers start drops the half-made hub, which kills
     // their process groups; without this the signal's default action would
     // end mcpmux and leave the servers' own children behind.
+    // Subscribed before connect, so that `watch` shows the servers start.
+    let events = mcpmux_core::events::EventSender::default();
+    let watching = matches!(cli.command, Command::Watch { .. }).then(|| events.subscribe());
+    let options = mcpmux_core::HubOptions {
+        events,
+        ..mcpmux_core::HubOptions::default()
+    };
     let hub = tokio::select! {
-        hub = Hub::connect(config) => hub?,
+        hub = Hub::connect_with(config, options) => hub?,
         e = &mut interrupted => return Err(e),
     };
+    if let (Some(stream), Command::Watch { log_level }) = (watching, &cli.command) {
+        if let Some(level) = log_level {
+            set_log_levels(&hub, level).await?;
+        }
+        // Interrupting is how a watch ends: not an error.
+        let outcome = tokio::select! {
+            r = watch::print_events(stream, cli.json) => r,
+            _ = &mut interrupted => Ok(()),
+        };
+        hub.close().await;
+        return outcome.map(|()| 0);
+    }
     let outcome = tokio::select! {
         r = execute(&hub, &cli, args.as_ref()) => r,
         e = &mut interrupted => Err(e),
@@ -382,10 +428,53 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&human::prompt_messages(&result))
             }
         }
-        // Handled before any server starts (see `run`).
-        Command::Auth { .. } => Ok(()),
+        Command::Complete {
+            argument,
+            value,
+            prompt,
+            resource,
+            context,
+            server,
+        } => {
+            let reference = watch::reference(prompt.as_deref(), resource.as_deref())?;
+            let context = watch::context(context.as_deref())?;
+            let argument = serde_json::json!({ "name": argument, "value": value });
+            let completion = hub
+                .complete(&reference, &argument, context.as_ref(), server.as_deref())
+                .await?;
+            if json {
+                print_json(&completion)
+            } else {
+                let values: Vec<&str> = completion["values"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                print(&values.join("\n"))
+            }
+        }
+        // Handled before any server starts (see `run`), and `watch` right after.
+        Command::Auth { .. } | Command::Watch { .. } => Ok(()),
     }?;
     Ok(0)
+}
+
+/// Asks every connected server that offers logging for `level`: a bad level
+/// is INVALID_INPUT before any is asked.
+async fn set_log_levels(hub: &Hub, level: &str) -> Result<(), Error> {
+    if !mcpmux_core::protocol::LOG_LEVELS.contains(&level) {
+        return Err(Error::InvalidInput(format!(
+            "--log-level '{level}' is not a log level (one of: {})",
+            mcpmux_core::protocol::LOG_LEVELS.join(", ")
+        )));
+    }
+    for server in hub.servers() {
+        if server.state == "connected" {
+            if let Err(e) = hub.set_log_level(&server.name, level).await {
+                tracing::debug!(server = %server.name, error = %e, "no log level set");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Finds the config: `--config`, then `MCPMUX_CONFIG`, then `./mcpmux.toml`, then `./.mcp.json`.
