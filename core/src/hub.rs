@@ -698,7 +698,10 @@ impl HubInner {
             .iter()
             .flat_map(|(_, server, tools)| tools.iter().map(move |t| (*server, t.name.as_str())))
             .collect();
-        let names = tool_names::assign(&pairs);
+        // Which names need a suffix follows from the configured servers, not
+        // from the ones that happen to be up.
+        let configured: Vec<&str> = self.slots.iter().map(|s| s.config.name.as_str()).collect();
+        let names = tool_names::assign_in(&pairs, &configured);
         let mut index = ToolIndex::default();
         let mut names = names.into_iter();
         for (slot, server, tools) in &lists {

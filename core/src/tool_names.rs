@@ -34,21 +34,56 @@ pub struct HubTool {
 /// Longest tool name the LLM APIs accept.
 pub const MAX_LEN: usize = 64;
 
-/// The hub name of each `(server, tool)` pair, in the same order.
+/// The hub name of each `(server, tool)` pair, in the same order, with the
+/// servers of the pairs taken as the configured ones ([`assign_in`]).
 pub fn assign(pairs: &[(&str, &str)]) -> Vec<String> {
+    let mut servers: Vec<&str> = pairs.iter().map(|(server, _)| *server).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    assign_in(pairs, &servers)
+}
+
+/// The hub name of each `(server, tool)` pair, in the same order, when the
+/// config declares the servers `configured`.
+///
+/// Whether a name needs a suffix is decided from the config alone, so that
+/// a name reaches the same tool whichever servers are up: a name that falls
+/// under another configured server's prefix (server `a`'s tool `b_c` and
+/// server `a_b`: `mcp_a_b_c`), or whose server shares its prefix with
+/// another (`my server`, `my_server`), always carries the suffix. Names that
+/// still meet (one server's `x.y` and `x_y`, or two names cut at 64
+/// characters) get a suffix, then a number.
+pub fn assign_in(pairs: &[(&str, &str)], configured: &[&str]) -> Vec<String> {
+    let prefixes: Vec<(&str, String)> = configured
+        .iter()
+        .map(|s| (*s, sanitize(&format!("mcp_{s}_"))))
+        .collect();
     let bases: Vec<String> = pairs
         .iter()
         .map(|(server, tool)| sanitize(&format!("mcp_{server}_{tool}")))
         .collect();
+    let shared_namespace = |server: &str, base: &str| {
+        let own = sanitize(&format!("mcp_{server}_"));
+        prefixes.iter().any(|(other, prefix)| {
+            *other != server && prefix.len() >= own.len() && base.starts_with(prefix.as_str())
+        })
+    };
+    let shared: Vec<bool> = pairs
+        .iter()
+        .zip(&bases)
+        .map(|((server, _), base)| shared_namespace(server, base))
+        .collect();
+    // Same-server meetings (`x.y`, `x_y`): counted among the plain names.
     let mut count: HashMap<&str, usize> = HashMap::new();
-    for b in &bases {
+    for (b, _) in bases.iter().zip(&shared).filter(|(_, s)| !**s) {
         *count.entry(b.as_str()).or_default() += 1;
     }
     let mut names: Vec<String> = pairs
         .iter()
         .zip(&bases)
-        .map(|((server, tool), base)| {
-            if count[base.as_str()] == 1 {
+        .zip(&shared)
+        .map(|(((server, tool), base), shared)| {
+            if !shared && count[base.as_str()] == 1 {
                 base.clone()
             } else {
                 with_suffix(
@@ -133,5 +168,42 @@ mod tests {
         let l = assign(&[("s", &format!("{long}1")), ("s", &format!("{long}2"))]);
         assert_ne!(l[0], l[1]);
         assert!(l.iter().all(|n| n.len() <= MAX_LEN));
+    }
+
+    #[test]
+    fn names_depend_on_the_config_not_on_which_servers_are_up() {
+        let configured = ["a", "a_b", "my server", "my_server", "c"];
+        let all = [
+            ("a", "b_c"),
+            ("a", "x"),
+            ("a_b", "c"),
+            ("my server", "t"),
+            ("my_server", "t"),
+            ("c", "d"),
+        ];
+        let full = assign_in(&all, &configured);
+        // Every subset of servers being up gives each tool the same name.
+        for mask in 0u32..(1 << configured.len()) {
+            let up: Vec<(usize, (&str, &str))> = all
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(_, (s, _))| {
+                    let i = configured.iter().position(|c| c == s).unwrap();
+                    mask & (1 << i) != 0
+                })
+                .collect();
+            let pairs: Vec<(&str, &str)> = up.iter().map(|(_, p)| *p).collect();
+            let names = assign_in(&pairs, &configured);
+            for ((i, _), name) in up.iter().zip(&names) {
+                assert_eq!(name, &full[*i], "mask {mask:b}");
+            }
+        }
+        // Under another server's prefix: suffixed; the other keeps its name.
+        assert!(full[0].starts_with("mcp_a_b_c_") && full[0] != "mcp_a_b_c");
+        assert_eq!(full[2], "mcp_a_b_c");
+        assert_eq!(full[1], "mcp_a_x");
+        assert_ne!(full[3], full[4]);
+        assert_eq!(full[5], "mcp_c_d");
     }
 }
