@@ -186,6 +186,9 @@ impl IndexEntry {
             input_schema: t.input_schema(),
             output_schema: t.output_schema(),
             annotations: t.annotations(),
+            execution: t.execution(),
+            icons: t.icons(),
+            meta: t.meta(),
         }
     }
 }

@@ -100,9 +100,33 @@ pub struct Tool {
         skip_serializing_if = "Option::is_none"
     )]
     pub annotations_json: Option<Box<RawValue>>,
+    /// `execution` (e.g. `taskSupport`), as sent.
+    #[serde(rename = "execution", default, skip_serializing_if = "Option::is_none")]
+    pub execution_json: Option<Box<RawValue>>,
+    /// `icons`, as sent.
+    #[serde(rename = "icons", default, skip_serializing_if = "Option::is_none")]
+    pub icons_json: Option<Box<RawValue>>,
+    /// `_meta`, as sent.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta_json: Option<Box<RawValue>>,
 }
 
 impl Tool {
+    /// `execution`, parsed.
+    pub fn execution(&self) -> Option<Value> {
+        self.execution_json.as_deref().map(parse)
+    }
+
+    /// `icons`, parsed.
+    pub fn icons(&self) -> Option<Value> {
+        self.icons_json.as_deref().map(parse)
+    }
+
+    /// `_meta`, parsed.
+    pub fn meta(&self) -> Option<Value> {
+        self.meta_json.as_deref().map(parse)
+    }
+
     /// The input schema, parsed.
     pub fn input_schema(&self) -> Value {
         parse(&self.input_schema_json)

@@ -29,6 +29,15 @@ pub struct HubTool {
     pub output_schema: Option<Value>,
     /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
     pub annotations: Option<Value>,
+    /// `execution` as the server sent it (e.g. `{"taskSupport": "required"}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
+    /// `icons` as the server sent them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
+    /// `_meta` as the server sent it.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// Longest tool name the LLM APIs accept.

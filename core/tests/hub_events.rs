@@ -194,3 +194,42 @@ async fn ping_log_level_completions_and_subscriptions_against_server_everything(
     hub.unsubscribe(&uri, Some("everything")).await.unwrap();
     hub.close().await;
 }
+
+/// `execution`, `icons` and `_meta` of a tool reach the host as the server
+/// sent them (server-everything's `simulate-research-query` requires tasks).
+#[tokio::test]
+async fn tool_listings_keep_execution_as_sent() {
+    let hub = Hub::connect(config(&[stdio_entry(
+        "everything",
+        "node",
+        &[&everything_entry(), "stdio"],
+        "",
+    )]))
+    .await
+    .unwrap();
+    let tools = hub.list_tools();
+    let research = tools
+        .iter()
+        .find(|t| t.tool == "simulate-research-query")
+        .expect("server-everything lists simulate-research-query");
+    assert_eq!(
+        research.execution,
+        Some(serde_json::json!({"taskSupport": "required"}))
+    );
+    // As sent, whatever it says (the SDK marks other tools "forbidden").
+    let echo = tools.iter().find(|t| t.tool == "echo").unwrap();
+    let listed = serde_json::to_value(echo).unwrap();
+    assert_eq!(listed["execution"]["taskSupport"], "forbidden", "{listed}");
+    let mcp = hub.tools_for("mcp").unwrap();
+    let research = mcp
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == research.name.as_str())
+        .unwrap();
+    assert_eq!(
+        research["execution"]["taskSupport"], "required",
+        "{research}"
+    );
+    hub.close().await;
+}

@@ -116,6 +116,15 @@ pub fn render_as(tools: &[HubTool], format: ToolFormat) -> Value {
             if let Some(a) = &t.annotations {
                 o.insert("annotations".into(), a.clone());
             }
+            for (key, value) in [
+                ("execution", &t.execution),
+                ("icons", &t.icons),
+                ("_meta", &t.meta),
+            ] {
+                if let Some(v) = value {
+                    o.insert(key.into(), v.clone());
+                }
+            }
             Value::Object(o)
         },
     };
@@ -160,6 +169,9 @@ mod tests {
             input_schema: json!({"type":"object","properties":{"text":{"type":"string"}}}),
             output_schema: None,
             annotations: Some(json!({"readOnlyHint": true})),
+            execution: None,
+            icons: None,
+            meta: None,
         }
     }
 

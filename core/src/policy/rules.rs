@@ -238,6 +238,9 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations,
+            execution: None,
+            icons: None,
+            meta: None,
         }
     }
 
