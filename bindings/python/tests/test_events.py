@@ -9,14 +9,17 @@ test instead of hanging it); async waits by ``asyncio.wait_for``.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
+import subprocess
+import sys
 import threading
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
 import mcpmux
-from conftest import config, everything
+from conftest import config, everything, marked, marked_pids, new_marker, wait_until
 
 #: Only catches hangs: each event comes far sooner.
 HANG = 60.0
@@ -193,3 +196,24 @@ async def test_async_events_on_event_and_surface():
 
 async def _drain(events: mcpmux.AsyncEvents) -> List[Dict[str, Any]]:
     return [e async for e in events]
+
+
+def test_exit_with_an_open_hub_and_on_event_neither_hangs_nor_leaves_servers():
+    marker = new_marker()
+    cfg = config(everything=marked(everything(), marker))
+    script = (
+        "import json, sys, threading, mcpmux\n"
+        "seen = threading.Event()\n"
+        "def on_event(e):\n"
+        "    print(e['type'], e.get('state'), flush=True)\n"
+        "    seen.set()\n"
+        "hub = mcpmux.Hub.connect(json.loads(sys.argv[1]), on_event=on_event)\n"
+        "assert seen.wait(60)\n"
+        "print('exiting', flush=True)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(cfg)], capture_output=True, text=True, timeout=HANG
+    )
+    assert r.returncode == 0, r.stderr
+    assert "server_state connected" in r.stdout and "exiting" in r.stdout, r.stdout
+    assert wait_until(lambda: not marked_pids(marker), timeout=HANG), marked_pids(marker)
