@@ -32,6 +32,12 @@
 //!   non-blocking work (routing, encoding, a pipe write, reading the
 //!   response the runtime already received). Dropping the future (on
 //!   abort) sends `notifications/cancelled`.
+//! - Hub events are pulled: each `next(id)` of an [`events::NativeEvents`]
+//!   is a runtime task that waits for the stream's next event and posts it
+//!   like any completion, so `'event'` listeners and `hub.events()` run on
+//!   the JavaScript thread and a slow consumer only gets core's `lagged`.
+//!   The wrapper's `'event'` pump marks its reads weak: they never keep
+//!   the process alive.
 //!
 //! ## Keeping the process alive
 //!
