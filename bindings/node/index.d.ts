@@ -283,10 +283,115 @@ export interface ConnectOptions {
    * it needs a new authorization.
    */
   authorize?: (url: string, redirectUri: string, server: string) => string | Promise<string>
+  /**
+   * Added as an `'event'` listener before the servers start, so it also
+   * sees each server's first `server_state`. Called on the JavaScript thread.
+   */
+  onEvent?: (event: HubEvent) => void
 }
 
+/** A server's connection state changed. */
+export interface ServerStateEvent {
+  type: 'server_state'
+  server: string
+  state: 'connected' | 'failed' | 'restarting' | 'disabled'
+  /** Why, when `failed` or `restarting`. */
+  error?: string
+  /** The error's stable code, with `error`. */
+  code?: ErrorCode
+  /** Restart attempts since the server was last healthy (0 for the first start). */
+  attempt: number
+}
+
+/** A server's tool list changed (hub names). */
+export interface ToolsChangedEvent {
+  type: 'tools_changed'
+  server: string
+  added: string[]
+  removed: string[]
+}
+
+/** A server's resource or prompt list changed. */
+export interface ListChangedEvent {
+  type: 'resources_changed' | 'prompts_changed'
+  server: string
+}
+
+/** A subscribed resource changed (see {@link Hub.subscribe}). */
+export interface ResourceUpdatedEvent {
+  type: 'resource_updated'
+  server: string
+  uri: string
+}
+
+/** A server's log message (see {@link Hub.setLogLevel}). */
+export interface LogEvent {
+  type: 'log'
+  server: string
+  level: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency'
+  logger?: string
+  data: unknown
+}
+
+/** A task's status changed. */
+export interface TaskStatusEvent {
+  type: 'task_status'
+  server: string
+  task_id: string
+  status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
+  message?: string
+}
+
+/** This consumer fell behind: `count` older events were lost. */
+export interface LaggedEvent {
+  type: 'lagged'
+  count: number
+}
+
+/** One event of a hub. */
+export type HubEvent =
+  | ServerStateEvent
+  | ToolsChangedEvent
+  | ListChangedEvent
+  | ResourceUpdatedEvent
+  | LogEvent
+  | TaskStatusEvent
+  | LaggedEvent
+
+/** What to complete with {@link Hub.complete}. */
+export type CompletionRef = { type: 'ref/prompt'; name: string } | { type: 'ref/resource'; uri: string }
+
+/** The server's `completion` object. */
+export interface CompletionResult {
+  values: string[]
+  total?: number
+  hasMore?: boolean
+  [key: string]: unknown
+}
+
+/**
+ * Many MCP servers behind one tool list, and an EventEmitter of its events:
+ * `hub.on('event', (event) => ...)` runs on the JavaScript thread; listening
+ * never keeps the process alive, and delivery stops when the hub is closed.
+ */
 export declare class Hub {
   private constructor()
+
+  // The EventEmitter methods (Hub extends node:events' EventEmitter; typed
+  // here without @types/node).
+  on(eventName: 'event', listener: (event: HubEvent) => void): this
+  on(eventName: string | symbol, listener: (...args: any[]) => void): this
+  once(eventName: 'event', listener: (event: HubEvent) => void): this
+  once(eventName: string | symbol, listener: (...args: any[]) => void): this
+  off(eventName: 'event', listener: (event: HubEvent) => void): this
+  off(eventName: string | symbol, listener: (...args: any[]) => void): this
+  addListener(eventName: 'event', listener: (event: HubEvent) => void): this
+  addListener(eventName: string | symbol, listener: (...args: any[]) => void): this
+  removeListener(eventName: 'event', listener: (event: HubEvent) => void): this
+  removeListener(eventName: string | symbol, listener: (...args: any[]) => void): this
+  removeAllListeners(eventName?: string | symbol): this
+  emit(eventName: string | symbol, ...args: any[]): boolean
+  listenerCount(eventName: string | symbol): number
 
   /**
    * Starts every enabled server at once. A server that fails to start is
@@ -348,6 +453,40 @@ export declare class Hub {
    * a policy's allow list, use {@link Policy.refresh}.
    */
   refresh(server: string): Promise<void>
+
+  /**
+   * The hub's events from now on, in order; ends once the hub is closed
+   * (after the events closing sent). A consumer more than 1024 events
+   * behind loses the oldest and gets `{type: 'lagged', count}`. Throws
+   * `TRANSPORT_CLOSED` on a closed hub.
+   */
+  events(): AsyncIterableIterator<HubEvent>
+
+  /** Pings a server; resolves to the round-trip time in seconds. */
+  ping(server: string): Promise<number>
+
+  /**
+   * Asks a server for log messages at `level` or above; they arrive as
+   * `log` events. Another level rejects with `INVALID_INPUT`.
+   */
+  setLogLevel(server: string, level: LogEvent['level']): Promise<void>
+
+  /**
+   * Completes a prompt argument or a resource-template variable
+   * (`completion/complete`); resolves to the server's `completion`.
+   */
+  complete(
+    ref: CompletionRef,
+    argument: { name: string; value: string },
+    context?: { arguments?: Record<string, string> } | null,
+    server?: string | ServerOption | null,
+  ): Promise<CompletionResult>
+
+  /** Subscribes to changes of a resource; they arrive as `resource_updated` events. */
+  subscribe(uri: string, server?: string | ServerOption | null): Promise<void>
+
+  /** Ends a subscription made with {@link Hub.subscribe}. */
+  unsubscribe(uri: string, server?: string | ServerOption | null): Promise<void>
 
   /**
    * A tool-use policy for this hub's calls (see {@link Policy}). Throws an

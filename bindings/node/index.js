@@ -4,6 +4,7 @@
 // handling and the McpmuxError class. Engine work runs on the addon's own
 // threads; nothing here blocks the event loop.
 
+const { EventEmitter } = require('node:events')
 const native = require('./native.js')
 
 /**
@@ -54,8 +55,16 @@ const KIND_PROGRESS = 4
 
 /** @type {Map<number, {resolve: Function, reject: Function, onProgress?: Function, done?: Function}>} */
 const pending = new Map()
+/** How many entries of `pending` are weak (do not keep the process alive). */
+let weakPending = 0
 let nextId = 0
 let held = false
+
+/** Forgets pending entry `id` (settled or abandoned). */
+function forget(id, entry) {
+  pending.delete(id)
+  if (entry.weak) weakPending--
+}
 
 function onBatch(text, hubs) {
   let batch
@@ -84,7 +93,7 @@ function onBatch(text, hubs) {
       }
       continue
     }
-    pending.delete(id)
+    forget(id, entry)
     if (entry.done) entry.done()
     if (kind === KIND_JSON) entry.resolve(payload)
     else if (kind === KIND_ERROR) entry.reject(new McpmuxError(payload.code, payload.message, payload))
@@ -118,7 +127,7 @@ function hold() {
   dispatcher.hold()
   if (watch === null) {
     watch = setInterval(() => {
-      if (pending.size === 0) {
+      if (pending.size === weakPending) {
         held = false
         dispatcher.release()
         clearInterval(watch)
@@ -132,9 +141,11 @@ function hold() {
 const dispatcher = new native.Dispatcher(onBatch)
 
 /**
- * Starts native operation `start(id)` and returns its promise.
+ * Starts native operation `start(id)` and returns its promise. A `weak`
+ * operation does not keep the process alive while it is pending (the
+ * hub's `'event'` pump: listening alone never holds Node open).
  * @param {(id: number) => void} start
- * @param {{onProgress?: Function, done?: Function}} [extra]
+ * @param {{onProgress?: Function, done?: Function, weak?: boolean}} [extra]
  */
 function run(start, extra) {
   nextId = nextId >= 0xfffffffe ? 1 : nextId + 1
@@ -152,7 +163,10 @@ function run(start, extra) {
       return
     }
     pending.set(id, entry)
-    if (!held) hold()
+    if (extra && extra.weak) {
+      entry.weak = true
+      weakPending++
+    } else if (!held) hold()
     if (extra && extra.register) extra.register(id, entry)
   })
 }
@@ -161,7 +175,7 @@ function run(start, extra) {
 function settleNow(id, error) {
   const entry = pending.get(id)
   if (entry === undefined) return false
-  pending.delete(id)
+  forget(id, entry)
   if (entry.done) entry.done()
   entry.reject(error)
   return true
@@ -237,23 +251,135 @@ function configSource(config) {
 // ---------------------------------------------------------------------------
 
 /**
+ * The events of a hub as an async iterator (`for await (const event of
+ * hub.events())`): every event from when it was made, in order; it ends
+ * once the hub is closed (after the events closing sent). A pending
+ * `next()` keeps the process alive like any awaited promise, until the
+ * hub is closed.
+ */
+class HubEvents {
+  /** @param {*} feed internal: use hub.events() */
+  constructor(feed) {
+    /** @private */
+    this._feed = feed
+  }
+
+  [Symbol.asyncIterator]() {
+    return this
+  }
+
+  /** @returns {Promise<IteratorResult<object, undefined>>} */
+  next() {
+    const feed = this._feed
+    if (feed === null) return Promise.resolve({ value: undefined, done: true })
+    return run((id) => feed.next(id)).then((event) => {
+      if (event === undefined) {
+        this._feed = null
+        return { value: undefined, done: true }
+      }
+      return { value: event, done: false }
+    })
+  }
+
+  /** Stops the iteration (`break` in `for await`). */
+  return() {
+    this._feed = null
+    return Promise.resolve({ value: undefined, done: true })
+  }
+}
+
+/**
+ * Emits `'event'` for each event of `feed` on `hub`, until the hub is
+ * closed or gone, or its last `'event'` listener is removed. Holds the hub
+ * only weakly and its pending reads are weak (see `run`): listening never
+ * keeps the hub or the process alive.
+ */
+function pump(hub, feed) {
+  const ref = new WeakRef(hub)
+  const token = {}
+  hub._pump = token
+  const step = () => {
+    run((id) => feed.next(id), { weak: true }).then(
+      (event) => {
+        const h = ref.deref()
+        if (h === undefined || h._pump !== token) return
+        if (event === undefined) {
+          h._pump = null
+          return
+        }
+        try {
+          h.emit('event', event)
+        } catch (err) {
+          // A throwing listener is the caller's bug: surface it like any
+          // throwing event listener, and keep delivering.
+          queueMicrotask(() => {
+            throw err
+          })
+        }
+        step()
+      },
+      () => {
+        const h = ref.deref()
+        if (h !== undefined && h._pump === token) h._pump = null
+      },
+    )
+  }
+  step()
+}
+
+/** `server` given as a string or as `{server}` (like the list methods). */
+function serverArgument(v) {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return optionalString('server', v.server)
+  return optionalString('server', v)
+}
+
+/** JSON text of a required plain object argument. */
+function objectJson(argument, v) {
+  if (!isPlainObject(v)) throw invalid(argument, `must be a plain object, got ${describe(v)}`)
+  return argsJson(argument, v)
+}
+
+/**
  * Many MCP servers behind one tool list. Create one with
  * {@link Hub.connect}; every method returns a Promise. Call
  * {@link Hub#close} when done (an unclosed hub never keeps the process
  * alive, and its servers die with the process or when it is garbage
  * collected).
+ *
+ * A Hub is an EventEmitter: `hub.on('event', fn)` calls `fn(event)` on the
+ * JavaScript thread for every event of the hub (see {@link Hub#events});
+ * listening does not keep the process alive, and delivery stops when the
+ * hub is closed.
  */
-class Hub {
-  /** @param {*} nativeHub internal: use Hub.connect */
-  constructor(nativeHub) {
+class Hub extends EventEmitter {
+  /**
+   * @param {*} nativeHub internal: use Hub.connect
+   * @param {boolean} [initialEvents] internal: the native hub holds a stream subscribed before connecting
+   */
+  constructor(nativeHub, initialEvents) {
     if (!(nativeHub instanceof native.NativeHub)) {
       throw new TypeError('use Hub.connect(config) to create a Hub')
     }
+    super()
     /** @private */
     this._native = nativeHub
     this._lastFailedNote = null
     /** @private */
     this._closed = false
+    /** @private */
+    this._initialEvents = initialEvents === true
+    /** @private the token of the running 'event' pump, or null */
+    this._pump = null
+    this.on('newListener', (name) => {
+      if (name === 'event' && this._pump === null && !this._closed) {
+        const initial = this._initialEvents
+        this._initialEvents = false
+        pump(this, this._native.events(initial))
+      }
+    })
+    this.on('removeListener', (name) => {
+      if (name === 'event' && this.listenerCount('event') === 0) this._pump = null
+    })
   }
 
   /**
@@ -267,19 +393,29 @@ class Hub {
    *   it opens `url` (a browser) and resolves to the URL the authorization
    *   server redirected to. Without it such a server fails with `AUTH_REQUIRED`
    *   when it needs a new authorization.
+   *   `onEvent` is added as an `'event'` listener before the servers start,
+   *   so it also sees each server's first `server_state`.
    * @returns {Promise<Hub>}
    */
   static async connect(config, options) {
     const { text, kind } = configSource(config)
     let authorize = null
+    let onEvent
     if (options !== undefined && options !== null && options.authorize !== undefined) {
       const fn = options.authorize
       if (typeof fn !== 'function') throw invalid('options.authorize', 'must be a function')
       // Always a Promise, and a throw becomes a rejection.
       authorize = (url, redirectUri, server) => Promise.resolve().then(() => fn(url, redirectUri, server))
     }
-    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize))
-    return new Hub(nativeHub)
+    if (options !== undefined && options !== null && options.onEvent !== undefined && options.onEvent !== null) {
+      onEvent = options.onEvent
+      if (typeof onEvent !== 'function') throw invalid('options.onEvent', 'must be a function')
+    }
+    const withEvents = onEvent !== undefined
+    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize, withEvents))
+    const hub = new Hub(nativeHub, withEvents)
+    if (withEvents) hub.on('event', onEvent)
+    return hub
   }
 
   /** Whether {@link Hub#close} was called. */
@@ -517,6 +653,119 @@ class Hub {
       return Promise.reject(err)
     }
     return run((id) => this._native.refresh(id, server))
+  }
+
+  /**
+   * An async iterator of this hub's events from now on, in order:
+   * `{type: 'server_state', server, state, error?, code?, attempt}`,
+   * `{type: 'tools_changed', server, added, removed}`,
+   * `{type: 'resources_changed' | 'prompts_changed', server}`,
+   * `{type: 'resource_updated', server, uri}`,
+   * `{type: 'log', server, level, logger?, data}`,
+   * `{type: 'task_status', server, task_id, status, message?}`, and
+   * `{type: 'lagged', count}` when this iterator fell more than 1024 events
+   * behind and lost the oldest (the engine never waits for it). It ends
+   * once the hub is closed. Each iterator gets every event. Throws
+   * `TRANSPORT_CLOSED` on a closed hub.
+   * @returns {AsyncIterableIterator<object>}
+   */
+  events() {
+    if (this._closed) throw new McpmuxError('TRANSPORT_CLOSED', 'the hub is closed')
+    return new HubEvents(this._native.events(false))
+  }
+
+  /**
+   * Pings a server; resolves to the round-trip time in seconds.
+   * @param {string} server
+   * @returns {Promise<number>}
+   */
+  ping(server) {
+    try {
+      checkString('server', server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.ping(id, server))
+  }
+
+  /**
+   * Asks a server for log messages at `level` or above
+   * (`logging/setLevel`: `debug`, `info`, `notice`, `warning`, `error`,
+   * `critical`, `alert`, `emergency`); they arrive as `log` events. Another
+   * level, or a server without the `logging` capability, rejects with
+   * `INVALID_INPUT`.
+   * @param {string} server
+   * @param {string} level
+   * @returns {Promise<void>}
+   */
+  setLogLevel(server, level) {
+    try {
+      checkString('server', server)
+      checkString('level', level)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.setLogLevel(id, server, level))
+  }
+
+  /**
+   * Completes an argument (`completion/complete`): `ref` is `{type:
+   * 'ref/prompt', name}` or `{type: 'ref/resource', uri: <template>}`,
+   * `argument` `{name, value}`, `context` the optional `{arguments: {...}}`
+   * already chosen. Without `server` the one server offering that prompt or
+   * template answers. Resolves to the server's `completion` (`{values,
+   * total?, hasMore?}`).
+   * @param {object} ref
+   * @param {{name: string, value: string}} argument
+   * @param {object} [context]
+   * @param {string | {server?: string}} [server]
+   * @returns {Promise<object>}
+   */
+  complete(ref, argument, context, server) {
+    let refText, argumentText, contextText, serverName
+    try {
+      refText = objectJson('ref', ref)
+      argumentText = objectJson('argument', argument)
+      contextText = argsJson('context', context)
+      serverName = serverArgument(server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.complete(id, refText, argumentText, contextText, serverName))
+  }
+
+  /**
+   * Subscribes to changes of resource `uri` (on `server`, or the server
+   * that lists it); they arrive as `resource_updated` events. A server that
+   * cannot subscribe rejects with `INVALID_INPUT`.
+   * @param {string} uri
+   * @param {string | {server?: string}} [server]
+   * @returns {Promise<void>}
+   */
+  subscribe(uri, server) {
+    return this._subscription(uri, server, true)
+  }
+
+  /**
+   * Ends a subscription made with {@link Hub#subscribe}.
+   * @param {string} uri
+   * @param {string | {server?: string}} [server]
+   * @returns {Promise<void>}
+   */
+  unsubscribe(uri, server) {
+    return this._subscription(uri, server, false)
+  }
+
+  /** @private */
+  _subscription(uri, server, on) {
+    let serverName
+    try {
+      checkString('uri', uri)
+      serverName = serverArgument(server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.subscribe(id, uri, serverName, on))
   }
 
   /**

@@ -58,8 +58,22 @@ export declare class Dispatcher {
    * an error. `config` and `kind` as for `load_config`.
    * `authorize(url, redirectUri, server)` resolves to the redirect URL
    * of an OAuth authorization (the person in the loop; see authorize.rs).
+   * With `events`, an event stream is subscribed before the servers
+   * start (taken by `NativeHub.events(true)`).
    */
-  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null): void
+  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null): void
+}
+
+/**
+ * The events of one hub from when it was made, owned by one JavaScript
+ * iterator (or the hub's `'event'` pump).
+ */
+export declare class NativeEvents {
+  /**
+   * Posts completion `id`: the next event as JSON text, or nothing
+   * (`undefined`) once the hub is closed. Calls are answered in order.
+   */
+  next(id: number): void
 }
 
 /**
@@ -123,8 +137,31 @@ export declare class NativeHub {
   policy(settings?: string | undefined | null, auditPath?: string | undefined | null, onAudit?: ((eventJson: string) => void) | undefined | null): NativePolicy
   /** Reconnects `server` and lists its tools again. */
   refresh(id: number, server: string): void
-  /** Closes every server and waits until they are gone. */
+  /**
+   * Closes every server and waits until they are gone, then ends the
+   * hub's event streams (after the events closing sent).
+   */
   close(id: number): void
+  /**
+   * A stream of the hub's events from now on (see
+   * [`events::NativeEvents`]); with `initial`, the one subscribed before
+   * connecting (`events` on connect), once.
+   */
+  events(initial: boolean): NativeEvents
+  /** Pings `server`; the round-trip time in seconds. */
+  ping(id: number, server: string): void
+  /** Asks `server` for log messages at `level` or above (`log` events). */
+  setLogLevel(id: number, server: string, level: string): void
+  /**
+   * `completion/complete`: `reference`, `argument` and `context` are
+   * JSON object text; the result is the server's `completion` object.
+   */
+  complete(id: number, reference: string, argument: string, context?: string | undefined | null, server?: string | undefined | null): void
+  /**
+   * `resources/subscribe` (`unsubscribe` when `on` is false) for `uri`
+   * on `server`, or on the server that lists it.
+   */
+  subscribe(id: number, uri: string, server: string | undefined | null, on: boolean): void
 }
 
 /**

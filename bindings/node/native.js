@@ -836,6 +836,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.Dispatcher = nativeBinding.Dispatcher
+module.exports.NativeEvents = nativeBinding.NativeEvents
 module.exports.NativeHub = nativeBinding.NativeHub
 module.exports.NativePolicy = nativeBinding.NativePolicy
 module.exports.NativeSessions = nativeBinding.NativeSessions

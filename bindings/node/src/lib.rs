@@ -32,6 +32,12 @@
 //!   non-blocking work (routing, encoding, a pipe write, reading the
 //!   response the runtime already received). Dropping the future (on
 //!   abort) sends `notifications/cancelled`.
+//! - Hub events are pulled: each `next(id)` of an [`events::NativeEvents`]
+//!   is a runtime task that waits for the stream's next event and posts it
+//!   like any completion, so `'event'` listeners and `hub.events()` run on
+//!   the JavaScript thread and a slow consumer only gets core's `lagged`.
+//!   The wrapper's `'event'` pump marks its reads weak: they never keep
+//!   the process alive.
 //!
 //! ## Keeping the process alive
 //!
@@ -52,6 +58,7 @@
 
 mod authorize;
 mod error;
+mod events;
 mod policy;
 mod session;
 
@@ -73,12 +80,15 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
-use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub, ProgressUpdate, ToolResult};
+use mcpmux_core::{
+    CallOptions, Config, ConfigSource, Error, EventStream, Hub, ProgressUpdate, ToolResult,
+};
 use napi::bindgen_prelude::{Function, JsValuesTupleIntoVec, ToNapiValue};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use napi_derive::napi;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::error::{error_json, internal, invalid_input};
 
@@ -101,8 +111,10 @@ enum Outcome {
     Json(String),
     /// An error as the JSON text of [`error::error_json`].
     Failed(String),
-    /// A connected hub, wrapped into a [`NativeHub`] on the JavaScript thread.
-    Hub(Hub),
+    /// A connected hub, wrapped into a [`NativeHub`] on the JavaScript
+    /// thread, with the event stream subscribed before it connected (the
+    /// `onEvent` connect option).
+    Hub(Hub, Option<EventStream>),
     /// Success without a value.
     Done,
     /// A progress notification of a pending call, as JSON text (does not
@@ -268,7 +280,7 @@ impl JsValuesTupleIntoVec for Batch {
                 16 + match &c.outcome {
                     Outcome::Tool(r) => r.json().len(),
                     Outcome::Json(t) | Outcome::Failed(t) | Outcome::Progress(t) => t.len(),
-                    Outcome::Hub(_) | Outcome::Done => 4,
+                    Outcome::Hub(..) | Outcome::Done => 4,
                 }
             })
             .sum();
@@ -284,21 +296,23 @@ impl JsValuesTupleIntoVec for Batch {
                 Outcome::Failed(_) => KIND_ERROR,
                 Outcome::Progress(_) => KIND_PROGRESS,
                 Outcome::Done => KIND_VOID,
-                Outcome::Hub(_) if self.sink.is_some() => KIND_HUB,
-                Outcome::Hub(_) => KIND_ERROR,
+                Outcome::Hub(..) if self.sink.is_some() => KIND_HUB,
+                Outcome::Hub(..) => KIND_ERROR,
             };
             let _ = write!(text, "{id},{kind},");
             match outcome {
                 Outcome::Tool(result) => text.push_str(result.json()),
                 Outcome::Json(t) | Outcome::Failed(t) | Outcome::Progress(t) => text.push_str(&t),
                 Outcome::Done => text.push_str("null"),
-                Outcome::Hub(hub) => match &self.sink {
+                Outcome::Hub(hub, first_events) => match &self.sink {
                     Some(sink) => {
                         let _ = write!(text, "{}", hubs.len());
                         hubs.push(NativeHub {
                             hub: Some(hub),
                             sink: sink.clone(),
                             cancellable: Arc::default(),
+                            closing: watch::Sender::new(false),
+                            first_events: Mutex::new(first_events),
                         });
                     }
                     None => text.push_str(&error_json(&internal("the dispatcher is gone"))),
@@ -559,6 +573,8 @@ impl Dispatcher {
     /// an error. `config` and `kind` as for `load_config`.
     /// `authorize(url, redirectUri, server)` resolves to the redirect URL
     /// of an OAuth authorization (the person in the loop; see authorize.rs).
+    /// With `events`, an event stream is subscribed before the servers
+    /// start (taken by `NativeHub.events(true)`).
     #[napi]
     pub fn connect(
         &self,
@@ -569,14 +585,19 @@ impl Dispatcher {
             ts_arg_type = "((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null"
         )]
         authorize: Option<authorize::JsFunction<'_>>,
+        events: Option<bool>,
     ) -> napi::Result<()> {
         let mut options = mcpmux_core::HubOptions::default();
         if let Some(f) = authorize {
             options.auth.handler = Some(Arc::new(authorize::JsAuthorize::new(f)?));
         }
+        let first = events.unwrap_or(false).then(|| options.events.subscribe());
         spawn_op(&self.sink, id, async move {
             let config = load_config(&kind, config)?;
-            Ok(Outcome::Hub(Hub::connect_with(config, options).await?))
+            Ok(Outcome::Hub(
+                Hub::connect_with(config, options).await?,
+                first,
+            ))
         });
         Ok(())
     }
@@ -594,6 +615,12 @@ pub struct NativeHub {
     sink: Arc<Sink>,
     /// Pending calls that can be cancelled, by id.
     cancellable: CallTable,
+    /// Set to `true` once `close()` finished: ends every
+    /// [`events::NativeEvents`] (dropping it, with this object, ends them too).
+    closing: watch::Sender<bool>,
+    /// The stream subscribed before connecting (`events` on connect), until
+    /// `events(true)` takes it.
+    first_events: Mutex<Option<EventStream>>,
 }
 
 impl Drop for NativeHub {
@@ -834,11 +861,84 @@ impl NativeHub {
         });
     }
 
-    /// Closes every server and waits until they are gone.
+    /// Closes every server and waits until they are gone, then ends the
+    /// hub's event streams (after the events closing sent).
     #[napi]
     pub fn close(&self, id: u32) {
+        let closing = self.closing.clone();
         self.op(id, |hub| async move {
             hub.close().await;
+            closing.send_replace(true);
+            Ok(Outcome::Done)
+        });
+    }
+
+    /// A stream of the hub's events from now on (see
+    /// [`events::NativeEvents`]); with `initial`, the one subscribed before
+    /// connecting (`events` on connect), once.
+    #[napi]
+    pub fn events(&self, initial: bool) -> events::NativeEvents {
+        let first = initial
+            .then(|| {
+                self.first_events
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take()
+            })
+            .flatten();
+        let stream = first.unwrap_or_else(|| self.hub().events());
+        events::NativeEvents::new(stream, self.closing.subscribe(), self.sink.clone())
+    }
+
+    /// Pings `server`; the round-trip time in seconds.
+    #[napi]
+    pub fn ping(&self, id: u32, server: String) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.ping(&server).await?.as_secs_f64())
+        });
+    }
+
+    /// Asks `server` for log messages at `level` or above (`log` events).
+    #[napi]
+    pub fn set_log_level(&self, id: u32, server: String, level: String) {
+        self.op(id, |hub| async move {
+            hub.set_log_level(&server, &level).await?;
+            Ok(Outcome::Done)
+        });
+    }
+
+    /// `completion/complete`: `reference`, `argument` and `context` are
+    /// JSON object text; the result is the server's `completion` object.
+    #[napi]
+    pub fn complete(
+        &self,
+        id: u32,
+        reference: String,
+        argument: String,
+        context: Option<String>,
+        server: Option<String>,
+    ) {
+        self.op(id, |hub| async move {
+            let reference = parse_object("ref", Some(reference))?.unwrap_or_default();
+            let argument = parse_object("argument", Some(argument))?.unwrap_or_default();
+            let context = parse_object("context", context)?;
+            json_outcome(
+                &hub.complete(&reference, &argument, context.as_ref(), server.as_deref())
+                    .await?,
+            )
+        });
+    }
+
+    /// `resources/subscribe` (`unsubscribe` when `on` is false) for `uri`
+    /// on `server`, or on the server that lists it.
+    #[napi]
+    pub fn subscribe(&self, id: u32, uri: String, server: Option<String>, on: bool) {
+        self.op(id, |hub| async move {
+            if on {
+                hub.subscribe(&uri, server.as_deref()).await?;
+            } else {
+                hub.unsubscribe(&uri, server.as_deref()).await?;
+            }
             Ok(Outcome::Done)
         });
     }

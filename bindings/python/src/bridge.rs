@@ -42,8 +42,9 @@ pub enum Outcome {
     Json(String),
     /// A tool result, returned as plain Python objects.
     Tool(mcpmux_core::ToolResult),
-    /// A connected hub, returned as a new `_native.Hub`.
-    Hub(mcpmux_core::Hub),
+    /// A connected hub, returned as a new `_native.Hub`, with the event
+    /// stream subscribed before it connected (`connect(events=True)`).
+    Hub(mcpmux_core::Hub, Option<mcpmux_core::EventStream>),
     /// Nothing (`None`).
     Unit,
 }
@@ -54,7 +55,7 @@ impl Outcome {
         match self {
             Outcome::Json(text) => crate::convert::loads(py, &text).map(Bound::unbind),
             Outcome::Tool(result) => crate::convert::loads(py, result.json()).map(Bound::unbind),
-            Outcome::Hub(hub) => crate::hub::NativeHub::wrap(hub).into_py_any(py),
+            Outcome::Hub(hub, events) => crate::hub::NativeHub::wrap(hub, events).into_py_any(py),
             Outcome::Unit => Ok(py.None()),
         }
     }

@@ -10,6 +10,12 @@
 //! closes the servers; after it every method raises `TransportClosed`
 //! ("the hub is closed"). A hub garbage-collected while open is closed in
 //! the background; at interpreter exit [`shutdown`] closes what is left.
+//!
+//! Events: `events()` hands out a [`NativeEvents`] stream that ends once
+//! `close()` finished (or the hub is gone); the hub's `closing` signal says
+//! when. With `events=True` on connect, one stream is subscribed before
+//! the servers start, so its first events are their `server_state`s (the
+//! Python layer's `on_event=` delivery thread reads it).
 
 use std::future::Future;
 use std::pin::pin;
@@ -18,11 +24,13 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub, ProgressUpdate};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Error, EventStream, Hub, ProgressUpdate};
 use pyo3::prelude::*;
-use tokio::sync::mpsc;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
 
 use crate::bridge::{self, Bridge, Exec, Op, Outcome};
+use crate::events::NativeEvents;
 use crate::{convert, errors, runtime};
 
 /// How often a blocking call looks for signals (Ctrl-C) while it waits.
@@ -37,6 +45,12 @@ static LIVE: Mutex<Vec<Weak<HubState>>> = Mutex::new(Vec::new());
 struct HubState {
     hub: Hub,
     closed: AtomicBool,
+    /// Set to `true` once `close()` finished: ends every [`NativeEvents`]
+    /// (dropping it, with the hub, ends them too).
+    closing: watch::Sender<bool>,
+    /// The stream subscribed before connecting (`events=True`), until
+    /// `events(initial=True)` takes it.
+    first_events: Mutex<Option<EventStream>>,
     /// The fork generation that created it (see [`runtime`]).
     generation: u64,
 }
@@ -109,11 +123,14 @@ impl NativeHub {
 }
 
 impl NativeHub {
-    /// Wraps a connected engine hub and registers it for [`shutdown`].
-    pub fn wrap(hub: Hub) -> NativeHub {
+    /// Wraps a connected engine hub (and the event stream subscribed
+    /// before it connected, if any) and registers it for [`shutdown`].
+    pub fn wrap(hub: Hub, first_events: Option<EventStream>) -> NativeHub {
         let state = Arc::new(HubState {
             hub,
             closed: AtomicBool::new(false),
+            closing: watch::Sender::new(false),
+            first_events: Mutex::new(first_events),
             generation: runtime::generation(),
         });
         let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
@@ -146,14 +163,17 @@ impl NativeHub {
     /// for [`load_config`]). Servers are started from engine threads.
     #[staticmethod]
     /// `authorize(url, redirect_uri, server) -> str` is the person in the
-    /// loop for OAuth servers (see `authorize.rs`).
-    #[pyo3(signature = (kind, config, aio=None, authorize=None))]
+    /// loop for OAuth servers (see `authorize.rs`). With `events`, an event
+    /// stream is subscribed before the servers start (taken by
+    /// `events(initial=True)`).
+    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false))]
     fn connect(
         py: Python<'_>,
         kind: &str,
         config: &Bound<'_, PyAny>,
         aio: Option<Aio<'_>>,
         authorize: Option<Py<PyAny>>,
+        events: bool,
     ) -> PyResult<Py<PyAny>> {
         let parsed = load_config(py, kind, config)?;
         let mut options = mcpmux_core::HubOptions::default();
@@ -161,8 +181,11 @@ impl NativeHub {
             options.auth.handler =
                 Some(Arc::new(crate::authorize::PyAuthorize(Arc::new(callback))));
         }
-        let op: Op =
-            Box::pin(async move { Hub::connect_with(parsed, options).await.map(Outcome::Hub) });
+        let first = events.then(|| options.events.subscribe());
+        let op: Op = Box::pin(async move {
+            let hub = Hub::connect_with(parsed, options).await?;
+            Ok(Outcome::Hub(hub, first))
+        });
         run(py, op, aio, Exec::Worker)
     }
 
@@ -378,8 +401,113 @@ impl NativeHub {
         run(py, op, aio, Exec::Worker)
     }
 
-    /// Closes every server and waits until they are gone. Idempotent: a
-    /// second call returns at once.
+    /// A stream of the hub's events from now on (see [`NativeEvents`]);
+    /// with `initial`, the one subscribed before connecting (`events=True`),
+    /// once. `TransportClosed` on a closed hub.
+    #[pyo3(signature = (initial=false))]
+    fn events(&self, py: Python<'_>, initial: bool) -> PyResult<NativeEvents> {
+        let hub = self.hub_py(py)?;
+        let first = initial
+            .then(|| {
+                self.state
+                    .first_events
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take()
+            })
+            .flatten();
+        let stream = first.unwrap_or_else(|| hub.events());
+        Ok(NativeEvents::new(stream, self.state.closing.subscribe()))
+    }
+
+    /// Pings `server`; the round-trip time in seconds.
+    #[pyo3(signature = (server, aio=None))]
+    fn ping(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let rtt = hub.ping(&server).await?;
+            Ok(json_outcome(&rtt.as_secs_f64()))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Asks `server` for log messages at `level` or above (`log` events).
+    #[pyo3(signature = (server, level, aio=None))]
+    fn set_log_level(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        level: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let level = convert::string(level, "level")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            hub.set_log_level(&server, &level).await?;
+            Ok(Outcome::Unit)
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// `completion/complete`: the server's `completion` object.
+    #[pyo3(signature = (reference, argument, context=None, server=None, aio=None))]
+    fn complete(
+        &self,
+        py: Python<'_>,
+        reference: &Bound<'_, PyAny>,
+        argument: &Bound<'_, PyAny>,
+        context: Option<&Bound<'_, PyAny>>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let reference: Value = convert::to_json(reference, "ref")?;
+        let argument: Value = convert::to_json(argument, "argument")?;
+        let context = convert::opt_object(context, "context")?;
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let value = hub
+                .complete(&reference, &argument, context.as_ref(), server.as_deref())
+                .await?;
+            Ok(json_outcome(&value))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// `resources/subscribe` (`unsubscribe` when `on` is false) for `uri`
+    /// on `server`, or on the server that lists it.
+    #[pyo3(signature = (uri, server=None, on=true, aio=None))]
+    fn subscribe(
+        &self,
+        py: Python<'_>,
+        uri: &Bound<'_, PyAny>,
+        server: Option<&Bound<'_, PyAny>>,
+        on: bool,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let uri = convert::string(uri, "uri")?;
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            if on {
+                hub.subscribe(&uri, server.as_deref()).await?;
+            } else {
+                hub.unsubscribe(&uri, server.as_deref()).await?;
+            }
+            Ok(Outcome::Unit)
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Closes every server and waits until they are gone, then ends the
+    /// hub's event streams. Idempotent: a second call returns at once.
     #[pyo3(signature = (aio=None))]
     fn close(&self, py: Python<'_>, aio: Option<Aio<'_>>) -> PyResult<Py<PyAny>> {
         let stale = self.state.stale();
@@ -387,8 +515,10 @@ impl NativeHub {
             Box::pin(async { Ok(Outcome::Unit) })
         } else {
             let hub = self.state.hub.clone();
+            let closing = self.state.closing.clone();
             Box::pin(async move {
                 hub.close().await;
+                closing.send_replace(true);
                 Ok(Outcome::Unit)
             })
         };
@@ -547,12 +677,12 @@ pub(crate) fn json_out<T: serde::Serialize + ?Sized>(
 /// leaves no server behind.
 #[pyfunction]
 pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
-    let hubs: Vec<Hub> = {
+    let hubs: Vec<(Hub, watch::Sender<bool>)> = {
         let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
         live.drain(..)
             .filter_map(|w| w.upgrade())
             .filter(|s| !s.stale() && !s.closed.swap(true, Ordering::AcqRel))
-            .map(|s| s.hub.clone())
+            .map(|s| (s.hub.clone(), s.closing.clone()))
             .collect()
     };
     if hubs.is_empty() {
@@ -562,9 +692,13 @@ pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
     let grace = Duration::try_from_secs_f64(grace_seconds).unwrap_or(Duration::from_secs(1));
     py.detach(move || {
         let all = async move {
-            let closes = hubs.iter().map(|h| {
-                let h = h.clone();
-                async move { h.close().await }
+            let closes = hubs.iter().map(|(h, closing)| {
+                let (h, closing) = (h.clone(), closing.clone());
+                async move {
+                    h.close().await;
+                    // Ends the event streams (the on_event threads).
+                    closing.send_replace(true);
+                }
             });
             // Dropping the unfinished closes (on timeout) drops the last
             // handles on their servers, which kills their process groups.

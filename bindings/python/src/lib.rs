@@ -23,6 +23,7 @@ mod authorize;
 mod bridge;
 mod convert;
 mod errors;
+mod events;
 mod hub;
 mod policy;
 mod runtime;
@@ -30,11 +31,12 @@ mod session;
 
 use pyo3::prelude::*;
 
-/// The `mcpmux._native` module: `Hub`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
+/// The `mcpmux._native` module: `Hub`, `Events`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
 /// process-wide helpers `shutdown`, `after_fork_in_child` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hub::NativeHub>()?;
+    m.add_class::<events::NativeEvents>()?;
     m.add_class::<bridge::Bridge>()?;
     m.add_class::<bridge::Pending>()?;
     m.add_class::<session::NativeSessions>()?;

@@ -1,7 +1,7 @@
 // Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
 // index.d.ts describes the API as the tests use it, and rejects misuse.
 import { Hub, McpmuxError, ERROR_CODES, Policy, Sessions, version } from 'mcpmux'
-import type { AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
+import type { HubEvent, CompletionResult, AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
 
 export async function usage(): Promise<void> {
   const hub: Hub = await Hub.connect({ mcpServers: { demo: { command: 'mcpmux-demo-server', timeout_seconds: 30 } } })
@@ -29,6 +29,20 @@ export async function usage(): Promise<void> {
   const prompt = await hub.getPrompt('greet', { name: 'Ada' })
   console.log(prompt.messages.length)
   await hub.refresh('demo')
+  hub.on('event', (e: HubEvent) => {
+    if (e.type === 'log') console.log(e.level, e.data)
+    else if (e.type === 'server_state') console.log(e.state, e.code, e.attempt)
+  })
+  await Hub.connect('mcpmux.toml', { onEvent: (e: HubEvent) => console.log(e.type) })
+  for await (const e of hub.events()) if (e.type === 'resource_updated') console.log(e.uri)
+  const rtt: number = await hub.ping('demo')
+  await hub.setLogLevel('demo', 'warning')
+  const completion: CompletionResult = await hub.complete({ type: 'ref/prompt', name: 'p' }, { name: 'a', value: '' }, { arguments: { b: 'x' } }, 'demo')
+  await hub.subscribe('demo://readme')
+  await hub.unsubscribe('demo://readme', { server: 'demo' })
+  console.log(rtt, completion.values.length)
+  // @ts-expect-error not a log level
+  await hub.setLogLevel('demo', 'loud')
   const policy: Policy = hub.policy({
     maxToolCalls: 5,
     callTimeoutMs: 2000,

@@ -16,7 +16,10 @@ Errors are :class:`McpmuxError` subclasses, one per stable code.
 
 Threads: the engine runs on its own threads (one runtime per process); a
 blocking call releases the GIL while it waits; an async call never blocks
-the event loop. Hub objects may be shared between threads; an ``AsyncHub``
+the event loop. Events (``hub.events()``, ``on_event=``) reach Python on the
+thread that iterates, or, for ``on_event``, on one ``mcpmux-events`` thread
+per hub (``AsyncHub``: then on the event loop's thread); never on an engine
+thread. Hub objects may be shared between threads; an ``AsyncHub``
 may be used from any event loop.
 """
 
@@ -62,6 +65,8 @@ from ._errors import (
 __all__ = [
     "Hub",
     "AsyncHub",
+    "Events",
+    "AsyncEvents",
     "Policy",
     "AsyncPolicy",
     "Sessions",
@@ -110,6 +115,93 @@ EXIT_GRACE_SECONDS = 1.0
 
 Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
+#: Receives each hub event: ``{"type": "server_state" | "tools_changed" |
+#: "resources_changed" | "prompts_changed" | "resource_updated" | "log" |
+#: "task_status" | "lagged", ...}``.
+EventCallback = Callable[[Dict[str, Any]], Any]
+
+
+class Events:
+    """The events of a hub from when :meth:`Hub.events` was called, as
+    dicts (``{"type": "server_state", "server", "state", "error"?,
+    "code"?, "attempt"}``, ``{"type": "tools_changed", "server", "added",
+    "removed"}``, ``resources_changed``, ``prompts_changed``
+    (``{"server"}``), ``{"type": "resource_updated", "server", "uri"}``,
+    ``{"type": "log", "server", "level", "logger"?, "data"}``,
+    ``{"type": "task_status", "server", "task_id", "status",
+    "message"?}``). ``next()`` blocks the calling thread with the GIL
+    released until an event comes (Ctrl-C interrupts it and loses none).
+    Iteration ends once the hub is closed (after the events closing sent).
+    An iterator that falls behind loses its oldest events (the engine never
+    waits for it): the next event is then ``{"type": "lagged", "count": n}``.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: Any) -> None:
+        """Internal: use :meth:`Hub.events`."""
+        self._native = native
+
+    def __iter__(self) -> "Events":
+        return self
+
+    def __next__(self) -> Dict[str, Any]:
+        event = self._native.next()
+        if event is None:
+            raise StopIteration
+        return event
+
+
+class AsyncEvents:
+    """:class:`Events` as an async iterator (``async for event in
+    hub.events()``), made by :meth:`AsyncHub.events`; waiting never blocks
+    the event loop."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: Any) -> None:
+        """Internal: use :meth:`AsyncHub.events`."""
+        self._native = native
+
+    def __aiter__(self) -> "AsyncEvents":
+        return self
+
+    async def __anext__(self) -> Dict[str, Any]:
+        event = await _run(self._native.next)
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+
+def _check_on_event(on_event: Any) -> None:
+    if on_event is not None and not callable(on_event):
+        raise InvalidInput(f"argument 'on_event' must be callable or None, not {type(on_event).__name__!r}")
+
+
+def _deliver_events(native: Any, on_event: EventCallback) -> None:
+    """Starts the hub's delivery thread (``mcpmux-events``, a daemon): it
+    reads the stream subscribed before connecting, so the first events are
+    the servers' ``server_state``, and calls ``on_event(event)`` for each,
+    in order, until the hub is closed or gone. It holds no reference to the
+    hub. An exception from ``on_event`` is reported as a ``RuntimeWarning``
+    and delivery goes on; a slow ``on_event`` never holds up the engine (it
+    gets a ``lagged`` event instead)."""
+    events = native.events(True)
+
+    def deliver() -> None:
+        while True:
+            try:
+                event = events.next()
+            except BaseException:  # interpreter shutting down
+                return
+            if event is None:
+                return
+            try:
+                on_event(event)
+            except Exception as e:
+                warnings.warn(f"mcpmux: on_event raised {e!r}", RuntimeWarning, stacklevel=1)
+
+    threading.Thread(target=deliver, name="mcpmux-events", daemon=True).start()
 
 
 def _config_args(config: Any) -> "tuple[str, Any]":
@@ -166,8 +258,20 @@ class Hub:
         self._native = native
 
     @classmethod
-    def connect(cls, config: Config, *, authorize: Optional[Callable[[str, str, str], str]] = None) -> "Hub":
+    def connect(
+        cls,
+        config: Config,
+        *,
+        authorize: Optional[Callable[[str, str, str], str]] = None,
+        on_event: Optional[EventCallback] = None,
+    ) -> "Hub":
         """Starts every enabled server of ``config`` at once and returns the hub.
+
+        ``on_event(event)`` is called with every event of the hub (see
+        :class:`Events`), starting with each server's first
+        ``server_state``, on a dedicated delivery thread (``mcpmux-events``,
+        one per hub; never an engine thread, so a slow callback holds up
+        nothing but its own later events). It runs until the hub is closed.
 
         ``authorize(url, redirect_uri, server) -> str`` is the person in the
         loop for servers with ``auth.type = "oauth"``: it opens ``url`` (a
@@ -186,7 +290,11 @@ class Hub:
         invalid config raises (:class:`ConfigInvalid`).
         """
         kind, value = _config_args(config)
-        return cls(_native.Hub.connect(kind, value, None, authorize))
+        _check_on_event(on_event)
+        hub = cls(_native.Hub.connect(kind, value, None, authorize, on_event is not None))
+        if on_event is not None:
+            _deliver_events(hub._native, on_event)
+        return hub
 
     @property
     def closed(self) -> bool:
@@ -287,6 +395,54 @@ class Hub:
         changed in a policy's allow list, use :meth:`Policy.refresh`."""
         self._native.refresh(server)
 
+    def events(self) -> Events:
+        """An iterator of this hub's events from now on (see
+        :class:`Events`); ``for event in hub.events():`` blocks between
+        events and ends when the hub is closed. Each iterator gets every
+        event; make one per consumer. A closed hub raises
+        :class:`TransportClosed`."""
+        return Events(self._native.events())
+
+    def ping(self, server: str) -> float:
+        """Pings ``server``; returns the round-trip time in seconds
+        (:class:`Timeout` when it does not answer within its
+        ``timeout_seconds``)."""
+        return self._native.ping(server)
+
+    def set_log_level(self, server: str, level: str) -> None:
+        """Asks ``server`` for log messages at ``level`` or above
+        (``logging/setLevel``; ``debug``, ``info``, ``notice``, ``warning``,
+        ``error``, ``critical``, ``alert``, ``emergency``); they arrive as
+        ``log`` events. Another level, or a server without the ``logging``
+        capability, raises :class:`InvalidInput`."""
+        self._native.set_log_level(server, level)
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: Mapping[str, str],
+        context: Optional[Mapping[str, Any]] = None,
+        server: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """Completes an argument (``completion/complete``): ``ref`` is
+        ``{"type": "ref/prompt", "name": ...}`` or ``{"type":
+        "ref/resource", "uri": <template>}``, ``argument`` ``{"name",
+        "value"}``, ``context`` the optional ``{"arguments": {...}}``
+        already chosen. Without ``server`` the one server offering that
+        prompt or template answers. Returns the server's ``completion``
+        (``{"values": [...], "total"?, "hasMore"?}``)."""
+        return self._native.complete(ref, argument, context, server)
+
+    def subscribe(self, uri: str, server: Optional[str] = None) -> None:
+        """Subscribes to changes of resource ``uri`` (on ``server``, or on
+        the server that lists it); they arrive as ``resource_updated``
+        events. A server that cannot subscribe raises :class:`InvalidInput`."""
+        self._native.subscribe(uri, server)
+
+    def unsubscribe(self, uri: str, server: Optional[str] = None) -> None:
+        """Ends a subscription made with :meth:`subscribe`."""
+        self._native.subscribe(uri, server, False)
+
     def policy(
         self,
         *,
@@ -367,6 +523,26 @@ def _loop_progress(callback: Optional[ProgressCallback]) -> Optional[ProgressCal
     return call
 
 
+def _on_loop(loop: asyncio.AbstractEventLoop, callback: EventCallback) -> EventCallback:
+    """``callback`` moved to ``loop``'s thread (an awaitable it returns runs
+    as a task); events that come after the loop closed are dropped."""
+
+    def call(event: Dict[str, Any]) -> None:
+        result = callback(event)
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(result)
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+    def hand_over(event: Dict[str, Any]) -> None:
+        try:
+            loop.call_soon_threadsafe(call, event)
+        except RuntimeError:  # the loop is closed
+            pass
+
+    return hand_over
+
+
 class _Connecting(collections.abc.Coroutine):
     """What :meth:`AsyncHub.connect` returns: a coroutine (``await`` it, or
     hand it to ``asyncio.create_task`` / ``asyncio.run``) that is also an
@@ -425,7 +601,11 @@ class AsyncHub:
 
     @classmethod
     def connect(
-        cls, config: Config, *, authorize: Optional[Callable[[str, str, str], str]] = None
+        cls,
+        config: Config,
+        *,
+        authorize: Optional[Callable[[str, str, str], str]] = None,
+        on_event: Optional[EventCallback] = None,
     ) -> _Connecting:
         """Starts every enabled server of ``config`` at once; gives the hub.
 
@@ -434,16 +614,29 @@ class AsyncHub:
         coroutine, so ``asyncio.create_task`` and ``asyncio.wait_for`` take
         it; cancelling it stops the servers it started. See
         :meth:`Hub.connect` for what ``config`` may be.
+
+        ``on_event(event)`` gets every event of the hub, starting with each
+        server's first ``server_state``, on the event loop's thread (the
+        hub's ``mcpmux-events`` delivery thread hands each one over with
+        ``loop.call_soon_threadsafe``); if it returns an awaitable, that
+        runs as a task.
         """
-        return _Connecting(cls._connect(config, authorize))
+        _check_on_event(on_event)
+        return _Connecting(cls._connect(config, authorize, on_event))
 
     @classmethod
     async def _connect(
-        cls, config: Config, authorize: Optional[Callable[[str, str, str], str]] = None
+        cls,
+        config: Config,
+        authorize: Optional[Callable[[str, str, str], str]] = None,
+        on_event: Optional[EventCallback] = None,
     ) -> "AsyncHub":
         kind, value = _config_args(config)
-        connect = functools.partial(_native.Hub.connect, authorize=authorize)
-        return cls(await _run(connect, kind, value))
+        connect = functools.partial(_native.Hub.connect, authorize=authorize, events=on_event is not None)
+        hub = cls(await _run(connect, kind, value))
+        if on_event is not None:
+            _deliver_events(hub._native, _on_loop(_get_running_loop(), on_event))
+        return hub
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._bridge = _bridge_for(loop)
@@ -539,6 +732,37 @@ class AsyncHub:
     async def refresh(self, server: str) -> None:
         """See :meth:`Hub.refresh`."""
         await self._call(self._native.refresh, server)
+
+    def events(self) -> AsyncEvents:
+        """An async iterator of this hub's events from now on (``async for
+        event in hub.events():``); see :meth:`Hub.events`."""
+        return AsyncEvents(self._native.events())
+
+    async def ping(self, server: str) -> float:
+        """See :meth:`Hub.ping`."""
+        return await self._call(self._native.ping, server)
+
+    async def set_log_level(self, server: str, level: str) -> None:
+        """See :meth:`Hub.set_log_level`."""
+        await self._call(self._native.set_log_level, server, level)
+
+    async def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument: Mapping[str, str],
+        context: Optional[Mapping[str, Any]] = None,
+        server: Optional[str] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.complete`."""
+        return await self._call(self._native.complete, ref, argument, context, server)
+
+    async def subscribe(self, uri: str, server: Optional[str] = None) -> None:
+        """See :meth:`Hub.subscribe`."""
+        await self._call(self._native.subscribe, uri, server, True)
+
+    async def unsubscribe(self, uri: str, server: Optional[str] = None) -> None:
+        """See :meth:`Hub.unsubscribe`."""
+        await self._call(self._native.subscribe, uri, server, False)
 
     def policy(
         self,
