@@ -138,8 +138,8 @@ export declare class NativeHub {
   /** Reconnects `server` and lists its tools again. */
   refresh(id: number, server: string): void
   /**
-   * Closes every server and waits until they are gone, then ends the
-   * hub's event streams (after the events closing sent).
+   * Closes every server and waits until they are gone; core then ends
+   * the hub's event streams (after the events closing sent).
    */
   close(id: number): void
   /**

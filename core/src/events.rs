@@ -6,12 +6,18 @@
 //! oldest ones, told by one [`HubEvent::Lagged`] with how many. The engine
 //! is never slowed by a slow host.
 //!
+//! A stream ends (`None`) once the hub is closed and the events sent while
+//! it closed have been read ([`EventSender::close`]), or once the hub is
+//! gone: every front end's iterator ends there.
+//!
 //! Text that came from a server (log data, error messages) has the
-//! config's secrets replaced ([`crate::secrets`]) before it is sent.
+//! config's secrets replaced (the `secrets` module) before it is sent.
+
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 /// Events each [`EventStream`] keeps for its consumer before the oldest are
 /// dropped.
@@ -107,18 +113,25 @@ impl HubEvent {
 /// The sending side of a hub's events; cheap to clone. Owned by the hub
 /// and the clients it made.
 #[derive(Clone)]
-pub struct EventSender(broadcast::Sender<HubEvent>);
+pub struct EventSender {
+    tx: broadcast::Sender<HubEvent>,
+    /// `true` once the hub closed: streams end after what is queued.
+    closed: Arc<watch::Sender<bool>>,
+}
 
 impl Default for EventSender {
     fn default() -> Self {
-        EventSender(broadcast::channel(EVENT_BUFFER).0)
+        EventSender {
+            tx: broadcast::channel(EVENT_BUFFER).0,
+            closed: Arc::new(watch::Sender::new(false)),
+        }
     }
 }
 
 impl std::fmt::Debug for EventSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventSender")
-            .field("streams", &self.0.receiver_count())
+            .field("streams", &self.tx.receiver_count())
             .finish()
     }
 }
@@ -127,48 +140,90 @@ impl EventSender {
     /// Sends `event` to every stream; never waits, and costs nothing when
     /// no stream is open.
     pub fn send(&self, event: HubEvent) {
-        if self.0.receiver_count() > 0 {
-            let _ = self.0.send(event);
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(event);
         }
+    }
+
+    /// Ends every stream once it has read what was sent before: the hub
+    /// closed ([`crate::Hub::close`] calls it last).
+    pub fn close(&self) {
+        self.closed.send_replace(true);
     }
 
     /// Whether any stream is open (events nobody reads need not be made).
     pub fn has_streams(&self) -> bool {
-        self.0.receiver_count() > 0
+        self.tx.receiver_count() > 0
     }
 
     /// A new stream of the events sent from now on.
     pub fn subscribe(&self) -> EventStream {
-        EventStream(self.0.subscribe())
+        EventStream {
+            rx: self.tx.subscribe(),
+            closed: self.closed.subscribe(),
+            ended: false,
+        }
     }
 }
 
 /// The events of one hub, from when the stream was made. Owned by the
 /// host; dropping it unsubscribes.
-pub struct EventStream(broadcast::Receiver<HubEvent>);
+pub struct EventStream {
+    rx: broadcast::Receiver<HubEvent>,
+    closed: watch::Receiver<bool>,
+    ended: bool,
+}
 
 impl EventStream {
-    /// The next event, waiting for one; `None` once the hub is gone. After
-    /// the consumer fell behind, the next event is [`HubEvent::Lagged`].
+    /// The next event, waiting for one; `None` once the hub closed (after
+    /// the events sent before) or is gone. After the consumer fell behind,
+    /// the next event is [`HubEvent::Lagged`].
     pub async fn recv(&mut self) -> Option<HubEvent> {
-        match self.0.recv().await {
-            Ok(event) => Some(event),
-            Err(broadcast::error::RecvError::Lagged(count)) => Some(HubEvent::Lagged { count }),
-            Err(broadcast::error::RecvError::Closed) => None,
+        if self.ended {
+            return None;
         }
+        let received = tokio::select! {
+            biased;
+            r = self.rx.recv() => Some(r),
+            // Closed (or the sender gone): what is queued, then the end.
+            _ = self.closed.wait_for(|closed| *closed) => None,
+        };
+        let next = match received {
+            Some(Ok(event)) => Some(event),
+            Some(Err(broadcast::error::RecvError::Lagged(count))) => {
+                Some(HubEvent::Lagged { count })
+            }
+            Some(Err(broadcast::error::RecvError::Closed)) => None,
+            None => self.try_recv().ok().flatten(),
+        };
+        if next.is_none() {
+            self.ended = true;
+        }
+        next
     }
 
     /// The next event if one is waiting, without waiting: `Ok(None)` when
-    /// none is, `Err(())` once the hub is gone.
+    /// none is, `Err(())` once the stream has ended (the hub closed and
+    /// nothing is left, or the hub is gone).
     #[allow(clippy::result_unit_err)]
     pub fn try_recv(&mut self) -> Result<Option<HubEvent>, ()> {
-        match self.0.try_recv() {
+        if self.ended {
+            return Err(());
+        }
+        match self.rx.try_recv() {
             Ok(event) => Ok(Some(event)),
             Err(broadcast::error::TryRecvError::Lagged(count)) => {
                 Ok(Some(HubEvent::Lagged { count }))
             }
-            Err(broadcast::error::TryRecvError::Empty) => Ok(None),
-            Err(broadcast::error::TryRecvError::Closed) => Err(()),
+            Err(broadcast::error::TryRecvError::Empty)
+                if !*self.closed.borrow() && self.closed.has_changed().is_ok() =>
+            {
+                Ok(None)
+            }
+            Err(_) => {
+                self.ended = true;
+                Err(())
+            }
         }
     }
 
@@ -251,6 +306,20 @@ mod tests {
             log.to_json(),
             serde_json::json!({"type": "log", "server": "a", "level": "warning", "data": {"n": 1}})
         );
+    }
+
+    #[tokio::test]
+    async fn a_closed_hub_ends_its_streams_after_what_was_sent() {
+        let sender = EventSender::default();
+        let mut stream = sender.subscribe();
+        sender.send(HubEvent::PromptsChanged { server: "s".into() });
+        sender.close();
+        assert_eq!(
+            stream.recv().await,
+            Some(HubEvent::PromptsChanged { server: "s".into() })
+        );
+        assert_eq!(stream.recv().await, None);
+        assert_eq!(stream.try_recv(), Err(()));
     }
 
     #[test]

@@ -669,6 +669,8 @@ impl Hub {
             .collect();
         futures::future::join_all(clients.iter().map(Client::close)).await;
         self.inner.rebuild_index();
+        // After the last events (tools removed): streams end here.
+        self.inner.options.events.close();
     }
 
     /// Whether [`close`](Hub::close) was called.

@@ -88,7 +88,6 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{sys, Env, Status};
 use napi_derive::napi;
 use serde_json::Value;
-use tokio::sync::watch;
 
 use crate::error::{error_json, internal, invalid_input};
 
@@ -311,7 +310,6 @@ impl JsValuesTupleIntoVec for Batch {
                             hub: Some(hub),
                             sink: sink.clone(),
                             cancellable: Arc::default(),
-                            closing: watch::Sender::new(false),
                             first_events: Mutex::new(first_events),
                         });
                     }
@@ -615,9 +613,6 @@ pub struct NativeHub {
     sink: Arc<Sink>,
     /// Pending calls that can be cancelled, by id.
     cancellable: CallTable,
-    /// Set to `true` once `close()` finished: ends every
-    /// [`events::NativeEvents`] (dropping it, with this object, ends them too).
-    closing: watch::Sender<bool>,
     /// The stream subscribed before connecting (`events` on connect), until
     /// `events(true)` takes it.
     first_events: Mutex<Option<EventStream>>,
@@ -861,14 +856,12 @@ impl NativeHub {
         });
     }
 
-    /// Closes every server and waits until they are gone, then ends the
-    /// hub's event streams (after the events closing sent).
+    /// Closes every server and waits until they are gone; core then ends
+    /// the hub's event streams (after the events closing sent).
     #[napi]
     pub fn close(&self, id: u32) {
-        let closing = self.closing.clone();
         self.op(id, |hub| async move {
             hub.close().await;
-            closing.send_replace(true);
             Ok(Outcome::Done)
         });
     }
@@ -887,7 +880,7 @@ impl NativeHub {
             })
             .flatten();
         let stream = first.unwrap_or_else(|| self.hub().events());
-        events::NativeEvents::new(stream, self.closing.subscribe(), self.sink.clone())
+        events::NativeEvents::new(stream, self.sink.clone())
     }
 
     /// Pings `server`; the round-trip time in seconds.

@@ -2,69 +2,31 @@
 //! [`mcpmux_core::EventStream`]) for the Python `Hub.events()` iterator,
 //! `AsyncHub.events()` async iterator and the `on_event=` delivery thread.
 //!
-//! Only converts: the events are core's (`HubEvent::to_json`), and a
-//! consumer that falls behind gets core's `lagged` event. What this adds is
-//! the end: core's stream lives as long as the hub's engine objects, so the
-//! binding ends it when `close()` finished (after the events that closing
-//! sent, which are still delivered) or when the hub is gone.
+//! Only converts: the events, the `lagged` event of a consumer that falls
+//! behind and the end of the stream (the hub closed or gone) are core's.
 
 use std::sync::Arc;
 
 use mcpmux_core::EventStream;
 use pyo3::prelude::*;
-use tokio::sync::{watch, Mutex};
+use tokio::sync::Mutex;
 
 use crate::bridge::{Exec, Op, Outcome};
 use crate::hub::{run, Aio};
-
-/// A stream plus the hub's "closed" signal (`true` once `close()` finished;
-/// the sender dropped when the hub is gone).
-struct Feed {
-    stream: EventStream,
-    closed: watch::Receiver<bool>,
-    ended: bool,
-}
-
-impl Feed {
-    /// The next event as JSON text; `None` once the hub closed (and the
-    /// events it sent while closing were handed out) or is gone.
-    async fn next(&mut self) -> Option<String> {
-        if self.ended {
-            return None;
-        }
-        let event = tokio::select! {
-            biased;
-            event = self.stream.recv() => event,
-            _ = self.closed.wait_for(|closed| *closed) => self.stream.try_recv().ok().flatten(),
-        };
-        match event {
-            Some(e) => Some(e.to_json().to_string()),
-            None => {
-                self.ended = true;
-                None
-            }
-        }
-    }
-}
 
 /// The events of one hub from when it was made (see the module docs).
 /// Owned by the Python iterator; `next` may be called from any thread, one
 /// caller at a time (others wait their turn).
 #[pyclass(frozen, module = "mcpmux._native", name = "Events")]
 pub struct NativeEvents {
-    feed: Arc<Mutex<Feed>>,
+    stream: Arc<Mutex<EventStream>>,
 }
 
 impl NativeEvents {
-    /// A feed of `stream` that ends when `closed` turns true or its sender
-    /// is dropped.
-    pub(crate) fn new(stream: EventStream, closed: watch::Receiver<bool>) -> NativeEvents {
+    /// Hands `stream` to Python.
+    pub(crate) fn new(stream: EventStream) -> NativeEvents {
         NativeEvents {
-            feed: Arc::new(Mutex::new(Feed {
-                stream,
-                closed,
-                ended: false,
-            })),
+            stream: Arc::new(Mutex::new(stream)),
         }
     }
 }
@@ -76,11 +38,11 @@ impl NativeEvents {
     /// interrupts it and loses no event) or an asyncio future (`aio`).
     #[pyo3(signature = (aio=None))]
     fn next(&self, py: Python<'_>, aio: Option<Aio<'_>>) -> PyResult<Py<PyAny>> {
-        let feed = self.feed.clone();
+        let stream = self.stream.clone();
         let op: Op = Box::pin(async move {
-            let mut feed = feed.lock().await;
-            Ok(match feed.next().await {
-                Some(json) => Outcome::Json(json),
+            let mut stream = stream.lock().await;
+            Ok(match stream.recv().await {
+                Some(event) => Outcome::Json(event.to_json().to_string()),
                 None => Outcome::Unit,
             })
         });

@@ -12,8 +12,7 @@
 //! the background; at interpreter exit [`shutdown`] closes what is left.
 //!
 //! Events: `events()` hands out a [`NativeEvents`] stream that ends once
-//! `close()` finished (or the hub is gone); the hub's `closing` signal says
-//! when. With `events=True` on connect, one stream is subscribed before
+//! `close()` finished (or the hub is gone), by core's rule. With `events=True` on connect, one stream is subscribed before
 //! the servers start, so its first events are their `server_state`s (the
 //! Python layer's `on_event=` delivery thread reads it).
 
@@ -27,7 +26,7 @@ use std::time::Duration;
 use mcpmux_core::{CallOptions, Config, ConfigSource, Error, EventStream, Hub, ProgressUpdate};
 use pyo3::prelude::*;
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::bridge::{self, Bridge, Exec, Op, Outcome};
 use crate::events::NativeEvents;
@@ -45,9 +44,6 @@ static LIVE: Mutex<Vec<Weak<HubState>>> = Mutex::new(Vec::new());
 struct HubState {
     hub: Hub,
     closed: AtomicBool,
-    /// Set to `true` once `close()` finished: ends every [`NativeEvents`]
-    /// (dropping it, with the hub, ends them too).
-    closing: watch::Sender<bool>,
     /// The stream subscribed before connecting (`events=True`), until
     /// `events(initial=True)` takes it.
     first_events: Mutex<Option<EventStream>>,
@@ -129,7 +125,6 @@ impl NativeHub {
         let state = Arc::new(HubState {
             hub,
             closed: AtomicBool::new(false),
-            closing: watch::Sender::new(false),
             first_events: Mutex::new(first_events),
             generation: runtime::generation(),
         });
@@ -417,7 +412,7 @@ impl NativeHub {
             })
             .flatten();
         let stream = first.unwrap_or_else(|| hub.events());
-        Ok(NativeEvents::new(stream, self.state.closing.subscribe()))
+        Ok(NativeEvents::new(stream))
     }
 
     /// Pings `server`; the round-trip time in seconds.
@@ -515,10 +510,9 @@ impl NativeHub {
             Box::pin(async { Ok(Outcome::Unit) })
         } else {
             let hub = self.state.hub.clone();
-            let closing = self.state.closing.clone();
             Box::pin(async move {
+                // Also ends the hub's event streams (core's rule).
                 hub.close().await;
-                closing.send_replace(true);
                 Ok(Outcome::Unit)
             })
         };
@@ -677,12 +671,12 @@ pub(crate) fn json_out<T: serde::Serialize + ?Sized>(
 /// leaves no server behind.
 #[pyfunction]
 pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
-    let hubs: Vec<(Hub, watch::Sender<bool>)> = {
+    let hubs: Vec<Hub> = {
         let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
         live.drain(..)
             .filter_map(|w| w.upgrade())
             .filter(|s| !s.stale() && !s.closed.swap(true, Ordering::AcqRel))
-            .map(|s| (s.hub.clone(), s.closing.clone()))
+            .map(|s| s.hub.clone())
             .collect()
     };
     if hubs.is_empty() {
@@ -692,14 +686,8 @@ pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
     let grace = Duration::try_from_secs_f64(grace_seconds).unwrap_or(Duration::from_secs(1));
     py.detach(move || {
         let all = async move {
-            let closes = hubs.iter().map(|(h, closing)| {
-                let (h, closing) = (h.clone(), closing.clone());
-                async move {
-                    h.close().await;
-                    // Ends the event streams (the on_event threads).
-                    closing.send_replace(true);
-                }
-            });
+            // Closing also ends the event streams (the on_event threads).
+            let closes = hubs.iter().map(Hub::close);
             // Dropping the unfinished closes (on timeout) drops the last
             // handles on their servers, which kills their process groups.
             let _ = tokio::time::timeout(grace, join_all(closes)).await;

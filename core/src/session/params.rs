@@ -16,6 +16,11 @@
 //! [`super::settings::MAX_NUMBER`]) are checked where the values are used
 //! ([`super::settings::resolve`]).
 
+// The field doc comments are also the descriptions of `mcpmux serve`'s tool
+// schemas, written for users: `[session]` there is the config table, not a
+// doc link.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use schemars::{JsonSchema, Schema};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
