@@ -17,6 +17,7 @@ use crate::protocol;
 use crate::{llm, tool_names};
 use futures::future::BoxFuture;
 
+mod restarts;
 mod surface;
 
 /// Options for [`Hub::connect_with`].
