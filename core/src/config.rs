@@ -15,8 +15,10 @@ use crate::policy::settings::PolicySettings;
 
 mod keys;
 mod source;
+mod supervision;
 
 pub use source::ConfigSource;
+pub use supervision::{Restart, Supervision};
 
 /// Default time allowed for one request.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -79,6 +81,8 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// A pinned protocol version instead of negotiation from the latest.
     pub protocol_version: Option<String>,
+    /// Restarts, keep-alive pings, lazy start, log level.
+    pub supervision: Supervision,
     /// The entry's keys that the engine itself does not read: the policy's
     /// (`allow_tools`, ...) and, in `mcpServers` entries, the keys other
     /// MCP clients write (`autoApprove`, ...). Any other key fails the load.
@@ -362,10 +366,11 @@ fn parse_with(
         Some(Value::Object(m)) => m.clone(),
         Some(_) => return Err(ctx.err("'mcp' must be a table")),
     };
-    if let Some(m) = keys::unknown(&mcp, &[keys::MCP]) {
+    if let Some(m) = keys::unknown(&mcp, &[keys::MCP, supervision::KEYS]) {
         return Err(ctx.err(format!("[mcp]: {m}")));
     }
     let defaults = Defaults {
+        mcp: mcp.clone(),
         timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
         max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
             .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
@@ -426,7 +431,10 @@ fn parse_with(
             return Err(ctx.err(format!("duplicate server name '{name}' ({first} and {at})")));
         }
         seen.insert(name.clone(), at.clone());
-        if let Some(m) = keys::unknown(&entry, &[keys::SERVER, SERVER_KEYS, compat]) {
+        if let Some(m) = keys::unknown(
+            &entry,
+            &[keys::SERVER, supervision::KEYS, SERVER_KEYS, compat],
+        ) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
         servers.push(server_entry(&ctx, &defaults, name, &entry)?);
@@ -555,6 +563,8 @@ fn check_session_settings(_ctx: &Ctx<'_>, _session: &Map<String, Value>) -> Resu
 }
 
 struct Defaults {
+    /// The `[mcp]` table (supervision keys default from it).
+    mcp: Map<String, Value>,
     timeout: Duration,
     max_message_bytes: usize,
 }
@@ -879,9 +889,14 @@ fn server_entry(
             ));
         }
     }
+    let supervision = supervision::read(entry, &defaults.mcp, kind, &|field, message| {
+        ctx.field_err(n, field, message)
+    })?;
     let extra: Map<String, Value> = entry
         .iter()
-        .filter(|(k, _)| !keys::SERVER.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            !keys::SERVER.contains(&k.as_str()) && !supervision::KEYS.contains(&k.as_str())
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     // Policy keys are parsed now, so a typo fails at load time.
@@ -897,6 +912,7 @@ fn server_entry(
         max_total_timeout,
         max_message_bytes,
         protocol_version,
+        supervision,
         extra,
         policy,
     })

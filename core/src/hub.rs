@@ -17,6 +17,8 @@ use crate::protocol;
 use crate::{llm, tool_names};
 use futures::future::BoxFuture;
 
+mod restarts;
+mod supervisor;
 mod surface;
 
 /// Options for [`Hub::connect_with`].
@@ -86,22 +88,27 @@ pub enum ServerState {
     Failed,
     /// `enabled = false` in the config: never started.
     Disabled,
+    /// It failed and is being started again (see `error`); its tools stay
+    /// listed and calls to them wait for it.
+    Restarting,
 }
 
 impl ServerState {
     /// Every state, in declaration order.
-    pub const ALL: [ServerState; 3] = [
+    pub const ALL: [ServerState; 4] = [
         ServerState::Connected,
         ServerState::Failed,
         ServerState::Disabled,
+        ServerState::Restarting,
     ];
 
-    /// The state's name: `connected`, `failed` or `disabled`.
+    /// The state's name: `connected`, `failed`, `disabled` or `restarting`.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerState::Connected => "connected",
             ServerState::Failed => "failed",
             ServerState::Disabled => "disabled",
+            ServerState::Restarting => "restarting",
         }
     }
 }
@@ -122,7 +129,7 @@ impl std::str::FromStr for ServerState {
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "unknown server state '{s}' (expected one of: connected, failed, disabled)"
+                    "unknown server state '{s}' (expected one of: connected, failed, disabled, restarting)"
                 ))
             })
     }
@@ -142,6 +149,12 @@ impl PartialEq<&str> for ServerState {
 
 enum SlotState {
     Connected(Client),
+    /// Being started again by its supervisor; `error` is why it went down.
+    Restarting {
+        error: Error,
+        /// The tools it had: still listed, under the same names.
+        tools: Arc<Vec<protocol::Tool>>,
+    },
     Failed(Error),
     Disabled,
     Closed,
@@ -150,6 +163,10 @@ enum SlotState {
 struct Slot {
     config: ServerConfig,
     state: RwLock<SlotState>,
+    /// Bumped on every state change: calls waiting for a restart watch it.
+    changed: tokio::sync::watch::Sender<u64>,
+    /// The supervisor task ([`supervisor`]), aborted on close, refresh and drop.
+    supervisor: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Slot {
@@ -157,6 +174,29 @@ impl Slot {
         match &*self.state.read().unwrap() {
             SlotState::Connected(c) => Some(c.clone()),
             _ => None,
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        matches!(*self.state.read().unwrap(), SlotState::Closed)
+    }
+
+    /// What the supervisor watches.
+    fn snapshot(&self) -> supervisor::Snapshot {
+        match &*self.state.read().unwrap() {
+            SlotState::Connected(c) => supervisor::Snapshot::Connected(
+                c.clone(),
+                self.config.supervision.ping_interval,
+                self.config.timeout,
+            ),
+            _ => supervisor::Snapshot::Other,
+        }
+    }
+
+    /// Replaces the supervisor task (aborting the old one).
+    fn set_supervisor(&self, task: Option<tokio::task::AbortHandle>) {
+        if let Some(old) = std::mem::replace(&mut *self.supervisor.lock().unwrap(), task) {
+            old.abort();
         }
     }
 }
@@ -249,6 +289,8 @@ impl Hub {
                     .map(|config| Slot {
                         config,
                         state: RwLock::new(SlotState::Disabled),
+                        changed: tokio::sync::watch::Sender::new(0),
+                        supervisor: std::sync::Mutex::new(None),
                     })
                     .collect(),
                 index: RwLock::new(Arc::default()),
@@ -265,25 +307,16 @@ impl Hub {
                 },
             }
         });
-        let starts = inner.slots.iter().filter(|s| s.config.enabled).map(|slot| {
-            let options = &inner.options;
-            async move {
-                let state = match Client::connect(&slot.config, options).await {
-                    Ok(client) => SlotState::Connected(client),
-                    Err(e) => {
-                        tracing::warn!(server = %slot.config.name, error = %e, "server failed to connect");
-                        SlotState::Failed(e)
-                    }
-                };
-                let event = state_event(&slot.config.name, &state);
-                *slot.state.write().unwrap() = state;
-                if let Some(event) = event {
-                    options.events.send(event);
-                }
-            }
-        });
-        futures::future::join_all(starts).await;
-        inner.rebuild_index();
+        let enabled: Vec<usize> = (0..inner.slots.len())
+            .filter(|&i| inner.slots[i].config.enabled)
+            .collect();
+        let starts = enabled
+            .iter()
+            .map(|&i| surface::connect(&inner.slots[i].config, &inner.options));
+        let results = futures::future::join_all(starts).await;
+        for (i, result) in enabled.into_iter().zip(results) {
+            inner.start_supervising(i, result);
+        }
         Ok(Hub { inner })
     }
 
@@ -332,6 +365,11 @@ impl Hub {
                         if let Some(e) = c.closed_error() {
                             fail(&mut status, &e);
                         }
+                    }
+                    SlotState::Restarting { error, tools, .. } => {
+                        fail(&mut status, error);
+                        status.state = ServerState::Restarting;
+                        status.tool_count = tools.len();
                     }
                     SlotState::Failed(e) => fail(&mut status, e),
                     SlotState::Disabled => {}
@@ -418,11 +456,15 @@ impl Hub {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        let (client, tool) = self.route(name)?;
+        let (client, tool) = self.route(name, opts).await?;
         client.call_tool(&tool, arguments, opts).await
     }
 
-    fn route(&self, name: &str) -> Result<(Client, String), Error> {
+    /// The client and server-side name of hub tool `name`. A server that is
+    /// restarting is waited for, up to the call's timeout (the server's
+    /// `timeout_seconds` when the call sets none); past it, the call fails
+    /// with the error that took the server down.
+    async fn route(&self, name: &str, opts: &CallOptions) -> Result<(Client, String), Error> {
         let found = {
             let index = self.inner.index.read().unwrap();
             index
@@ -434,10 +476,24 @@ impl Hub {
             return Err(self.unknown_tool(name));
         };
         let slot = &self.inner.slots[slot];
-        match &*slot.state.read().unwrap() {
-            SlotState::Connected(c) => Ok((c.clone(), tool)),
-            SlotState::Failed(e) => Err(e.clone()),
-            _ => Err(closed()),
+        let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
+        let mut changed = slot.changed.subscribe();
+        loop {
+            let last = match &*slot.state.read().unwrap() {
+                SlotState::Connected(c) => return Ok((c.clone(), tool)),
+                SlotState::Failed(e) => return Err(e.clone()),
+                SlotState::Restarting { error, .. } => error.clone(),
+                _ => return Err(closed()),
+            };
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .map_or(true, |r| r.is_err())
+            {
+                return Err(last.context(format!(
+                    "server '{}' is restarting; tool '{name}' unavailable",
+                    slot.config.name
+                )));
+            }
         }
     }
 
@@ -462,7 +518,7 @@ impl Hub {
                 ))
             };
             match &*slot.state.read().unwrap() {
-                SlotState::Failed(e) => return failed(e),
+                SlotState::Failed(e) | SlotState::Restarting { error: e, .. } => return failed(e),
                 SlotState::Connected(c) => {
                     if let Some(e) = c.closed_error() {
                         return failed(&e);
@@ -487,7 +543,7 @@ impl Hub {
         let slot = self.slot(server)?;
         match &*slot.state.read().unwrap() {
             SlotState::Connected(c) => Ok(c.clone()),
-            SlotState::Failed(e) => Err(e.clone()),
+            SlotState::Failed(e) | SlotState::Restarting { error: e, .. } => Err(e.clone()),
             SlotState::Disabled => Err(Error::UnknownServer(format!(
                 "server '{server}' is disabled"
             ))),
@@ -634,21 +690,20 @@ impl Hub {
                 "server '{server}' is disabled"
             )));
         }
+        // The old supervisor would restart what we close now.
+        slot.set_supervisor(None);
         if let Some(old) = slot.client() {
             old.close().await;
         }
-        let result = Client::connect(&slot.config, &self.inner.options).await;
+        let result = surface::connect(&slot.config, &self.inner.options).await;
         let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
-        let state = match result {
-            Ok(c) => SlotState::Connected(c),
-            Err(e) => SlotState::Failed(e),
-        };
-        let event = state_event(server, &state);
-        *slot.state.write().unwrap() = state;
-        if let Some(event) = event {
-            self.inner.options.events.send(event);
-        }
-        self.inner.rebuild_index();
+        let index = self
+            .inner
+            .slots
+            .iter()
+            .position(|s| std::ptr::eq(s, slot))
+            .expect("the slot is the hub's");
+        self.inner.start_supervising(index, result);
         outcome
     }
 
@@ -660,7 +715,9 @@ impl Hub {
             .slots
             .iter()
             .filter_map(|slot| {
+                slot.set_supervisor(None);
                 let old = std::mem::replace(&mut *slot.state.write().unwrap(), SlotState::Closed);
+                slot.changed.send_modify(|n| *n += 1);
                 match old {
                     SlotState::Connected(c) => Some(c),
                     _ => None,
@@ -687,17 +744,65 @@ fn closed() -> Error {
 }
 
 impl HubInner {
+    /// Sets server `slot`'s state, wakes the calls waiting for it, tells the
+    /// host (`server_state`, restart `attempt`) and re-lists the tools.
+    fn set_state(&self, slot: usize, state: SlotState, attempt: u32) {
+        let s = &self.slots[slot];
+        let event = state_event(&s.config.name, &state, attempt);
+        {
+            let mut current = s.state.write().unwrap();
+            if matches!(*current, SlotState::Closed) {
+                return;
+            }
+            *current = state;
+        }
+        s.changed.send_modify(|n| *n += 1);
+        if let Some(event) = event {
+            self.options.events.send(event);
+        }
+        self.rebuild_index();
+    }
+
+    /// Records how server `slot` started (or failed to) and hands it to a
+    /// new supervisor task.
+    fn start_supervising(self: &Arc<Self>, slot: usize, started: Result<Client, Error>) {
+        let mut restarts = restarts::Restarts::new(&self.slots[slot].config.supervision);
+        let step = match started {
+            Ok(client) => {
+                self.set_state(slot, SlotState::Connected(client), 0);
+                Some(supervisor::Step::Watch)
+            }
+            Err(e) => {
+                tracing::warn!(server = %self.slots[slot].config.name, error = %e, "server failed to connect");
+                supervisor::after_failure(self, slot, &mut restarts, e, Arc::default())
+            }
+        };
+        let task = step.map(|step| {
+            tokio::spawn(supervisor::supervise(
+                Arc::downgrade(self),
+                slot,
+                restarts,
+                step,
+            ))
+            .abort_handle()
+        });
+        self.slots[slot].set_supervisor(task);
+    }
+
     /// Recomputes hub names after any server's tool list changed.
     fn rebuild_index(&self) {
-        let mut rows: Vec<(usize, Client)> = Vec::new();
-        for (i, slot) in self.slots.iter().enumerate() {
-            if let Some(c) = slot.client() {
-                rows.push((i, c));
-            }
-        }
-        let lists: Vec<(usize, &str, Arc<Vec<protocol::Tool>>)> = rows
+        // A restarting server keeps its tools, under the same names.
+        let lists: Vec<(usize, &str, Arc<Vec<protocol::Tool>>)> = self
+            .slots
             .iter()
-            .map(|(i, c)| (*i, c.name(), c.tools()))
+            .enumerate()
+            .filter_map(|(i, slot)| match &*slot.state.read().unwrap() {
+                SlotState::Connected(c) => Some((i, slot.config.name.as_str(), c.tools())),
+                SlotState::Restarting { tools, .. } => {
+                    Some((i, slot.config.name.as_str(), tools.clone()))
+                }
+                _ => None,
+            })
             .collect();
         let pairs: Vec<(&str, &str)> = lists
             .iter()
@@ -732,10 +837,21 @@ impl HubInner {
     }
 }
 
+impl Drop for HubInner {
+    fn drop(&mut self) {
+        // The supervisors hold clients while they watch them: without this
+        // the servers would outlive the last handle on the hub.
+        for slot in &self.slots {
+            slot.set_supervisor(None);
+        }
+    }
+}
+
 /// The `server_state` event of a server that now is in `state`.
-fn state_event(server: &str, state: &SlotState) -> Option<HubEvent> {
+fn state_event(server: &str, state: &SlotState, attempt: u32) -> Option<HubEvent> {
     let (state, error) = match state {
         SlotState::Connected(_) => ("connected", None),
+        SlotState::Restarting { error, .. } => ("restarting", Some(error)),
         SlotState::Failed(e) => ("failed", Some(e)),
         SlotState::Disabled => ("disabled", None),
         SlotState::Closed => return None,
@@ -745,7 +861,7 @@ fn state_event(server: &str, state: &SlotState) -> Option<HubEvent> {
         state: state.to_owned(),
         error: error.map(|e| crate::secrets::redact(&e.to_string()).into_owned()),
         code: error.map(|e| e.code().to_owned()),
-        attempt: 0,
+        attempt,
     })
 }
 

@@ -211,3 +211,33 @@ pub(super) fn single_owner(
         ))),
     }
 }
+
+/// Sends the server's configured `log_level` (`logging/setLevel`) after a
+/// connect, when it has one and the server offers logging. A refusal is
+/// logged, not fatal: the server works without it.
+pub(super) async fn apply_log_level(client: &Client) {
+    let Some(level) = client.config().supervision.log_level.as_deref() else {
+        return;
+    };
+    if !client.init().has_capability("logging") {
+        tracing::debug!(server = %client.name(), "log_level set but the server has no logging capability");
+        return;
+    }
+    let params = json!({ "level": level });
+    if let Err(e) = client
+        .request("logging/setLevel", Some(&params), &CallOptions::default())
+        .await
+    {
+        tracing::warn!(server = %client.name(), error = %e, "logging/setLevel failed");
+    }
+}
+
+/// Starts `config`'s server and applies its `log_level`.
+pub(super) async fn connect(
+    config: &crate::config::ServerConfig,
+    options: &crate::client::ClientOptions,
+) -> Result<Client, Error> {
+    let client = Client::connect(config, options).await?;
+    apply_log_level(&client).await;
+    Ok(client)
+}
