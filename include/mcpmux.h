@@ -406,7 +406,7 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
 /**
  * Writes the status of every configured server, in config order, to
  * `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
- * "failed" or "disabled"), "protocol_version", "server_info", "tool_count",
+ * "failed", "restarting" or "disabled"), "protocol_version", "server_info", "tool_count",
  * "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
  * block; any thread, callbacks included.
  *

@@ -90,7 +90,7 @@ export type Config = string | URL | ConfigObject
 export interface ServerStatus {
   name: string
   type: 'stdio' | 'http' | 'sse' | 'websocket'
-  state: 'connected' | 'failed' | 'disabled'
+  state: 'connected' | 'failed' | 'restarting' | 'disabled'
   protocol_version: string | null
   server_info: { name: string; version: string; [key: string]: unknown } | null
   tool_count: number
@@ -212,7 +212,7 @@ export interface PolicyReport {
   scope: string | null
   servers: Array<{
     name: string
-    state: 'connected' | 'failed' | 'disabled'
+    state: 'connected' | 'failed' | 'restarting' | 'disabled'
     scopes: string[]
     in_scope: boolean
     /** Hub names of the tools offered. */
