@@ -64,6 +64,11 @@ step "fuzz corpus: short runs of every target (skipped without nightly + cargo-f
 bash fuzz/run.sh --ci 10
 
 step "cargo publish --dry-run (mcpmux-core, mcpmux-cli)"
+# Cargo verifies mcpmux-cli against the packaged mcpmux-core through a local
+# overlay registry and reuses an extracted copy of that same version left by
+# an earlier run in this checkout's path: remove ours so the current sources
+# are the ones checked.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mcpmux-core-[0-9]*
 cargo publish --dry-run --locked -p mcpmux-core -p mcpmux-cli
 
 step "scripts/dist.sh (release artifacts into dist/)"
