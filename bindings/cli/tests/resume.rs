@@ -45,9 +45,14 @@ impl Mock {
         Mock { child, port, dir }
     }
 
+    /// The requests the mock has logged completely. The mock appends while
+    /// the test reads, so a last line without its newline is still being
+    /// written and is left for the next read.
     fn requests(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
-            .unwrap_or_default()
+        let log = std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
+            .unwrap_or_default();
+        let complete = &log[..log.rfind('\n').map_or(0, |end| end + 1)];
+        complete
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()

@@ -146,9 +146,13 @@ impl Mock {
     }
 }
 
+/// The complete lines of the log. The mock appends while a test reads, so a
+/// last line without its newline is still being written and is left for the
+/// next read.
 fn read_log(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = &log[..log.rfind('\n').map_or(0, |end| end + 1)];
+    complete
         .lines()
         .map(|l| serde_json::from_str(l).expect("llm_mock.py logs JSON lines"))
         .collect()
