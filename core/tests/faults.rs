@@ -10,6 +10,12 @@ use common::*;
 use mcpmux_core::{CallOptions, Hub};
 use serde_json::json;
 
+/// Failure tests: a failed server stays failed (restarts are tested in
+/// `supervision.rs`).
+fn config(entries: &[String]) -> mcpmux_core::Config {
+    config_without_restarts(entries)
+}
+
 /// A hub with the demo server (marked `tag`) and `fault`.
 async fn hub_with(tag: &str, fault: String) -> Hub {
     Hub::connect(config(&[demo_entry("demo", &marker_env(tag)), fault]))

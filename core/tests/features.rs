@@ -62,7 +62,7 @@ fn oauth_needs_the_oauth_feature() {
 /// that is compiled out: the server fails, and its error says why.
 #[tokio::test]
 async fn a_hand_built_config_for_a_compiled_out_transport_fails_its_connect() {
-    let mut config = config(&[demo_entry("demo", ""), demo_entry("sock", "")]);
+    let mut config = config_without_restarts(&[demo_entry("demo", ""), demo_entry("sock", "")]);
     config.servers[1].transport = TransportConfig::WebSocket(NetworkConfig {
         url: "ws://127.0.0.1:9/mcp".parse().unwrap(),
         headers: Default::default(),

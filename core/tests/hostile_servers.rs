@@ -17,6 +17,12 @@ use mcpmux_core::jsonrpc::MAX_SERVER_REQUESTS;
 use mcpmux_core::{CallOptions, ClientHandlers, Hub, HubOptions, RequestHandler, ServerStatus};
 use serde_json::Value;
 
+/// Failure tests: a failed server stays failed (restarts are tested in
+/// `supervision.rs`).
+fn config(entries: &[String]) -> mcpmux_core::Config {
+    config_without_restarts(entries)
+}
+
 /// Most resident memory a hostile server may cost the process.
 const RSS_LIMIT_MB: u64 = 200;
 /// Only catches hangs: every case ends far sooner when it holds.

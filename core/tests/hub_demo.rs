@@ -392,7 +392,7 @@ async fn disabled_servers_are_listed_but_not_started() {
 
 #[tokio::test]
 async fn refresh_reconnects_a_crashed_server() {
-    let hub = demo_hub("").await;
+    let hub = demo_hub("restart = \"never\"").await;
     let e = hub
         .call_tool("mcp_demo_crash", None, &CallOptions::default())
         .await

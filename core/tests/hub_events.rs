@@ -38,7 +38,12 @@ async fn events_tell_states_logs_and_tool_changes() {
     let mut stream = events.subscribe();
     let config = config(&[
         stdio_entry("everything", "node", &[&everything_entry(), "stdio"], ""),
-        stdio_entry("broken", "/nonexistent/mcpmux-no-such-server", &[], ""),
+        stdio_entry(
+            "broken",
+            "/nonexistent/mcpmux-no-such-server",
+            &[],
+            "restart = \"never\"",
+        ),
     ]);
     let hub = Hub::connect_with(
         config,

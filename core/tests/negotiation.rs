@@ -5,6 +5,12 @@ mod common;
 use common::*;
 use mcpmux_core::{CallOptions, Hub};
 
+/// Failure tests: a failed server stays failed (restarts are tested in
+/// `supervision.rs`).
+fn config(entries: &[String]) -> mcpmux_core::Config {
+    config_without_restarts(entries)
+}
+
 async fn connect(mode: &str, extra: &str) -> Hub {
     let entry = script_entry(
         "old",

@@ -20,6 +20,12 @@ use common::*;
 use mcpmux_core::{CallOptions, Config, Error, Hub, ServerStatus};
 use serde_json::{json, Value};
 
+/// Failure tests: a failed server stays failed (restarts are tested in
+/// `supervision.rs`).
+fn config(entries: &[String]) -> mcpmux_core::Config {
+    config_without_restarts(entries)
+}
+
 // ------------------------------------------------------------------ helpers
 
 /// Runs `fut`, failing the test when it takes longer than `secs` (a hang).
@@ -654,7 +660,8 @@ fn secret_entry(name: &str, kind: &str, url: &str) -> String {
 }
 
 fn secret_config(entries: &[String]) -> Config {
-    Config::parse_with_vars(&entries.concat(), &secret_vars).expect("valid config")
+    Config::parse_with_vars(&format!("{NO_RESTARTS}{}", entries.concat()), &secret_vars)
+        .expect("valid config")
 }
 
 /// Fails when `text` shows a secret.

@@ -68,7 +68,8 @@ async fn echo(hub: &Hub, tool: &str, text: &str) -> Result<String, mcpmux_core::
 
 #[tokio::test]
 async fn a_crashed_stdio_server_is_restarted_and_the_next_call_works() {
-    let (hub, mut events) = connect(&[demo_entry("demo", ON)]).await;
+    // No `restart` key: "on-failure" is the default.
+    let (hub, mut events) = connect(&[demo_entry("demo", "")]).await;
     assert_eq!(next_state(&mut events, "demo").await["state"], "connected");
     let names_before: Vec<String> = hub.list_tools().into_iter().map(|t| t.name).collect();
 

@@ -14,7 +14,12 @@ async fn server_states_serialize_as_before() {
     let hub = Hub::connect(config(&[
         demo_entry("up", ""),
         demo_entry("off", "enabled = false"),
-        stdio_entry("down", "/nonexistent/mcpmux-no-such-server", &[], ""),
+        stdio_entry(
+            "down",
+            "/nonexistent/mcpmux-no-such-server",
+            &[],
+            "restart = \"never\"",
+        ),
     ]))
     .await
     .unwrap();

@@ -14,10 +14,8 @@ pub(super) const KEYS: &[&str] = &[
     "log_level",
 ];
 
-/// Default `restart`. `never` while the front ends' tests of failure
-/// handling still expect a failed server to stay failed; `on-failure` is
-/// the goal.
-pub const DEFAULT_RESTART: Restart = Restart::Never;
+/// Default `restart`.
+pub const DEFAULT_RESTART: Restart = Restart::OnFailure;
 /// Default `max_restarts`.
 pub const DEFAULT_MAX_RESTARTS: u32 = 5;
 /// Default `restart_window_seconds`.
@@ -31,10 +29,9 @@ const MAX_MAX_RESTARTS: u64 = 1000;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Restart {
     /// Start it again, with backoff, up to `max_restarts` per window
-    /// (`"on-failure"`).
+    /// (`"on-failure"`, the default).
     OnFailure,
-    /// Leave it failed until `refresh` (`"never"`, for now the default:
-    /// see `DEFAULT_RESTART`).
+    /// Leave it failed until `refresh` (`"never"`).
     Never,
 }
 

@@ -42,6 +42,11 @@ pub(super) fn after_failure(
     tools: Arc<Vec<protocol::Tool>>,
 ) -> Option<Step> {
     let name = &inner.slots[slot].config.name;
+    if let Some(why) = unfixable_by_restart(&error) {
+        tracing::warn!(server = %name, error = %error, "server failed: {why}");
+        inner.set_state(slot, SlotState::Failed(error), 0);
+        return None;
+    }
     match restarts.after_failure(Instant::now()) {
         Next::GiveUp { why } => {
             tracing::warn!(server = %name, error = %error, "server failed: {why}");
@@ -64,6 +69,20 @@ pub(super) fn after_failure(
                 tools,
             })
         }
+    }
+}
+
+/// Why starting the server again cannot help, for failures that need the
+/// user: a config the server refused, or credentials it turned down (a new
+/// login or token is needed; retrying would only hammer the authorization
+/// server). `None` for every failure a restart may cure.
+fn unfixable_by_restart(error: &Error) -> Option<&'static str> {
+    match error {
+        Error::ConfigInvalid(_) => Some("its config is invalid; fix it, then refresh"),
+        Error::AuthRequired(_) | Error::AuthFailed(_) => {
+            Some("it needs authorization; log in (`mcpmux auth login`), then refresh")
+        }
+        _ => None,
     }
 }
 

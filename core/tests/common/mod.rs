@@ -116,6 +116,16 @@ pub fn config(entries: &[String]) -> Config {
     Config::parse(&entries.concat()).expect("valid test config")
 }
 
+/// The `[mcp]` table of [`config_without_restarts`].
+pub const NO_RESTARTS: &str = "[mcp]\nrestart = \"never\"\n";
+
+/// Parses a config made of entries, with `[mcp] restart = "never"`: for
+/// tests of how a failure is detected and reported, where a failed server
+/// must stay failed (restarts have their own tests in `supervision.rs`).
+pub fn config_without_restarts(entries: &[String]) -> Config {
+    Config::parse(&format!("{NO_RESTARTS}{}", entries.concat())).expect("valid test config")
+}
+
 /// Whether process `pid` exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
