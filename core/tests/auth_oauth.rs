@@ -168,6 +168,8 @@ async fn revoked_refresh_token_gives_auth_required_not_a_loop() {
     // A host without a handler: nobody can be asked.
     let hub = connect(&server, None, store.clone()).await;
     let (st, code, message) = state(&hub);
+    // Failed, not restarting under the default `restart = "on-failure"`: a
+    // restart cannot log in.
     assert_eq!(st, "failed");
     assert_eq!(code, Some("AUTH_REQUIRED"), "{message}");
     assert!(

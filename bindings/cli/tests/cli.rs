@@ -53,7 +53,8 @@ fn servers_json_shows_connected_failed_and_disabled() {
         "{}{}{}",
         demo_entry("demo", ""),
         demo_entry("off", "enabled = false"),
-        python_entry("dies", "exit_during_init.py", ""),
+        // Failure reporting: it stays failed instead of restarting.
+        python_entry("dies", "exit_during_init.py", "restart = \"never\""),
     ));
     let out = sb.mcpmux(&["--json", "servers"]).run();
     out.ok();
@@ -746,7 +747,7 @@ fn prompt_offered_by_two_servers_needs_a_server() {
 fn timeout_flag_also_bounds_the_handshake() {
     let sb = Sandbox::with_config(&format!(
         "{}{}",
-        python_entry("stuck", "hang_in_init.py", ""),
+        python_entry("stuck", "hang_in_init.py", "restart = \"never\""),
         demo_entry("demo", "")
     ));
     let out = sb.mcpmux(&["--json", "--timeout", "1", "servers"]).run();

@@ -7,12 +7,15 @@
 //! The task holds the hub weakly; it is aborted when the hub closes, when the
 //! server is refreshed (a new task takes over) and when the hub is dropped.
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::restarts::{Next, Restarts};
 use super::{HubInner, SlotState};
 use crate::client::{CallOptions, Client};
+use crate::config::{StdioConfig, TransportConfig};
 use crate::error::Error;
 use crate::protocol;
 
@@ -42,7 +45,7 @@ pub(super) fn after_failure(
     tools: Arc<Vec<protocol::Tool>>,
 ) -> Option<Step> {
     let name = &inner.slots[slot].config.name;
-    if let Some(why) = unfixable_by_restart(&error) {
+    if let Some(why) = unfixable_by_restart(&error, &inner.slots[slot].config.transport) {
         tracing::warn!(server = %name, error = %error, "server failed: {why}");
         inner.set_state(slot, SlotState::Failed(error), 0);
         return None;
@@ -76,14 +79,36 @@ pub(super) fn after_failure(
 /// user: a config the server refused, or credentials it turned down (a new
 /// login or token is needed; retrying would only hammer the authorization
 /// server). `None` for every failure a restart may cure.
-fn unfixable_by_restart(error: &Error) -> Option<&'static str> {
-    match error {
-        Error::ConfigInvalid(_) => Some("its config is invalid; fix it, then refresh"),
-        Error::AuthRequired(_) | Error::AuthFailed(_) => {
+/// So is a stdio server whose program is not there: a restart would run
+/// the same missing program.
+fn unfixable_by_restart(error: &Error, transport: &TransportConfig) -> Option<&'static str> {
+    match (error, transport) {
+        (Error::ConfigInvalid(_), _) => Some("its config is invalid; fix it, then refresh"),
+        (Error::AuthRequired(_) | Error::AuthFailed(_), _) => {
             Some("it needs authorization; log in (`mcpmux auth login`), then refresh")
+        }
+        (Error::ConnectFailed(_), TransportConfig::Stdio(stdio)) if program_missing(stdio) => {
+            Some("its command is not there; install it or fix `command`, then refresh")
         }
         _ => None,
     }
+}
+
+/// Whether `stdio.command` names no file: as a path (relative ones are
+/// tried from both the host's and the server's working directory, since
+/// which one applies is platform-specific), or else in no directory of the
+/// `PATH` the server gets.
+fn program_missing(stdio: &StdioConfig) -> bool {
+    let command = Path::new(&stdio.command);
+    if stdio.command.contains('/') {
+        let from_cwd = stdio.cwd.as_ref().map(|dir| dir.join(command));
+        return !command.is_file() && !from_cwd.is_some_and(|p| p.is_file());
+    }
+    let path = match stdio.env.get("PATH") {
+        Some(own) => Some(OsString::from(own)),
+        None => std::env::var_os("PATH"),
+    };
+    !path.is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(command).is_file()))
 }
 
 /// Supervises server `slot` of `hub` from `step` until the hub is gone, the
@@ -188,5 +213,42 @@ async fn watch(client: &Client, ping: Option<Duration>, timeout: Duration) -> Er
                 return why;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stdio(command: &str, path: Option<&str>) -> StdioConfig {
+        StdioConfig {
+            command: command.into(),
+            args: Vec::new(),
+            env: path
+                .map(|p| [("PATH".to_string(), p.to_string())].into())
+                .unwrap_or_default(),
+            cwd: None,
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_told_apart_from_one_that_is_there() {
+        assert!(program_missing(&stdio("/nonexistent/mcpmux-x", None)));
+        assert!(!program_missing(&stdio("/bin/sh", None)));
+        assert!(!program_missing(&stdio("sh", Some("/nonexistent:/bin"))));
+        // The server's own PATH decides, not the host's.
+        assert!(program_missing(&stdio("sh", Some("/nonexistent"))));
+        assert!(program_missing(&stdio("mcpmux-no-such-program", None)));
+    }
+
+    #[test]
+    fn only_failures_a_restart_may_cure_are_restarted() {
+        let missing = TransportConfig::Stdio(stdio("/nonexistent/mcpmux-x", None));
+        let there = TransportConfig::Stdio(stdio("/bin/sh", None));
+        let refused = Error::ConnectFailed("x".into());
+        assert!(unfixable_by_restart(&refused, &missing).is_some());
+        assert!(unfixable_by_restart(&refused, &there).is_none());
+        assert!(unfixable_by_restart(&Error::AuthRequired("x".into()), &there).is_some());
+        assert!(unfixable_by_restart(&Error::Timeout("x".into()), &missing).is_none());
     }
 }
