@@ -382,14 +382,25 @@ impl Hub {
 
     /// One line saying which enabled servers failed (so their tools are
     /// missing from [`Hub::list_tools`] and [`Hub::tools_for`]), with each
-    /// one's error code; `None` when none did. Front ends show it beside a
-    /// tool list (the CLI on stderr); [`Hub::servers`] has the details.
+    /// one's error code; `None` when none did. A server that is restarting
+    /// before it ever listed tools is named too, marked `restarting` (one
+    /// that had tools keeps them listed while it restarts). Front ends show
+    /// it beside a tool list (the CLI on stderr); [`Hub::servers`] has the
+    /// details.
     pub fn failed_servers_note(&self) -> Option<String> {
         let failed: Vec<String> = self
             .servers()
             .into_iter()
-            .filter(|s| s.state == ServerState::Failed)
-            .map(|s| format!("{} ({})", s.name, s.error_code.unwrap_or("FAILED")))
+            .filter_map(|s| {
+                let code = s.error_code.unwrap_or("FAILED");
+                match s.state {
+                    ServerState::Failed => Some(format!("{} ({code})", s.name)),
+                    ServerState::Restarting if s.tool_count == 0 => {
+                        Some(format!("{} ({code}, restarting)", s.name))
+                    }
+                    _ => None,
+                }
+            })
             .collect();
         (!failed.is_empty()).then(|| {
             format!(

@@ -172,3 +172,56 @@ fn complete_needs_one_reference() {
         .fails_with("INVALID_INPUT");
     assert!(message.contains("--prompt"), "{message}");
 }
+
+/// A server killed with SIGKILL while `mcpmux watch` runs: watch shows it
+/// restarting (default `restart = "on-failure"`) and connected again.
+#[test]
+fn watch_shows_a_killed_server_restarting_and_back() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("demo.pid");
+    // The shell writes its pid, then becomes the demo server.
+    let script = format!(
+        "echo $$ > '{}'; exec '{}'",
+        pid_file.display(),
+        demo_server().display()
+    );
+    sb.write(
+        "mcpmux.toml",
+        &stdio_server("demo", std::path::Path::new("sh"), &["-c", &script], ""),
+    );
+    let states = |lines: &[String]| -> Vec<Value> {
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] == "server_state" && v["server"] == "demo")
+            .collect()
+    };
+    let killed = std::cell::Cell::new(None::<u32>);
+    let (lines, status) = watch_until(&sb, &["--json", "watch"], |lines| {
+        let seen = states(lines);
+        if killed.get().is_none() && seen.iter().any(|v| v["state"] == "connected") {
+            let pid = read_pid(&pid_file, HANG);
+            let kill = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            assert!(kill.unwrap().success());
+            killed.set(Some(pid));
+        }
+        killed.get().is_some()
+            && seen
+                .iter()
+                .skip_while(|v| v["state"] != "restarting")
+                .any(|v| v["state"] == "connected")
+    });
+    assert!(status.success(), "{status:?}");
+    let seen = states(&lines);
+    let restarting = seen
+        .iter()
+        .find(|v| v["state"] == "restarting")
+        .unwrap_or_else(|| panic!("no restarting event: {lines:#?}"));
+    assert_eq!(restarting["attempt"], 1, "{restarting}");
+    assert_eq!(restarting["code"], "TRANSPORT_CLOSED", "{restarting}");
+    let back = seen.last().unwrap();
+    assert_eq!(back["state"], "connected", "{back}");
+    assert_eq!(back["attempt"], 1, "{back}");
+    // A new process: the killed one is gone for good.
+    assert!(!process_alive(killed.get().unwrap()), "{lines:#?}");
+}

@@ -111,7 +111,10 @@ test('TIMEOUT: per-call timeoutMs and the server timeout', T, async () => {
 })
 
 test('a crash mid-call fails that call and the calls in flight with TRANSPORT_CLOSED', T, async () => {
-  const hub = await Hub.connect(h.demoConfig({ crashy: h.fault('crash_mid_call.py') }))
+  // restart: 'never' keeps the crashed demo server failed instead of coming back.
+  const hub = await Hub.connect({
+    mcpServers: { demo: { command: h.DEMO, restart: 'never' }, crashy: h.fault('crash_mid_call.py') },
+  })
   try {
     // The demo server's own crash tool, with slow calls in flight.
     // (Each rejection is caught at once, so none goes unhandled meanwhile.)

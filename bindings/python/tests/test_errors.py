@@ -93,7 +93,8 @@ def test_timeout_cancels_on_the_server(tmp_path):
 
 
 def test_transport_closed_when_the_server_crashes(hub):
-    with mcpmux.Hub.connect(config(demo=demo())) as h:
+    # restart="never": the crashed server stays failed instead of coming back.
+    with mcpmux.Hub.connect(config(demo=demo(restart="never"))) as h:
         with pytest.raises(mcpmux.TransportClosed) as info:
             h.call_tool("mcp_demo_crash")
         assert info.value.code == "TRANSPORT_CLOSED"

@@ -19,7 +19,7 @@ from conftest import PYTHON, config, demo, everything, fault, marked, marked_pid
 
 
 def test_crash_mid_call_fails_that_call_and_spares_the_others(marker):
-    cfg = config(crash=fault("crash_mid_call.py"), demo=demo())
+    cfg = config(crash=fault("crash_mid_call.py", restart="never"), demo=demo())
     with mcpmux.Hub.connect(cfg) as hub:
         start = time.monotonic()
         with pytest.raises(mcpmux.TransportClosed) as info:
