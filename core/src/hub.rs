@@ -416,6 +416,18 @@ impl Hub {
         index.entries.iter().map(IndexEntry::to_hub_tool).collect()
     }
 
+    /// The tools that match `query`, best first, at most `limit` (BM25 over
+    /// each tool's names, title, description and parameter names; tools
+    /// sharing no word with the query are left out). For hosts that show a
+    /// model a search instead of hundreds of tools.
+    pub fn search_tools(&self, query: &str, limit: usize) -> Vec<HubTool> {
+        let tools = self.list_tools();
+        crate::tool_search::rank(&tools, query, limit)
+            .into_iter()
+            .cloned()
+            .collect()
+    }
+
     /// The tool with hub name `name`.
     pub fn tool(&self, name: &str) -> Option<HubTool> {
         let index = self.inner.index.read().unwrap();

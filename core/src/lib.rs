@@ -48,6 +48,7 @@ pub(crate) mod secrets;
 pub mod session;
 pub(crate) mod stateless;
 pub(crate) mod tool_names;
+pub(crate) mod tool_search;
 pub(crate) mod transport;
 
 pub use auth::{

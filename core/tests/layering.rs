@@ -48,6 +48,8 @@ const LAYERS: &[&[&str]] = &[
     &["net", "events"],
     // Config secrets kept out of errors and logs.
     &["secrets"],
+    // Ranking tools for a query (over `tool_names::HubTool`).
+    &["tool_search"],
     // Leaves.
     &[
         "stateless",
