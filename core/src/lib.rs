@@ -35,6 +35,7 @@ pub(crate) mod elicitation;
 pub mod error;
 pub mod events;
 pub mod fuzzing;
+pub mod gateway;
 pub mod hub;
 pub mod jsonrpc;
 pub mod llm;

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // Entry points for the fuzz targets: drive anything.
     &["fuzzing"],
+    // The hub served as one MCP server (`mcpmux gateway`).
+    &["gateway"],
     // Review sessions: the top; nothing in core uses them.
     &["session"],
     // What a model (or a host) may call.

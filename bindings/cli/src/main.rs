@@ -3,6 +3,7 @@
 //! failure prints `{"error": ..., "code": ...}` on stderr and exits 2.
 
 mod auth;
+mod gateway;
 mod human;
 mod policy_cmd;
 mod review;
@@ -105,6 +106,8 @@ enum Command {
     },
     /// An MCP server on stdio exposing review_begin, review_wait, review_reply, review_end.
     Serve,
+    /// Serve every configured server's tools, resources and prompts, behind the config's policy, as one MCP server on stdio.
+    Gateway(gateway::GatewayArgs),
     /// Print the hub's events (server states, tool/resource/prompt list changes, resource updates, server logs) until interrupted; --json prints JSON Lines.
     Watch {
         /// Also ask every server that offers logging for messages at this level or above (debug, info, notice, warning, error, critical, alert, emergency).
@@ -172,7 +175,7 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, policy, review, serve)"
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, policy, review, serve, gateway)"
                 .to_owned()
         }
         _ => {
@@ -267,6 +270,9 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         }
         _ => None,
     };
+    if let Command::Gateway(args) = &cli.command {
+        args.options()?;
+    }
     if let Command::Tools { format: Some(f) } = &cli.command {
         if !mcpmux_core::llm::tool_format::FORMATS.contains(&f.as_str()) {
             return Err(Error::InvalidInput(format!(
@@ -298,6 +304,15 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         // Interrupting is how a watch ends: not an error.
         let outcome = tokio::select! {
             r = watch::print_events(stream, cli.json) => r,
+            _ = &mut interrupted => Ok(()),
+        };
+        hub.close().await;
+        return outcome.map(|()| 0);
+    }
+    if let Command::Gateway(args) = &cli.command {
+        // Served until stdin closes or the gateway is interrupted.
+        let outcome = tokio::select! {
+            r = gateway::run(&hub, args) => r,
             _ = &mut interrupted => Ok(()),
         };
         hub.close().await;
@@ -453,7 +468,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         // Handled before any server starts (see `run`), and `watch` right after.
-        Command::Auth { .. } | Command::Watch { .. } => Ok(()),
+        Command::Auth { .. } | Command::Watch { .. } | Command::Gateway(_) => Ok(()),
     }?;
     Ok(0)
 }

@@ -1,0 +1,69 @@
+//! `mcpmux gateway`: the hub, behind the config's operator policy, served as
+//! one MCP server on stdio (newline-delimited JSON-RPC), so that any MCP
+//! client can use every configured server through it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use mcpmux_core::gateway::{serve_stdio, Gateway, GatewayMode, GatewayOptions};
+use mcpmux_core::policy::SessionPolicy;
+use mcpmux_core::{Error, Hub};
+use serde_json::json;
+
+/// The command's flags.
+#[derive(clap::Args)]
+pub struct GatewayArgs {
+    /// The session scope the policy evaluates (matched against each server's `scopes`; default: the config's `[session]` scope).
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Which tools are listed: full (every tool the policy offers) or search (search_tools, describe_tool, call_tool).
+    #[arg(long, value_name = "MODE", default_value = "full")]
+    pub mode: String,
+    /// Keep the server's own tool names (a config with one server: a transparent proxy).
+    #[arg(long)]
+    pub no_prefix: bool,
+    /// Append one JSON line per call to FILE (the audit.jsonl format).
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// Frame text results as untrusted data, as a review session shows them to its model.
+    #[arg(long)]
+    pub frame_output: bool,
+}
+
+impl GatewayArgs {
+    /// The options, checked before any server starts.
+    pub fn options(&self) -> Result<GatewayOptions, Error> {
+        Ok(GatewayOptions {
+            mode: self.mode.parse::<GatewayMode>()?,
+            no_prefix: self.no_prefix,
+            frame_output: self.frame_output,
+        })
+    }
+}
+
+/// Serves `hub` on stdin/stdout until stdin closes. Runs on the CLI's
+/// runtime; `hub` is closed by the caller.
+pub async fn run(hub: &Hub, args: &GatewayArgs) -> Result<(), Error> {
+    let options = args.options()?;
+    let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
+    let policy = SessionPolicy::for_hub(hub, settings.as_ref(), args.audit.clone())?;
+    let gateway = Gateway::new(hub.clone(), policy, options)?;
+    for server in gateway.servers_offering_nothing() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "mcpmux gateway: server '{server}' offers no tools under the policy; add allow_tools = [...] or allow_all = true to its entry to offer them"
+        );
+    }
+    if let Some(note) = hub.failed_servers_note() {
+        let _ = writeln!(std::io::stderr(), "mcpmux gateway: {note}");
+    }
+    let max_message_bytes = hub
+        .config()
+        .servers
+        .iter()
+        .map(|s| s.max_message_bytes)
+        .max()
+        .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes).await
+}

@@ -1,0 +1,451 @@
+//! One downstream client of a [`Gateway`]: its requests answered from the
+//! hub (each on its own task, so a slow call never holds up a `ping`), its
+//! cancellations and progress tokens relayed, and the hub's change
+//! notifications forwarded to it.
+//!
+//! Everything the connection sends goes through one bounded channel that
+//! the transport drains. Answers wait for room; notifications are dropped
+//! when the client does not keep up (a client that stops reading cannot
+//! make the gateway hold an unbounded backlog).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use super::{
+    Gateway, GatewayMode, CALL_TOOL, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOL, MAX_SEARCH_LIMIT,
+    SEARCH_TOOLS,
+};
+use crate::client::CallOptions;
+use crate::error::Error;
+use crate::events::HubEvent;
+use crate::jsonrpc::ProgressUpdate;
+use crate::llm::tool_format::{render_as, ToolFormat};
+use crate::policy::output;
+use crate::protocol;
+
+/// Most requests of one client running at once; past it a request is
+/// refused at once (JSON-RPC -32000) instead of queued.
+pub const MAX_REQUESTS_IN_FLIGHT: usize = 256;
+/// Messages waiting for the transport to send them.
+pub const OUTGOING_QUEUE: usize = 1024;
+
+/// One client's connection. Dropping it (or [`Connection::close`]) cancels
+/// the client's calls in flight.
+pub struct Connection {
+    gateway: Gateway,
+    out: mpsc::Sender<Value>,
+    inflight: Arc<Mutex<HashMap<String, AbortHandle>>>,
+    forwarder: AbortHandle,
+}
+
+impl Connection {
+    /// A connection whose outgoing messages go to `out` (the transport
+    /// drains it); starts forwarding the hub's notifications.
+    pub fn new(gateway: Gateway, out: mpsc::Sender<Value>) -> Connection {
+        let forwarder = tokio::spawn(forward_events(gateway.clone(), out.clone())).abort_handle();
+        Connection {
+            gateway,
+            out,
+            inflight: Arc::default(),
+            forwarder,
+        }
+    }
+
+    /// Acts on one message from the client: a request is answered on its
+    /// own task, `notifications/cancelled` stops the request it names,
+    /// other notifications and answers are ignored.
+    pub fn handle(&self, msg: Value) {
+        let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            return; // an answer to nothing we asked
+        };
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let Some(id) = msg.get("id").cloned() else {
+            if method == "notifications/cancelled" {
+                if let Some(request) = params.get("requestId") {
+                    if let Some(task) = self.inflight.lock().unwrap().remove(&request.to_string()) {
+                        task.abort();
+                    }
+                }
+            }
+            return;
+        };
+        let key = id.to_string();
+        let mut inflight = self.inflight.lock().unwrap();
+        if inflight.len() >= MAX_REQUESTS_IN_FLIGHT {
+            let _ = self.out.try_send(error_answer(
+                &id,
+                -32000,
+                &format!("too many requests in flight (at most {MAX_REQUESTS_IN_FLIGHT})"),
+                None,
+            ));
+            return;
+        }
+        let gateway = self.gateway.clone();
+        let out = self.out.clone();
+        let method = method.to_owned();
+        let table = self.inflight.clone();
+        let task_key = key.clone();
+        let task = tokio::spawn(async move {
+            let answer = match answer(&gateway, &method, &params, &out).await {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err(e) => error_of(&id, &e),
+            };
+            table.lock().unwrap().remove(&task_key);
+            let _ = out.send(answer).await;
+        });
+        // The task removes its entry under the same lock, so it cannot do
+        // so before this insert.
+        inflight.insert(key, task.abort_handle());
+    }
+
+    /// Cancels the client's calls in flight and stops forwarding.
+    pub fn close(&self) {
+        self.forwarder.abort();
+        for (_, task) in self.inflight.lock().unwrap().drain() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// The result of one request, or the error to answer with.
+async fn answer(
+    gateway: &Gateway,
+    method: &str,
+    params: &Value,
+    out: &mpsc::Sender<Value>,
+) -> Result<Value, Error> {
+    let hub = gateway.hub();
+    let string = |key: &str| -> Result<&str, Error> {
+        params
+            .get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::InvalidInput(format!("{method}: params.{key} must be a string")))
+    };
+    match method {
+        "initialize" => Ok(initialize(params)),
+        "ping" => Ok(json!({})),
+        "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
+        "tools/call" => Ok(call(gateway, params, out).await),
+        "resources/list" => Ok(json!({ "resources": own(hub.list_resources(None).await?) })),
+        "resources/templates/list" => Ok(json!({
+            "resourceTemplates": own(hub.list_resource_templates(None).await?)
+        })),
+        "resources/read" => hub.read_resource(string("uri")?, None).await,
+        "resources/subscribe" => {
+            hub.subscribe(string("uri")?, None).await?;
+            Ok(json!({}))
+        }
+        "resources/unsubscribe" => {
+            hub.unsubscribe(string("uri")?, None).await?;
+            Ok(json!({}))
+        }
+        "prompts/list" => Ok(json!({ "prompts": own(hub.list_prompts(None).await?) })),
+        "prompts/get" => {
+            hub.get_prompt(string("name")?, params.get("arguments"), None)
+                .await
+        }
+        "completion/complete" => {
+            let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+            let argument = params.get("argument").cloned().unwrap_or(Value::Null);
+            let completion = hub
+                .complete(&reference, &argument, params.get("context"), None)
+                .await?;
+            Ok(json!({ "completion": completion }))
+        }
+        "logging/setLevel" => {
+            let level = string("level")?;
+            if !protocol::LOG_LEVELS.contains(&level) {
+                return Err(Error::InvalidInput(format!(
+                    "logging/setLevel: unknown level '{level}'"
+                )));
+            }
+            // Every server that logs; the others have nothing to set.
+            for server in hub.servers() {
+                let _ = hub.set_log_level(&server.name, level).await;
+            }
+            Ok(json!({}))
+        }
+        other => Err(Error::ServerError {
+            code: -32601,
+            message: format!("method not found: {other}"),
+            data: None,
+        }),
+    }
+}
+
+/// The answer to `initialize`: the client's revision when the gateway
+/// speaks it, else the newest.
+fn initialize(params: &Value) -> Value {
+    let asked = params["protocolVersion"].as_str().unwrap_or("");
+    let version = if protocol::STATEFUL_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        protocol::LATEST_STATEFUL_VERSION
+    };
+    json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {},
+            "logging": {}
+        },
+        "serverInfo": {"name": "mcpmux-gateway", "version": crate::VERSION},
+    })
+}
+
+/// Items of a hub listing without the `server` member the hub adds.
+fn own(items: Vec<Value>) -> Vec<Value> {
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Value::Object(o) = &mut item {
+                o.remove("server");
+            }
+            item
+        })
+        .collect()
+}
+
+/// A `tools/call`: always a tool result; refusals and failures are results
+/// with `isError` and the error's code first in their text, so that a
+/// model sees them.
+async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Value>) -> Value {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let arguments = params.get("arguments").filter(|a| !a.is_null());
+    let progress = params
+        .pointer("/_meta/progressToken")
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    let result = match gateway.inner.options.mode {
+        GatewayMode::Search => match name {
+            SEARCH_TOOLS => Ok(search(gateway, arguments)),
+            DESCRIBE_TOOL => describe(gateway, arguments),
+            CALL_TOOL => {
+                let inner_name = arguments
+                    .and_then(|a| a.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let inner_args = arguments.and_then(|a| a.get("arguments")).filter(|a| !a.is_null());
+                call_hub_tool(gateway, inner_name, inner_args, progress, out).await
+            }
+            other => Err(Error::UnknownTool(format!(
+                "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
+            ))),
+        },
+        GatewayMode::Full => call_hub_tool(gateway, name, arguments, progress, out).await,
+    };
+    result.unwrap_or_else(|e| {
+        json!({
+            "content": [{"type": "text", "text": format!("{}: {e}", e.code())}],
+            "isError": true
+        })
+    })
+}
+
+/// Calls the tool the client knows as `name` through the policy.
+async fn call_hub_tool(
+    gateway: &Gateway,
+    name: &str,
+    arguments: Option<&Value>,
+    progress: Option<Value>,
+    out: &mpsc::Sender<Value>,
+) -> Result<Value, Error> {
+    // A name the policy does not offer still goes to the policy, which
+    // refuses it (TOOL_NOT_ALLOWED) and audits the attempt.
+    let hub_name = gateway.resolve(name).unwrap_or_else(|| name.to_owned());
+    let mut options = CallOptions::default();
+    if let Some(token) = progress {
+        let out = out.clone();
+        options.on_progress = Some(Arc::new(move |update: ProgressUpdate| {
+            let mut params = json!({"progressToken": token, "progress": update.progress});
+            if let Some(total) = update.total {
+                params["total"] = total.into();
+            }
+            if let Some(message) = update.message {
+                params["message"] = message.into();
+            }
+            let _ = out.try_send(json!({
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": params
+            }));
+        }));
+    }
+    let result = gateway
+        .inner
+        .policy
+        .call_for_host(&gateway.inner.hub, &hub_name, arguments, &options)
+        .await?;
+    let mut value = result.value().clone();
+    if gateway.inner.options.frame_output {
+        frame_text_blocks(&mut value, name);
+    }
+    Ok(value)
+}
+
+/// `--frame-output`: each text block of a result framed as untrusted data.
+fn frame_text_blocks(result: &mut Value, tool: &str) {
+    if let Some(Value::Array(blocks)) = result.get_mut("content") {
+        for block in blocks {
+            if block["type"] == "text" {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    block["text"] = output::frame(tool, text).into();
+                }
+            }
+        }
+    }
+}
+
+/// `search_tools {query, limit}`: the best matches among the offered tools.
+fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
+    let query = arguments
+        .and_then(|a| a.get("query"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let limit = arguments
+        .and_then(|a| a.get("limit"))
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_SEARCH_LIMIT, |n| {
+            (n as usize).clamp(1, MAX_SEARCH_LIMIT)
+        });
+    let offered = gateway.offered();
+    let found: Vec<Value> = crate::tool_search::rank(&offered, query, limit)
+        .into_iter()
+        .map(|t| {
+            json!({
+                "name": gateway.shown_name(t),
+                "description": t.description.clone().unwrap_or_default(),
+                "inputSchema": t.input_schema
+            })
+        })
+        .collect();
+    let text = serde_json::to_string(&found).unwrap_or_default();
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"tools": found},
+        "isError": false
+    })
+}
+
+/// `describe_tool {name}`: one offered tool in MCP form.
+fn describe(gateway: &Gateway, arguments: Option<&Value>) -> Result<Value, Error> {
+    let name = arguments
+        .and_then(|a| a.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let hub_name = gateway.resolve(name).ok_or_else(|| {
+        Error::UnknownTool(format!(
+            "no tool '{name}' is offered (search with {SEARCH_TOOLS})"
+        ))
+    })?;
+    let tool = gateway
+        .offered()
+        .into_iter()
+        .find(|t| t.name == hub_name)
+        .ok_or_else(|| Error::UnknownTool(format!("no tool '{name}' is offered")))?;
+    let mut rendered = render_as(std::slice::from_ref(&tool), ToolFormat::Mcp)[0].clone();
+    rendered["name"] = gateway.shown_name(&tool).into();
+    Ok(json!({
+        "content": [{"type": "text", "text": rendered.to_string()}],
+        "structuredContent": rendered,
+        "isError": false
+    }))
+}
+
+/// Forwards the hub's change notifications to one client until the hub
+/// closes or the client is gone.
+async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>) {
+    let mut events = gateway.hub().events();
+    let search = gateway.inner.options.mode == GatewayMode::Search;
+    let notify = |method: &str, params: Option<Value>| {
+        let mut msg = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(params) = params {
+            msg["params"] = params;
+        }
+        // Dropped when the client does not keep up (see the module doc).
+        out.try_send(msg).is_ok() || !out.is_closed()
+    };
+    while let Some(event) = events.recv().await {
+        let alive = match event {
+            // The search mode's three tools never change.
+            HubEvent::ToolsChanged { .. } if search => true,
+            HubEvent::ToolsChanged { .. } => notify("notifications/tools/list_changed", None),
+            HubEvent::ResourcesChanged { .. } => {
+                notify("notifications/resources/list_changed", None)
+            }
+            HubEvent::PromptsChanged { .. } => notify("notifications/prompts/list_changed", None),
+            HubEvent::ResourceUpdated { uri, .. } => notify(
+                "notifications/resources/updated",
+                Some(json!({ "uri": uri })),
+            ),
+            HubEvent::Log {
+                level,
+                logger,
+                data,
+                ..
+            } => {
+                let mut params = Map::new();
+                params.insert("level".into(), level.into());
+                if let Some(logger) = logger {
+                    params.insert("logger".into(), logger.into());
+                }
+                params.insert("data".into(), data);
+                notify("notifications/message", Some(Value::Object(params)))
+            }
+            // Lost events: every list may have changed.
+            HubEvent::Lagged { .. } => {
+                let tools = search || notify("notifications/tools/list_changed", None);
+                tools
+                    && notify("notifications/resources/list_changed", None)
+                    && notify("notifications/prompts/list_changed", None)
+            }
+            // Restarts stay inside the gateway; tasks are not relayed yet.
+            _ => true,
+        };
+        if !alive {
+            return;
+        }
+    }
+}
+
+/// The JSON-RPC error answer for `e`: a server's own error keeps its code;
+/// bad parameters are -32602; the rest -32603. `data.code` is mcpmux's
+/// stable code.
+fn error_of(id: &Value, e: &Error) -> Value {
+    let code = match e {
+        Error::ServerError { code, .. } => *code,
+        Error::InvalidInput(_) | Error::UnknownServer(_) | Error::UnknownTool(_) => -32602,
+        _ => -32603,
+    };
+    let message = match e {
+        Error::ServerError { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    error_answer(id, code, &message, Some(e.code()))
+}
+
+/// A JSON-RPC error answer.
+pub(super) fn error_answer(
+    id: &Value,
+    code: i64,
+    message: &str,
+    mcpmux_code: Option<&str>,
+) -> Value {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(c) = mcpmux_code {
+        error["data"] = json!({ "code": c });
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+}

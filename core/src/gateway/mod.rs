@@ -1,0 +1,224 @@
+//! The hub served as one MCP server (`mcpmux gateway`): the tools,
+//! resources, templates and prompts of every configured server, behind the
+//! operator policy of the config, to any MCP client.
+//!
+//! [`Gateway`] holds what every downstream connection shares (the hub, the
+//! policy, the options); each connection ([`connection`]) answers one
+//! client's requests, relays progress and cancellation, and forwards the
+//! hub's change notifications. [`stdio`] serves one client over
+//! newline-delimited JSON-RPC on a reader and a writer.
+
+mod connection;
+pub mod stdio;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::error::Error;
+use crate::hub::{Hub, HubTool};
+use crate::llm::tool_format::{render_as, ToolFormat};
+use crate::policy::SessionPolicy;
+
+pub use stdio::serve_stdio;
+
+/// Which tools a gateway lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GatewayMode {
+    /// Every tool the policy offers (`--mode full`, the default).
+    #[default]
+    Full,
+    /// Three tools, `search_tools`, `describe_tool` and `call_tool`, over
+    /// the tools the policy offers (`--mode search`): for configurations
+    /// with hundreds of tools.
+    Search,
+}
+
+impl std::str::FromStr for GatewayMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "full" => Ok(GatewayMode::Full),
+            "search" => Ok(GatewayMode::Search),
+            other => Err(Error::InvalidInput(format!(
+                "unknown gateway mode '{other}' (expected full or search)"
+            ))),
+        }
+    }
+}
+
+/// How a gateway presents the hub.
+#[derive(Debug, Clone, Default)]
+pub struct GatewayOptions {
+    /// Which tools are listed.
+    pub mode: GatewayMode,
+    /// `false` (`--no-prefix`): tools keep the server's own names; needs a
+    /// config with exactly one enabled server (a transparent proxy).
+    pub no_prefix: bool,
+    /// Text results are framed as untrusted data (`--frame-output`).
+    pub frame_output: bool,
+}
+
+/// The search mode's tools.
+const SEARCH_TOOLS: &str = "search_tools";
+const DESCRIBE_TOOL: &str = "describe_tool";
+const CALL_TOOL: &str = "call_tool";
+/// Results `search_tools` returns when the client gives no `limit`.
+const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Most results one `search_tools` returns.
+const MAX_SEARCH_LIMIT: usize = 100;
+
+/// What every connection of one gateway shares. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    hub: Hub,
+    policy: Arc<SessionPolicy>,
+    options: GatewayOptions,
+}
+
+impl Gateway {
+    /// A gateway over `hub`, each call going through `policy` (made for
+    /// this hub's config). `--no-prefix` with other than one enabled
+    /// server is `INVALID_INPUT`.
+    pub fn new(hub: Hub, policy: SessionPolicy, options: GatewayOptions) -> Result<Gateway, Error> {
+        if options.no_prefix {
+            let enabled: Vec<&str> = hub
+                .config()
+                .servers
+                .iter()
+                .filter(|s| s.enabled)
+                .map(|s| s.name.as_str())
+                .collect();
+            if enabled.len() != 1 {
+                return Err(Error::InvalidInput(format!(
+                    "--no-prefix needs exactly one enabled server; the config has {} ({})",
+                    enabled.len(),
+                    enabled.join(", ")
+                )));
+            }
+        }
+        Ok(Gateway {
+            inner: Arc::new(Shared {
+                hub,
+                policy: Arc::new(policy),
+                options,
+            }),
+        })
+    }
+
+    /// The hub behind the gateway.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// Enabled servers whose tools the policy offers none of, each with
+    /// the keys that would offer some: shown at start, since their tools
+    /// are silently missing otherwise.
+    pub fn servers_offering_nothing(&self) -> Vec<String> {
+        let offered = self.offered();
+        let hub = &self.inner.hub;
+        let listed = hub.list_tools();
+        hub.config()
+            .servers
+            .iter()
+            .filter(|s| s.enabled)
+            .filter(|s| listed.iter().any(|t| t.server == s.name))
+            .filter(|s| !offered.iter().any(|t| t.server == s.name))
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// The tools the policy offers now, in hub order.
+    fn offered(&self) -> Vec<HubTool> {
+        self.inner.policy.offered(&self.inner.hub.list_tools())
+    }
+
+    /// The `tools` of a `tools/list` answer.
+    fn tools_list(&self) -> Vec<Value> {
+        match self.inner.options.mode {
+            GatewayMode::Full => {
+                let offered = self.offered();
+                let Value::Array(mut tools) = render_as(&offered, ToolFormat::Mcp) else {
+                    return Vec::new();
+                };
+                if self.inner.options.no_prefix {
+                    for (tool, hub_tool) in tools.iter_mut().zip(&offered) {
+                        tool["name"] = hub_tool.tool.clone().into();
+                    }
+                }
+                tools
+            }
+            GatewayMode::Search => search_mode_tools(),
+        }
+    }
+
+    /// The hub name of the tool a client calls `name`, if the policy
+    /// offers it.
+    fn resolve(&self, name: &str) -> Option<String> {
+        self.offered()
+            .into_iter()
+            .find(|t| {
+                if self.inner.options.no_prefix {
+                    t.tool == name
+                } else {
+                    t.name == name
+                }
+            })
+            .map(|t| t.name)
+    }
+
+    /// The name a client knows a hub tool by.
+    fn shown_name(&self, tool: &HubTool) -> String {
+        if self.inner.options.no_prefix {
+            tool.tool.clone()
+        } else {
+            tool.name.clone()
+        }
+    }
+}
+
+/// The three tools of [`GatewayMode::Search`].
+fn search_mode_tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": SEARCH_TOOLS,
+            "description": "Search the available tools. Returns the best matches for the query (name, description, input schema), best first. Then call one with call_tool.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "Most results (default 10)."}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": DESCRIBE_TOOL,
+            "description": "Describe one tool by name: its description and input schema.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": CALL_TOOL,
+            "description": "Call a tool found with search_tools, with its arguments.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object"}
+                },
+                "required": ["name"]
+            }
+        }),
+    ]
+}
