@@ -388,23 +388,29 @@ impl Hub {
     /// it beside a tool list (the CLI on stderr); [`Hub::servers`] has the
     /// details.
     pub fn failed_servers_note(&self) -> Option<String> {
-        let failed: Vec<String> = self
-            .servers()
-            .into_iter()
-            .filter_map(|s| {
-                let code = s.error_code.unwrap_or("FAILED");
-                match s.state {
-                    ServerState::Failed => Some(format!("{} ({code})", s.name)),
-                    ServerState::Restarting if s.tool_count == 0 => {
-                        Some(format!("{} ({code}, restarting)", s.name))
-                    }
-                    _ => None,
+        let mut failed = Vec::new();
+        let mut restarting = Vec::new();
+        for s in self.servers() {
+            let listed_none = match s.state {
+                ServerState::Failed => true,
+                ServerState::Restarting => s.tool_count == 0,
+                _ => false,
+            };
+            if listed_none {
+                failed.push(format!("{} ({})", s.name, s.error_code.unwrap_or("FAILED")));
+                if s.state == ServerState::Restarting {
+                    restarting.push(s.name);
                 }
-            })
-            .collect();
+            }
+        }
         (!failed.is_empty()).then(|| {
+            let restarting = if restarting.is_empty() {
+                String::new()
+            } else {
+                format!("; being restarted: {}", restarting.join(", "))
+            };
             format!(
-                "tools of failed servers are not listed: {} (see `servers` for why)",
+                "tools of failed servers are not listed: {}{restarting} (see `servers` for why)",
                 failed.join(", ")
             )
         })

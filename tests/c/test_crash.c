@@ -32,9 +32,11 @@ int main(void) {
     test_sigpipe_disposition();
 
     mcpmux_engine *engine = new_engine("{\"worker_threads\": 2}");
-    char *config = concat_free(demo_config(),
-                               concat_free(demo_config_named("spare", 30),
-                                           python_server_entry("py", "crash_mid_call.py", NULL)));
+    /* restart = "never": the crashed servers stay down (restarts are tested in Rust). */
+    char *config = concat_free(strdup("[mcp]\nrestart = \"never\"\n"),
+                               concat_free(demo_config(),
+                                           concat_free(demo_config_named("spare", 30),
+                                                       python_server_entry("py", "crash_mid_call.py", NULL))));
     mcpmux_hub *hub = connect_text(engine, config);
     free(config);
 

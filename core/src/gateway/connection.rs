@@ -149,16 +149,33 @@ async fn answer(
             hub.unsubscribe(string("uri")?, None).await?;
             Ok(json!({}))
         }
-        "prompts/list" => Ok(json!({ "prompts": own(hub.list_prompts(None).await?) })),
+        "prompts/list" => {
+            let prompts = named_prompts(gateway).await?;
+            Ok(json!({ "prompts": prompts.into_iter().map(|p| p.shown).collect::<Vec<_>>() }))
+        }
         "prompts/get" => {
-            hub.get_prompt(string("name")?, params.get("arguments"), None)
+            let prompt = find_prompt(gateway, string("name")?).await?;
+            hub.get_prompt(&prompt.own, params.get("arguments"), Some(&prompt.server))
                 .await
         }
         "completion/complete" => {
-            let reference = params.get("ref").cloned().unwrap_or(Value::Null);
+            let mut reference = params.get("ref").cloned().unwrap_or(Value::Null);
             let argument = params.get("argument").cloned().unwrap_or(Value::Null);
+            let mut server = None;
+            if reference["type"] == "ref/prompt" {
+                if let Some(name) = reference["name"].as_str() {
+                    let prompt = find_prompt(gateway, name).await?;
+                    reference["name"] = prompt.own.into();
+                    server = Some(prompt.server);
+                }
+            }
             let completion = hub
-                .complete(&reference, &argument, params.get("context"), None)
+                .complete(
+                    &reference,
+                    &argument,
+                    params.get("context"),
+                    server.as_deref(),
+                )
                 .await?;
             Ok(json!({ "completion": completion }))
         }
@@ -203,6 +220,66 @@ fn initialize(params: &Value) -> Value {
         },
         "serverInfo": {"name": "mcpmux-gateway", "version": crate::VERSION},
     })
+}
+
+/// A prompt as the gateway lists it.
+struct NamedPrompt {
+    /// The configured server offering it.
+    server: String,
+    /// The server's own name for it.
+    own: String,
+    /// The prompt as listed to the client, under the gateway's name.
+    shown: Value,
+}
+
+/// Every prompt, named as tools are (`mcp_{server}_{prompt}`, the same
+/// rule, so two servers' prompts of one name stay apart), or under its own
+/// name with `--no-prefix`.
+async fn named_prompts(gateway: &Gateway) -> Result<Vec<NamedPrompt>, Error> {
+    let hub = gateway.hub();
+    let listed = hub.list_prompts(None).await?;
+    let pairs: Vec<(String, String)> = listed
+        .iter()
+        .map(|p| {
+            (
+                p["server"].as_str().unwrap_or_default().to_owned(),
+                p["name"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let names = if gateway.inner.options.no_prefix {
+        pairs.iter().map(|(_, own)| own.clone()).collect()
+    } else {
+        let configured: Vec<&str> = hub
+            .config()
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        let refs: Vec<(&str, &str)> = pairs
+            .iter()
+            .map(|(s, p)| (s.as_str(), p.as_str()))
+            .collect();
+        crate::tool_names::assign_in(&refs, &configured)
+    };
+    Ok(own(listed)
+        .into_iter()
+        .zip(pairs)
+        .zip(names)
+        .map(|((mut shown, (server, own)), name)| {
+            shown["name"] = name.into();
+            NamedPrompt { server, own, shown }
+        })
+        .collect())
+}
+
+/// The prompt the client calls `name`.
+async fn find_prompt(gateway: &Gateway, name: &str) -> Result<NamedPrompt, Error> {
+    named_prompts(gateway)
+        .await?
+        .into_iter()
+        .find(|p| p.shown["name"] == name)
+        .ok_or_else(|| Error::InvalidInput(format!("unknown prompt '{name}'")))
 }
 
 /// Items of a hub listing without the `server` member the hub adds.

@@ -1,0 +1,278 @@
+//! `mcpmux gateway`: the hub served as one MCP server on stdio, driven by
+//! the official MCP Python SDK client (`gateway_client.py`) and by raw
+//! JSON-RPC for what a client library hides (search mode, `--no-prefix`,
+//! refused flags).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Only catches hangs.
+const HANG: Duration = Duration::from_secs(60);
+
+/// The demo server started through `sh`, which first writes its pid.
+fn demo_with_pid(name: &str, pid_file: &Path, extra: &str) -> String {
+    let script = format!(
+        "echo $$ > '{}'; exec '{}'",
+        pid_file.display(),
+        demo_server().display()
+    );
+    stdio_server(name, Path::new("sh"), &["-c", &script], extra)
+}
+
+#[test]
+fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
+    let sb = Sandbox::new();
+    let pid_file = sb.path().join("demo.pid");
+    let cancel_log = sb.path().join("cancelled.log");
+    sb.write(
+        "mcpmux.toml",
+        &format!(
+            "{}{}{}",
+            demo_with_pid("demo", &pid_file, "allow_all = true"),
+            python_entry(
+                "hang",
+                "hang.py",
+                &format!(
+                    "allow_all = true\nallow_destructive = [\"wait_forever\"]\nenv = {{ HANG_CANCEL_LOG = {} }}",
+                    qp(&cancel_log)
+                )
+            ),
+            // No allow_tools / allow_all: its tools are neither listed nor callable.
+            demo_entry("hidden", ""),
+        ),
+    );
+    let out = Command::new(python())
+        .arg(workspace_root().join("bindings/cli/tests/gateway_client.py"))
+        .arg(mcpmux_bin())
+        .arg(sb.path().join("mcpmux.toml"))
+        .arg(&pid_file)
+        .current_dir(sb.path())
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(s["server"], "mcpmux-gateway", "{s:#}");
+    for capability in ["completions", "logging", "prompts", "resources", "tools"] {
+        assert!(
+            s["capabilities"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(capability)),
+            "{s:#}"
+        );
+    }
+    let tools: Vec<&str> = s["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"mcp_demo_add"), "{tools:?}");
+    assert!(tools.contains(&"mcp_hang_wait_forever"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t.starts_with("mcp_hidden_")),
+        "{tools:?}"
+    );
+    assert_eq!(s["add"], json!(["5", {"sum": 5}, false]), "{s:#}");
+    assert!(s["slow"].as_str().unwrap().starts_with("done"), "{s:#}");
+    assert_eq!(s["progress"].as_array().unwrap().len(), 2, "{s:#}");
+    assert!(!s["resource"].as_str().unwrap().is_empty(), "{s:#}");
+    // Prompts are named as tools are, so two servers' `greet` stay apart.
+    assert_eq!(
+        s["prompts"],
+        json!(["mcp_demo_greet", "mcp_hidden_greet"]),
+        "{s:#}"
+    );
+    assert!(s["prompt"].as_str().unwrap().contains("Ada"), "{s:#}");
+    assert_eq!(s["refused"], json!(["TOOL_NOT_ALLOWED", true]), "{s:#}");
+    // The server behind the gateway saw the client's cancellation.
+    assert!(
+        !std::fs::read_to_string(&cancel_log)
+            .unwrap_or_default()
+            .trim()
+            .is_empty(),
+        "the hang server got no notifications/cancelled"
+    );
+    // Killed under the gateway, the demo server came back for the next call.
+    assert_eq!(s["after_kill"], json!(["back", false]), "{s:#}");
+}
+
+/// A gateway driven with raw JSON-RPC lines.
+struct Raw {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: mpsc::Receiver<String>,
+    next_id: u64,
+}
+
+impl Raw {
+    fn start(sb: &Sandbox, args: &[&str]) -> Raw {
+        let mut child = Command::new(mcpmux_bin())
+            .arg("--config")
+            .arg(sb.path().join("mcpmux.toml"))
+            .arg("gateway")
+            .args(args)
+            .current_dir(sb.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn send(&mut self, msg: Value) {
+        writeln!(self.stdin, "{msg}").unwrap();
+    }
+
+    /// Sends a request and returns its answer (notifications are skipped).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(HANG)
+                .unwrap_or_else(|_| panic!("no answer to {method} within {HANG:?}"));
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if msg["id"] == id {
+                return msg;
+            }
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tool_names(list: &Value) -> Vec<String> {
+    list["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn search_mode_offers_three_tools_that_find_describe_and_call_the_rest() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let mut gw = Raw::start(&sb, &["--mode", "search"]);
+    let list = gw.request("tools/list", json!({}));
+    assert_eq!(
+        tool_names(&list),
+        ["search_tools", "describe_tool", "call_tool"]
+    );
+    let found = gw.request(
+        "tools/call",
+        json!({"name": "search_tools", "arguments": {"query": "add two numbers", "limit": 3}}),
+    );
+    let hits = &found["result"]["structuredContent"]["tools"];
+    assert_eq!(hits[0]["name"], "mcp_demo_add", "{found}");
+    assert!(
+        hits[0]["inputSchema"]["properties"]["a"].is_object(),
+        "{found}"
+    );
+    assert!(hits.as_array().unwrap().len() <= 3, "{found}");
+    let described = gw.request(
+        "tools/call",
+        json!({"name": "describe_tool", "arguments": {"name": "mcp_demo_echo"}}),
+    );
+    assert_eq!(
+        described["result"]["structuredContent"]["name"], "mcp_demo_echo",
+        "{described}"
+    );
+    let called = gw.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp_demo_add", "arguments": {"a": 40, "b": 2}}}),
+    );
+    assert_eq!(called["result"]["content"][0]["text"], "42", "{called}");
+    // The hub's own names are not tools of a search-mode gateway.
+    let direct = gw.request(
+        "tools/call",
+        json!({"name": "mcp_demo_add", "arguments": {"a": 1, "b": 1}}),
+    );
+    assert_eq!(direct["result"]["isError"], true, "{direct}");
+}
+
+#[test]
+fn no_prefix_serves_one_server_under_its_own_names() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let mut gw = Raw::start(&sb, &["--no-prefix"]);
+    let names = tool_names(&gw.request("tools/list", json!({})));
+    assert!(names.contains(&"add".to_owned()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("mcp_")), "{names:?}");
+    let called = gw.request(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(called["result"]["content"][0]["text"], "3", "{called}");
+}
+
+#[test]
+fn no_prefix_with_two_servers_and_a_bad_mode_are_refused() {
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        demo_entry("one", "allow_all = true"),
+        demo_entry("two", "allow_all = true")
+    ));
+    let out = sb.mcpmux(&["gateway", "--no-prefix"]).stdin("").run();
+    let message = out.fails_with("INVALID_INPUT");
+    assert!(message.contains("--no-prefix"), "{message}");
+    let out = sb
+        .mcpmux(&["gateway", "--mode", "everything"])
+        .stdin("")
+        .run();
+    let message = out.fails_with("INVALID_INPUT");
+    assert!(message.contains("everything"), "{message}");
+}
+
+#[test]
+fn a_server_offering_nothing_is_named_on_stderr_with_the_key_to_add() {
+    let sb = Sandbox::with_config(&demo_entry("quiet", ""));
+    let out = sb.mcpmux(&["gateway"]).stdin("").run();
+    out.expect_exit(0);
+    assert!(
+        out.stderr.contains("'quiet'") && out.stderr.contains("allow_tools"),
+        "{out}"
+    );
+}
