@@ -133,6 +133,7 @@ async fn answer(
     };
     match method {
         "initialize" => Ok(initialize(params)),
+        "server/discover" => Ok(discover()),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
         "tools/call" => Ok(call(gateway, params, out).await),
@@ -280,6 +281,20 @@ async fn find_prompt(gateway: &Gateway, name: &str) -> Result<NamedPrompt, Error
         .into_iter()
         .find(|p| p.shown["name"] == name)
         .ok_or_else(|| Error::InvalidInput(format!("unknown prompt '{name}'")))
+}
+
+/// The answer to `server/discover` (the stateless 2026-07-28 revision):
+/// every revision the gateway speaks, its capabilities and name.
+fn discover() -> Value {
+    let mut versions: Vec<&str> = vec![crate::stateless::VERSION];
+    versions.extend(protocol::STATEFUL_VERSIONS);
+    let mut answer = initialize(&Value::Null);
+    let object = answer
+        .as_object_mut()
+        .expect("initialize answers an object");
+    object.remove("protocolVersion");
+    object.insert("supportedVersions".into(), json!(versions));
+    answer
 }
 
 /// Items of a hub listing without the `server` member the hub adds.

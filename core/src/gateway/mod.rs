@@ -9,6 +9,7 @@
 //! newline-delimited JSON-RPC on a reader and a writer.
 
 mod connection;
+pub mod http;
 pub mod stdio;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use crate::hub::{Hub, HubTool};
 use crate::llm::tool_format::{render_as, ToolFormat};
 use crate::policy::SessionPolicy;
 
+pub use http::{serve_http, HttpOptions};
 pub use stdio::serve_stdio;
 
 /// Which tools a gateway lists.
