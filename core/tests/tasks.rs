@@ -343,3 +343,89 @@ async fn tasks_over_streamable_http() {
     assert!(text.contains("Clarification**: current"), "{text}");
     hub.close().await;
 }
+
+/// A tool that requires a task on a server that does not accept task calls
+/// cannot be called: model listings leave it out (the full listing keeps
+/// it), and the note names no failed server.
+#[tokio::test]
+async fn uncallable_tools_are_left_out_of_model_listings() {
+    // Without arguments the script runs in mode `no_caps`.
+    let hub = Hub::connect(config(&[script_entry("tasky", "task_server.py", "")]))
+        .await
+        .unwrap();
+    let all: Vec<String> = hub.list_tools().into_iter().map(|t| t.tool).collect();
+    assert!(all.contains(&"needs_task".to_owned()), "{all:?}");
+    for format in ["mcp", "anthropic", "openai", "openai-responses"] {
+        let listed = hub.tools_for(format).unwrap().to_string();
+        assert!(!listed.contains("needs_task"), "{format}: {listed}");
+        assert!(listed.contains("plain"), "{format}: {listed}");
+    }
+    assert_eq!(hub.failed_servers_note(), None);
+    hub.close().await;
+}
+
+/// A hostile server: a 0 ms poll interval is clamped and the endless
+/// `working` ends at the call's total time (then the task is cancelled);
+/// huge status messages are cut; an unknown status or an answer about
+/// another task is PROTOCOL_ERROR.
+#[tokio::test]
+async fn hostile_task_servers_are_bounded() {
+    let events = EventSender::default();
+    let mut stream = events.subscribe();
+    let entry = stdio_entry(
+        "tasky",
+        &python(),
+        &[&server_script("task_server.py"), "hostile"],
+        "",
+    );
+    let hub = Hub::connect_with(
+        config(&[entry]),
+        HubOptions {
+            events,
+            ..HubOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(2)),
+        max_total_timeout: Some(Duration::from_secs(2)),
+        ..CallOptions::default()
+    };
+    let err = with_timeout(
+        "endless task",
+        hub.call_tool("mcp_tasky_needs_task", None, &opts),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code(), "TIMEOUT", "{err}");
+    // At least 100 ms between polls: far fewer than an unclamped loop.
+    let polls: u32 = err
+        .to_string()
+        .rsplit_once("after ")
+        .and_then(|(_, n)| n.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(polls <= 2_000 / 100 + 1, "{polls} polls: {err}");
+    let message = with_timeout("working event", async {
+        loop {
+            if let Some(HubEvent::TaskStatus {
+                message: Some(m), ..
+            }) = stream.recv().await
+            {
+                return m;
+            }
+        }
+    })
+    .await;
+    assert_eq!(message.len(), mcpmux_core::tasks::MAX_STATUS_MESSAGE_CHARS);
+    let listed = hub.list_tasks("tasky").await.unwrap();
+    assert_eq!(listed[0].status, TaskStatus::Cancelled, "{listed:?}");
+
+    for tool in ["mcp_tasky_bad_status", "mcp_tasky_other_id"] {
+        let err = with_timeout(tool, hub.call_tool(tool, None, &opts))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "PROTOCOL_ERROR", "{tool}: {err}");
+    }
+    hub.close().await;
+}

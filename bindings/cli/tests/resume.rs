@@ -49,8 +49,8 @@ impl Mock {
     /// the test reads, so a last line without its newline is still being
     /// written and is left for the next read.
     fn requests(&self) -> Vec<Value> {
-        let log = std::fs::read_to_string(self.dir.path().join("requests.jsonl"))
-            .unwrap_or_default();
+        let log =
+            std::fs::read_to_string(self.dir.path().join("requests.jsonl")).unwrap_or_default();
         let complete = &log[..log.rfind('\n').map_or(0, |end| end + 1)];
         complete
             .lines()
