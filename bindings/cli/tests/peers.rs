@@ -78,12 +78,16 @@ fn everything_task_tool_through_call() {
         ])
         .run();
     out.ok();
-    let text = out.json()["content"][0]["text"].as_str().unwrap_or("").to_owned();
+    let text = out.json()["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     assert!(text.contains("Research Report: cli"), "{out}");
     let out = sandbox.mcpmux(&["tools", "--format", "openai"]).run();
     out.ok();
     assert!(
-        out.stdout.contains("mcp_everything_simulate-research-query"),
+        out.stdout
+            .contains("mcp_everything_simulate-research-query"),
         "{out}"
     );
 }
