@@ -472,7 +472,12 @@ enum mcpmux_status mcpmux_hub_tools_for(const struct mcpmux_hub *hub, const char
  * `options_json` (nullable): a JSON object with `timeout_ms` or
  * `timeout_seconds` (time allowed without a response or progress; default:
  * the server's `timeout_seconds`, 60 s unless configured) and
- * `max_total_timeout_ms` or `max_total_timeout_seconds`.
+ * `max_total_timeout_ms` or `max_total_timeout_seconds`; `"task": true`
+ * runs a tool whose `execution.taskSupport` is `optional` as an MCP task
+ * (one that is `required` always runs as a task: the call polls it and
+ * returns its result, answering `input_required` through the hub's
+ * handlers; past the total time or when cancelled the task is cancelled),
+ * `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it.
  *
  * On success `*out_json` receives the MCP CallToolResult exactly as the
  * server sent it (`content`, `structuredContent`, `isError`, ...), owned by
@@ -1094,6 +1099,89 @@ enum mcpmux_status mcpmux_hub_subscribe(const struct mcpmux_hub *hub, const char
  * As for mcpmux_hub_subscribe().
  */
 enum mcpmux_status mcpmux_hub_unsubscribe(const struct mcpmux_hub *hub, const char *uri, const char *server, struct mcpmux_error **err);
+
+/**
+ * Starts the tool `name` (hub name) as a task without waiting for it and
+ * writes its handle to `*out_json`: `{"server": ..., "task_id": ...}`
+ * (plain strings: keep them to poll, wait or cancel later, also after a
+ * restart of the host while the server keeps the task). The tool's
+ * `execution.taskSupport` must be `optional` or `required` and its server
+ * must accept tasks, else INVALID_INPUT. `args_json` and `options_json`
+ * as for mcpmux_hub_call_tool() (`task_ttl_ms` / `task_ttl_seconds` ask
+ * how long the server keeps the task). Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `name` a NUL-terminated string; `args_json` and
+ * `options_json` NULL or NUL-terminated strings; `out_json` and `err` are
+ * NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_call_tool_as_task(const struct mcpmux_hub *hub, const char *name, const char *args_json, const char *options_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the status of task `task_id` of the server named `server`
+ * (`tasks/get`) to `*out_json`: `{"server", "task_id", "status":
+ * "working" | "input_required" | "completed" | "failed" | "cancelled",
+ * "message"?, "created_at"?, "last_updated_at"?, "ttl_ms"?,
+ * "poll_interval_ms"?}`. Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `server` and `task_id` NUL-terminated strings;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_task(const struct mcpmux_hub *hub, const char *server, const char *task_id, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Waits for task `task_id` of the server named `server` to end and writes
+ * its result to `*out_json`, as mcpmux_hub_call_tool() would (the
+ * CallToolResult as sent). Polls at the server's interval and answers
+ * `input_required` through the hub's handlers. `options_json` as for
+ * mcpmux_hub_call_tool(): the wait ends at `max_total_timeout_*` (else
+ * the server's) with TIMEOUT, without cancelling the task. A cancelled
+ * task is CANCELLED. Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `server` and `task_id` NUL-terminated strings;
+ * `options_json` NULL or a NUL-terminated string; `out_json` and `err` are
+ * NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_task_result(const struct mcpmux_hub *hub, const char *server, const char *task_id, const char *options_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Cancels task `task_id` of the server named `server` (`tasks/cancel`)
+ * and writes the task as the server now reports it to `*out_json` (as
+ * mcpmux_hub_task()). Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `server` and `task_id` NUL-terminated strings;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_cancel_task(const struct mcpmux_hub *hub, const char *server, const char *task_id, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the tasks the server named `server` keeps for this hub
+ * (`tasks/list`) to `*out_json`: a JSON array of tasks (as
+ * mcpmux_hub_task()). Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `server` a NUL-terminated string; `out_json` and
+ * `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_list_tasks(const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

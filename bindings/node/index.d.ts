@@ -155,6 +155,30 @@ export interface CallOptions {
    * result's text is redacted and capped; the call is audited.
    */
   policy?: Policy
+  /**
+   * Runs a tool whose `execution.taskSupport` is `optional` as an MCP task
+   * (`required` ones always are): the call polls the task and resolves to
+   * its result.
+   */
+  task?: boolean
+}
+
+/** What {@link Hub.callToolAsTask} resolves to: keep it to find the task again. */
+export interface TaskHandle {
+  server: string
+  task_id: string
+}
+
+/** One MCP task as its server reports it ({@link Hub.task}). */
+export interface TaskInfo {
+  server: string
+  task_id: string
+  status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled'
+  message?: string
+  created_at?: string
+  last_updated_at?: string
+  ttl_ms?: number
+  poll_interval_ms?: number
 }
 
 /** Options of {@link Hub.policy}; they go over the config's `[session]` table. */
@@ -463,6 +487,16 @@ export declare class Hub {
   events(): AsyncIterableIterator<HubEvent>
 
   /** Pings a server; resolves to the round-trip time in seconds. */
+  /** Starts a tool as an MCP task without waiting; resolves to its handle. */
+  callToolAsTask(name: string, args?: Record<string, unknown> | null, options?: { timeoutMs?: number }): Promise<TaskHandle>
+  /** The status of a task (`tasks/get`). */
+  task(server: string, taskId: string): Promise<TaskInfo>
+  /** Waits for a task to end; its result (a cancelled task rejects with `CANCELLED`). */
+  taskResult(server: string, taskId: string, options?: { timeoutMs?: number }): Promise<CallToolResult>
+  /** Cancels a task (`tasks/cancel`); the task as the server now reports it. */
+  cancelTask(server: string, taskId: string): Promise<TaskInfo>
+  /** The tasks a server keeps for this hub (`tasks/list`). */
+  listTasks(server: string): Promise<TaskInfo[]>
   ping(server: string): Promise<number>
 
   /**

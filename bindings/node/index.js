@@ -147,6 +147,18 @@ const dispatcher = new native.Dispatcher(onBatch)
  * @param {(id: number) => void} start
  * @param {{onProgress?: Function, done?: Function, weak?: boolean}} [extra]
  */
+/** `options.timeoutMs` of a task call: undefined or a positive number. */
+function timeoutOption(options) {
+  if (options === undefined || options === null) return undefined
+  const opts = optionsObject('options', options)
+  const timeoutMs = opts.timeoutMs
+  if (timeoutMs === undefined || timeoutMs === null) return undefined
+  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+    throw invalid('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`)
+  }
+  return timeoutMs
+}
+
 function run(start, extra) {
   nextId = nextId >= 0xfffffffe ? 1 : nextId + 1
   const id = nextId
@@ -495,13 +507,18 @@ class Hub extends EventEmitter {
    * asked); the result's text is redacted and capped; the call is audited.
    * @param {string} name
    * @param {object} [args]
-   * @param {{timeoutMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy}} [options]
+   * A tool whose `execution.taskSupport` is `required` runs as an MCP task
+   * (`options.task: true` asks the same of an `optional` one): the call
+   * polls it and resolves to its result; past the server's
+   * `max_total_timeout_seconds` or when aborted, the task is cancelled.
+   * @param {{timeoutMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy, task?: boolean}} [options]
    * @returns {Promise<object>}
    */
   callTool(name, args, options) {
     let argsText
     let timeoutMs, signal, onProgress
     let policy = null
+    let task = false
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
@@ -528,6 +545,10 @@ class Hub extends EventEmitter {
           // Whether it was made for this hub is the engine's check (INVALID_INPUT).
           policy = opts.policy._native
         }
+        if (opts.task !== undefined && opts.task !== null) {
+          if (typeof opts.task !== 'boolean') throw invalid('task', `must be true or false, got ${opts.task}`)
+          task = opts.task
+        }
       }
     } catch (err) {
       return Promise.reject(err)
@@ -535,13 +556,13 @@ class Hub extends EventEmitter {
     const nativeHub = this._native
     if (signal === undefined) {
       if (onProgress === undefined) {
-        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy))
+        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task))
       }
-      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy), { onProgress })
+      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task), { onProgress })
     }
     if (signal.aborted) return Promise.reject(cancelled(name, signal))
     let onAbort
-    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy), {
+    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy, task), {
       onProgress,
       register(id) {
         onAbort = () => {
@@ -672,6 +693,100 @@ class Hub extends EventEmitter {
   events() {
     if (this._closed) throw new McpmuxError('TRANSPORT_CLOSED', 'the hub is closed')
     return new HubEvents(this._native.events(false))
+  }
+
+  /**
+   * Starts a tool as an MCP task without waiting; resolves to its handle
+   * `{server, task_id}` (plain strings: keep them to poll, wait or cancel
+   * later, also after a restart while the server keeps the task). The
+   * tool's `execution.taskSupport` must be `optional` or `required` (else
+   * `INVALID_INPUT`).
+   * @param {string} name
+   * @param {object} [args]
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<{server: string, task_id: string}>}
+   */
+  callToolAsTask(name, args, options) {
+    let argsText, timeoutMs
+    try {
+      checkString('name', name)
+      argsText = argsJson('args', args)
+      timeoutMs = timeoutOption(options)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.callToolAsTask(id, name, argsText, timeoutMs))
+  }
+
+  /**
+   * The status of a task (`tasks/get`): `{server, task_id, status, message?,
+   * created_at?, last_updated_at?, ttl_ms?, poll_interval_ms?}`; `status` is
+   * `working`, `input_required`, `completed`, `failed` or `cancelled`.
+   * @param {string} server
+   * @param {string} taskId
+   * @returns {Promise<object>}
+   */
+  task(server, taskId) {
+    try {
+      checkString('server', server)
+      checkString('taskId', taskId)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.task(id, server, taskId))
+  }
+
+  /**
+   * Waits for a task to end and resolves to its `CallToolResult` (as
+   * {@link Hub#callTool} would). `options.timeoutMs` bounds the wait
+   * (`TIMEOUT`; the task goes on); a cancelled task rejects with `CANCELLED`.
+   * @param {string} server
+   * @param {string} taskId
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<object>}
+   */
+  taskResult(server, taskId, options) {
+    let timeoutMs
+    try {
+      checkString('server', server)
+      checkString('taskId', taskId)
+      timeoutMs = timeoutOption(options)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.taskResult(id, server, taskId, timeoutMs))
+  }
+
+  /**
+   * Cancels a task (`tasks/cancel`); resolves to the task as the server
+   * now reports it.
+   * @param {string} server
+   * @param {string} taskId
+   * @returns {Promise<object>}
+   */
+  cancelTask(server, taskId) {
+    try {
+      checkString('server', server)
+      checkString('taskId', taskId)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.cancelTask(id, server, taskId))
+  }
+
+  /**
+   * The tasks a server keeps for this hub (`tasks/list`), as {@link Hub#task}
+   * returns them.
+   * @param {string} server
+   * @returns {Promise<object[]>}
+   */
+  listTasks(server) {
+    try {
+      checkString('server', server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.listTasks(id, server))
   }
 
   /**

@@ -109,7 +109,7 @@ export declare class NativeHub {
    * With `progress`, progress notifications are posted under the same id;
    * with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
    */
-  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null): void
+  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null): void
   /**
    * Abandons pending call `id` (made with `cancellable`): its future is
    * dropped, which sends `notifications/cancelled` to the server. Nothing
@@ -148,6 +148,25 @@ export declare class NativeHub {
    * connecting (`events` on connect), once.
    */
   events(initial: boolean): NativeEvents
+  /**
+   * Starts tool `name` as an MCP task; resolves to its handle
+   * `{"server", "task_id"}` (JSON text).
+   */
+  callToolAsTask(id: number, name: string, args?: string | undefined | null, timeoutMs?: number | undefined | null): void
+  /** The status of task `task_id` of `server` (`tasks/get`), JSON text. */
+  task(id: number, server: string, taskId: string): void
+  /**
+   * Waits for task `task_id` of `server` to end (at most `timeout_ms`,
+   * else the server's `max_total_timeout_seconds`); its `CallToolResult`.
+   */
+  taskResult(id: number, server: string, taskId: string, timeoutMs?: number | undefined | null): void
+  /**
+   * Cancels task `task_id` of `server` (`tasks/cancel`); the task after,
+   * JSON text.
+   */
+  cancelTask(id: number, server: string, taskId: string): void
+  /** The tasks `server` keeps for this hub (`tasks/list`), JSON text. */
+  listTasks(id: number, server: string): void
   /** Pings `server`; the round-trip time in seconds. */
   ping(id: number, server: string): void
   /** Asks `server` for log messages at `level` or above (`log` events). */

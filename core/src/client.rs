@@ -17,6 +17,8 @@ use crate::protocol::{self, InitializeResult, Tool};
 use crate::stateless::{self, RequestMeta};
 use crate::tool_names::HubTool;
 
+mod task_calls;
+
 /// A request the server sent to the host (`roots/list`,
 /// `sampling/createMessage`, `elicitation/create`).
 #[derive(Debug, Clone)]
@@ -96,6 +98,13 @@ pub struct CallOptions {
     /// Typed as the trait [`CallPolicy`] so that this module does not depend
     /// on the policy, which sits above the hub.
     pub policy: Option<Arc<dyn CallPolicy>>,
+    /// Calls a tool whose `execution.taskSupport` is `optional` as a task
+    /// (`required` ones always are): the call then polls `tasks/get` until
+    /// the task ends, within the call's total time (`max_total_timeout`).
+    pub task: bool,
+    /// The `ttl` asked for a task this call creates (how long the server
+    /// keeps it); the server chooses when `None`.
+    pub task_ttl: Option<Duration>,
 }
 
 /// What a [`CallPolicy`] calls through: hub-wide names resolved to tools,
@@ -198,6 +207,11 @@ struct ClientInner {
     /// Refreshes after `notifications/tools/list_changed`: one runs at a
     /// time, and notifications meanwhile make at most one more.
     refresh: std::sync::Mutex<Refresh>,
+    /// Where `task_status` events go.
+    events: EventSender,
+    /// The last status told per task, so that polls and notifications
+    /// make one event per change (bounded, see `task_calls`).
+    task_seen: std::sync::Mutex<task_calls::Seen>,
 }
 
 /// The state of list_changed refreshes of one client.
@@ -249,6 +263,8 @@ impl Client {
                         tools: RwLock::new(Arc::new(Vec::new())),
                         on_tools_changed: options.on_tools_changed.clone(),
                         refresh: Default::default(),
+                        events: options.events.clone(),
+                        task_seen: Default::default(),
                     }),
                 };
                 let _ = inbound.client.set(Arc::downgrade(&client.inner));
@@ -476,6 +492,30 @@ impl Client {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        static EMPTY: OnceLock<Value> = OnceLock::new();
+        let arguments =
+            arguments.unwrap_or_else(|| EMPTY.get_or_init(|| Value::Object(Default::default())));
+        if !arguments.is_object() {
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        if self.wants_task(name, opts) {
+            return self.call_as_task(name, arguments, opts).await;
+        }
+        let raw = self.send_tools_call(name, arguments, None, opts).await?;
+        ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
+    }
+
+    /// Sends one `tools/call` (with `params.task` when `task` is set) and
+    /// returns its raw result.
+    async fn send_tools_call(
+        &self,
+        name: &str,
+        arguments: &Value,
+        task: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
         #[derive(Serialize)]
         struct Meta {
             #[serde(rename = "progressToken")]
@@ -485,21 +525,15 @@ impl Client {
         struct Params<'a> {
             name: &'a str,
             arguments: &'a Value,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            task: Option<&'a Value>,
             #[serde(rename = "_meta")]
             meta: Meta,
-        }
-        static EMPTY: OnceLock<Value> = OnceLock::new();
-        let arguments =
-            arguments.unwrap_or_else(|| EMPTY.get_or_init(|| Value::Object(Default::default())));
-        if !arguments.is_object() {
-            return Err(Error::InvalidInput(format!(
-                "arguments of tool '{name}' must be a JSON object"
-            )));
         }
         let peer = &self.inner.peer;
         let mut ropts = self.request_options(opts);
         ropts.track_progress = true;
-        let raw = if self.inner.stateless.is_some() {
+        if self.inner.stateless.is_some() {
             let tool = self
                 .tools()
                 .iter()
@@ -508,19 +542,21 @@ impl Client {
             if let Some(schema) = tool {
                 ropts.headers = crate::param_headers::headers(&schema, arguments);
             }
-            let params = serde_json::json!({ "name": name, "arguments": arguments });
-            self.rpc("tools/call", Some(params), &ropts).await?
+            let mut params = serde_json::json!({ "name": name, "arguments": arguments });
+            if let Some(task) = task {
+                params["task"] = task.clone();
+            }
+            self.rpc("tools/call", Some(params), &ropts).await
         } else {
             let id = peer.next_id();
             let params = Params {
                 name,
                 arguments,
+                task,
                 meta: Meta { progress_token: id },
             };
-            peer.request(id, "tools/call", Some(&params), &ropts)
-                .await?
-        };
-        ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
+            peer.request(id, "tools/call", Some(&params), &ropts).await
+        }
     }
 
     /// Sends any request and returns its result as JSON.
@@ -918,6 +954,17 @@ impl Inbound for ClientInbound {
             "notifications/tools/list_changed" => {
                 if let Some(weak) = self.client.get() {
                     refresh_after_change(weak.clone());
+                }
+            }
+            "notifications/tasks/status" => {
+                match crate::tasks::Task::from_wire(&self.server, &value()) {
+                    Ok(task) => match self.client.get().and_then(Weak::upgrade) {
+                        Some(inner) => Client { inner }.note_task(&task),
+                        None => self.events.send(task_calls::status_event(&task)),
+                    },
+                    Err(e) => {
+                        tracing::debug!(server = %self.server, error = %e, "task status ignored")
+                    }
                 }
             }
             _ => tracing::debug!(server = %self.server, method, "notification from server"),

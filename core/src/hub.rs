@@ -20,6 +20,7 @@ use futures::future::BoxFuture;
 mod restarts;
 mod supervisor;
 mod surface;
+mod tasks;
 
 /// Options for [`Hub::connect_with`].
 #[derive(Clone)]
@@ -451,9 +452,31 @@ impl Hub {
         Ok(self.tools_as(format.parse()?))
     }
 
-    /// The tool list rendered for an LLM API in `format`.
+    /// The tool list rendered for an LLM API in `format`. Tools the host
+    /// cannot call are left out: one that requires a task
+    /// (`execution.taskSupport: "required"`) on a server that does not
+    /// accept task calls. Tools that take tasks are callable
+    /// ([`Hub::call_tool`] runs them as tasks).
     pub fn tools_as(&self, format: ToolFormat) -> Value {
-        llm::tool_format::render_as(&self.list_tools(), format)
+        llm::tool_format::render_as(&self.callable_tools(), format)
+    }
+
+    /// [`Hub::list_tools`] without the tools the host cannot call (see
+    /// [`Hub::tools_as`]).
+    pub fn callable_tools(&self) -> Vec<HubTool> {
+        let index = self.inner.index.read().unwrap().clone();
+        index
+            .entries
+            .iter()
+            .filter(|e| {
+                crate::tasks::task_support(e.tool().execution().as_ref())
+                    != crate::tasks::TaskSupport::Required
+                    || self.inner.slots[e.slot]
+                        .client()
+                        .is_none_or(|c| c.accepts_tool_tasks())
+            })
+            .map(IndexEntry::to_hub_tool)
+            .collect()
     }
 
     /// This hub's identity in the process (clones share it; never reused):

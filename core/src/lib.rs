@@ -48,6 +48,7 @@ pub(crate) mod secrets;
 #[cfg(feature = "sessions")]
 pub mod session;
 pub(crate) mod stateless;
+pub mod tasks;
 pub(crate) mod tool_names;
 pub(crate) mod tool_search;
 pub(crate) mod transport;
@@ -68,6 +69,7 @@ pub use jsonrpc::{ProgressCallback, ProgressUpdate};
 pub use llm::tool_format::ToolFormat;
 #[cfg(feature = "sessions")]
 pub use session::{Runner, SessionContext};
+pub use tasks::{Task, TaskHandle, TaskStatus};
 /// Most answers and notifications in flight to one server over Streamable
 /// HTTP or legacy SSE (see `docs/ARCHITECTURE.md#transports`).
 pub use transport::send_bound::MAX_NOTICES_IN_FLIGHT;

@@ -55,6 +55,7 @@ const LAYERS: &[&[&str]] = &[
     // Leaves.
     &[
         "stateless",
+        "tasks",
         "tool_names",
         "param_headers",
         "elicitation",

@@ -46,21 +46,34 @@ pub(crate) unsafe fn hub_ref<'a>(
     Ok(unsafe { &*hub })
 }
 
-/// Reads `options_json` of a tool call: `timeout_ms` / `timeout_seconds`
-/// and `max_total_timeout_ms` / `max_total_timeout_seconds`.
+/// Reads `options_json` of a tool call: `timeout_ms` / `timeout_seconds`,
+/// `max_total_timeout_ms` / `max_total_timeout_seconds`, `task` (run a tool
+/// whose `taskSupport` is `optional` as a task) and `task_ttl_ms` /
+/// `task_ttl_seconds`.
 pub(crate) fn call_options(
     args: Args,
     options: Option<Map<String, Value>>,
 ) -> Result<CallOptions, Error> {
-    const KNOWN: &str =
-        "timeout_ms, timeout_seconds, max_total_timeout_ms, max_total_timeout_seconds";
+    const KNOWN: &str = "timeout_ms, timeout_seconds, max_total_timeout_ms, \
+         max_total_timeout_seconds, task, task_ttl_ms, task_ttl_seconds";
     let mut opts = CallOptions::default();
     for (key, value) in options.unwrap_or_default() {
+        if key == "task" {
+            opts.task = value.as_bool().ok_or_else(|| {
+                args.invalid(
+                    "options_json",
+                    format!("option 'task' must be true or false, not {value}"),
+                )
+            })?;
+            continue;
+        }
         let (slot, scale) = match key.as_str() {
             "timeout_ms" => (&mut opts.timeout, 1e-3),
             "timeout_seconds" => (&mut opts.timeout, 1.0),
             "max_total_timeout_ms" => (&mut opts.max_total_timeout, 1e-3),
             "max_total_timeout_seconds" => (&mut opts.max_total_timeout, 1.0),
+            "task_ttl_ms" => (&mut opts.task_ttl, 1e-3),
+            "task_ttl_seconds" => (&mut opts.task_ttl, 1.0),
             other => {
                 return Err(args.invalid(
                     "options_json",
@@ -370,7 +383,12 @@ pub unsafe extern "C" fn mcpmux_hub_tools_for(
 /// `options_json` (nullable): a JSON object with `timeout_ms` or
 /// `timeout_seconds` (time allowed without a response or progress; default:
 /// the server's `timeout_seconds`, 60 s unless configured) and
-/// `max_total_timeout_ms` or `max_total_timeout_seconds`.
+/// `max_total_timeout_ms` or `max_total_timeout_seconds`; `"task": true`
+/// runs a tool whose `execution.taskSupport` is `optional` as an MCP task
+/// (one that is `required` always runs as a task: the call polls it and
+/// returns its result, answering `input_required` through the hub's
+/// handlers; past the total time or when cancelled the task is cancelled),
+/// `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it.
 ///
 /// On success `*out_json` receives the MCP CallToolResult exactly as the
 /// server sent it (`content`, `structuredContent`, `isError`, ...), owned by

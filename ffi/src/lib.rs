@@ -35,6 +35,8 @@ pub mod error;
 
 pub mod events;
 
+pub mod tasks;
+
 mod util;
 
 pub use call::{mcpmux_call, mcpmux_callback};

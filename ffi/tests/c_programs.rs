@@ -157,6 +157,11 @@ fn c_hub_events_and_client_surface() {
 }
 
 #[test]
+fn c_tasks_against_server_everything() {
+    c_test("test_tasks");
+}
+
+#[test]
 fn c_example_builds_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("hello");

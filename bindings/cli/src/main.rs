@@ -62,6 +62,10 @@ enum Command {
         tool: String,
         /// Arguments as a JSON object; `-` reads them from stdin.
         args: Option<String>,
+        /// Run a tool whose execution.taskSupport is "optional" as an MCP
+        /// task (tools that require one always run as tasks).
+        #[arg(long)]
+        task: bool,
     },
     /// List resources and resource templates.
     Resources {
@@ -377,8 +381,12 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&human::tools(&hub.list_tools()))
             }
         }
-        Command::Call { tool, .. } => {
-            let result = hub.call_tool(tool, args, &CallOptions::default()).await?;
+        Command::Call { tool, task, .. } => {
+            let opts = CallOptions {
+                task: *task,
+                ..CallOptions::default()
+            };
+            let result = hub.call_tool(tool, args, &opts).await?;
             if json {
                 print(result.json())?;
             } else {

@@ -62,6 +62,36 @@ fn everything_echo() {
     );
 }
 
+/// `simulate-research-query` requires an MCP task: `call` runs it as one
+/// (`--task` is accepted and changes nothing for it), and `tools --format`
+/// lists it as callable.
+#[test]
+fn everything_task_tool_through_call() {
+    let sandbox = everything();
+    let out = sandbox
+        .mcpmux(&[
+            "--json",
+            "call",
+            "--task",
+            "mcp_everything_simulate-research-query",
+            r#"{"topic":"cli"}"#,
+        ])
+        .run();
+    out.ok();
+    let text = out.json()["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
+    assert!(text.contains("Research Report: cli"), "{out}");
+    let out = sandbox.mcpmux(&["tools", "--format", "openai"]).run();
+    out.ok();
+    assert!(
+        out.stdout
+            .contains("mcp_everything_simulate-research-query"),
+        "{out}"
+    );
+}
+
 #[test]
 fn fastmcp_add_returns_structured_content() {
     let out = fastmcp()

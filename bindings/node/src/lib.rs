@@ -697,6 +697,7 @@ impl NativeHub {
         progress: bool,
         cancellable: bool,
         policy: Option<&policy::NativePolicy>,
+        task: Option<bool>,
     ) {
         let policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
         let on_progress = progress.then(|| {
@@ -714,23 +715,13 @@ impl NativeHub {
         });
         let hub = self.hub();
         let call: CallFuture = Box::pin(async move {
-            let timeout = match timeout_ms {
-                None => None,
-                Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMEOUT_MS => {
-                    Some(Duration::from_secs_f64(ms / 1000.0))
-                }
-                Some(_) => {
-                    return Err(invalid_input(
-                        "timeoutMs",
-                        "must be a positive number of milliseconds",
-                    ))
-                }
-            };
+            let timeout = timeout_option(timeout_ms)?;
             let args = parse_object("args", args)?;
             let opts = CallOptions {
                 timeout,
                 on_progress,
                 policy,
+                task: task.unwrap_or(false),
                 ..CallOptions::default()
             };
             let result = hub.call_tool(&name, args.as_ref(), &opts).await?;
@@ -883,6 +874,66 @@ impl NativeHub {
         events::NativeEvents::new(stream, self.sink.clone())
     }
 
+    /// Starts tool `name` as an MCP task; resolves to its handle
+    /// `{"server", "task_id"}` (JSON text).
+    #[napi]
+    pub fn call_tool_as_task(
+        &self,
+        id: u32,
+        name: String,
+        args: Option<String>,
+        timeout_ms: Option<f64>,
+    ) {
+        self.op(id, |hub| async move {
+            let opts = CallOptions {
+                timeout: timeout_option(timeout_ms)?,
+                ..CallOptions::default()
+            };
+            let args = parse_object("args", args)?;
+            json_outcome(&hub.call_tool_as_task(&name, args.as_ref(), &opts).await?)
+        });
+    }
+
+    /// The status of task `task_id` of `server` (`tasks/get`), JSON text.
+    #[napi]
+    pub fn task(&self, id: u32, server: String, task_id: String) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.task(&server, &task_id).await?)
+        });
+    }
+
+    /// Waits for task `task_id` of `server` to end (at most `timeout_ms`,
+    /// else the server's `max_total_timeout_seconds`); its `CallToolResult`.
+    #[napi]
+    pub fn task_result(&self, id: u32, server: String, task_id: String, timeout_ms: Option<f64>) {
+        self.op(id, |hub| async move {
+            let opts = CallOptions {
+                max_total_timeout: timeout_option(timeout_ms)?,
+                ..CallOptions::default()
+            };
+            Ok(Outcome::Tool(
+                hub.task_result(&server, &task_id, &opts).await?,
+            ))
+        });
+    }
+
+    /// Cancels task `task_id` of `server` (`tasks/cancel`); the task after,
+    /// JSON text.
+    #[napi]
+    pub fn cancel_task(&self, id: u32, server: String, task_id: String) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.cancel_task(&server, &task_id).await?)
+        });
+    }
+
+    /// The tasks `server` keeps for this hub (`tasks/list`), JSON text.
+    #[napi]
+    pub fn list_tasks(&self, id: u32, server: String) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.list_tasks(&server).await?)
+        });
+    }
+
     /// Pings `server`; the round-trip time in seconds.
     #[napi]
     pub fn ping(&self, id: u32, server: String) {
@@ -947,4 +998,19 @@ pub fn error_codes() -> Vec<&'static str> {
 #[napi]
 pub fn engine_version() -> &'static str {
     mcpmux_core::VERSION
+}
+
+/// A `timeoutMs` option as a duration: a positive, finite number of
+/// milliseconds (at most [`MAX_TIMEOUT_MS`]), else `INVALID_INPUT`.
+fn timeout_option(timeout_ms: Option<f64>) -> Result<Option<Duration>, Error> {
+    match timeout_ms {
+        None => Ok(None),
+        Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMEOUT_MS => {
+            Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+        }
+        Some(_) => Err(invalid_input(
+            "timeoutMs",
+            "must be a positive number of milliseconds",
+        )),
+    }
 }

@@ -221,7 +221,9 @@ impl NativeHub {
     /// `on_progress(progress, total, message)` runs on the calling thread
     /// (sync) or on the event loop's thread (async). With `policy` the call
     /// goes through it (checks, limits, redaction, audit).
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None))]
+    /// `task` runs a tool whose `execution.taskSupport` is `optional` as an
+    /// MCP task (`required` ones always are).
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false))]
     #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
@@ -232,6 +234,7 @@ impl NativeHub {
         on_progress: Option<Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
         policy: Option<PyRef<'_, crate::policy::NativePolicy>>,
+        task: bool,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
@@ -252,6 +255,7 @@ impl NativeHub {
         let mut opts = CallOptions {
             timeout,
             policy: policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>),
+            task,
             ..CallOptions::default()
         };
         match aio {
@@ -413,6 +417,116 @@ impl NativeHub {
             .flatten();
         let stream = first.unwrap_or_else(|| hub.events());
         Ok(NativeEvents::new(stream))
+    }
+
+    /// Starts tool `name` as an MCP task; its handle `{"server", "task_id"}`.
+    #[pyo3(signature = (name, arguments=None, timeout=None, aio=None))]
+    fn call_tool_as_task(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let name = convert::string(name, "name")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let opts = CallOptions {
+                timeout,
+                ..CallOptions::default()
+            };
+            let handle = hub
+                .call_tool_as_task(&name, arguments.as_ref(), &opts)
+                .await?;
+            Ok(json_outcome(&handle))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// The status of task `task_id` of `server` (`tasks/get`).
+    #[pyo3(signature = (server, task_id, aio=None))]
+    fn task(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        task_id: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let task_id = convert::string(task_id, "task_id")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let task = hub.task(&server, &task_id).await?;
+            Ok(json_outcome(&task))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Waits for task `task_id` of `server` to end (at most `timeout`
+    /// seconds, else the server's `max_total_timeout_seconds`); its
+    /// `CallToolResult`.
+    #[pyo3(signature = (server, task_id, timeout=None, aio=None))]
+    fn task_result(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        task_id: &Bound<'_, PyAny>,
+        timeout: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let task_id = convert::string(task_id, "task_id")?;
+        let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let opts = CallOptions {
+                max_total_timeout: timeout,
+                ..CallOptions::default()
+            };
+            hub.task_result(&server, &task_id, &opts)
+                .await
+                .map(Outcome::Tool)
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Cancels task `task_id` of `server` (`tasks/cancel`); the task after.
+    #[pyo3(signature = (server, task_id, aio=None))]
+    fn cancel_task(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        task_id: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let task_id = convert::string(task_id, "task_id")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let task = hub.cancel_task(&server, &task_id).await?;
+            Ok(json_outcome(&task))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// The tasks `server` keeps for this hub (`tasks/list`).
+    #[pyo3(signature = (server, aio=None))]
+    fn list_tasks(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let tasks = hub.list_tasks(&server).await?;
+            Ok(json_outcome(&tasks))
+        });
+        run(py, op, aio, Exec::Here)
     }
 
     /// Pings `server`; the round-trip time in seconds.

@@ -1,7 +1,7 @@
 // Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
 // index.d.ts describes the API as the tests use it, and rejects misuse.
 import { Hub, McpmuxError, ERROR_CODES, Policy, Sessions, version } from 'mcpmux'
-import type { HubEvent, CompletionResult, AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, WaitResult } from 'mcpmux'
+import type { HubEvent, CompletionResult, AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, TaskHandle, TaskInfo, WaitResult } from 'mcpmux'
 
 export async function usage(): Promise<void> {
   const hub: Hub = await Hub.connect({ mcpServers: { demo: { command: 'mcpmux-demo-server', timeout_seconds: 30 } } })
@@ -36,6 +36,14 @@ export async function usage(): Promise<void> {
   await Hub.connect('mcpmux.toml', { onEvent: (e: HubEvent) => console.log(e.type) })
   for await (const e of hub.events()) if (e.type === 'resource_updated') console.log(e.uri)
   const rtt: number = await hub.ping('demo')
+  const handle: TaskHandle = await hub.callToolAsTask('mcp_demo_research', { topic: 't' }, { timeoutMs: 1000 })
+  const info: TaskInfo = await hub.task(handle.server, handle.task_id)
+  if (info.status === 'input_required') console.log(info.message)
+  const done: CallToolResult = await hub.taskResult(handle.server, handle.task_id, { timeoutMs: 60_000 })
+  const tasks: TaskInfo[] = await hub.listTasks('demo')
+  await hub.cancelTask('demo', tasks[0].task_id)
+  await hub.callTool('mcp_demo_research', { topic: 't' }, { task: true })
+  console.log(done.isError)
   await hub.setLogLevel('demo', 'warning')
   const completion: CompletionResult = await hub.complete({ type: 'ref/prompt', name: 'p' }, { name: 'a', value: '' }, { arguments: { b: 'x' } }, 'demo')
   await hub.subscribe('demo://readme')

@@ -339,6 +339,7 @@ class Hub:
         timeout: Optional[float] = None,
         on_progress: Optional[ProgressCallback] = None,
         policy: Optional["Policy"] = None,
+        task: bool = False,
     ) -> Dict[str, Any]:
         """Calls tool ``name`` (its hub name) with ``arguments`` (a dict).
 
@@ -355,14 +356,65 @@ class Hub:
         the policy does not offer raises :class:`ToolNotAllowed` and one past
         ``max_tool_calls`` :class:`LimitExceeded` (the server is not asked);
         the result's text is redacted and capped; the call is audited.
+
+        A tool whose ``execution.taskSupport`` is ``"required"`` runs as an
+        MCP task (``task=True`` asks the same of an ``"optional"`` one): the
+        call polls the task, answers ``input_required`` through the hub's
+        elicitation / sampling handlers and returns the task's result; past
+        the server's ``max_total_timeout_seconds`` (:class:`Timeout`) or when
+        interrupted, the task is cancelled. ``task_status`` events tell each
+        status.
         """
         if policy is None:
-            return self._native.call_tool(name, arguments, timeout, on_progress)
+            return self._native.call_tool(name, arguments, timeout, on_progress, task=task)
         native = _policy_native(policy)
         try:
-            return self._native.call_tool(name, arguments, timeout, on_progress, policy=native)
+            return self._native.call_tool(
+                name, arguments, timeout, on_progress, policy=native, task=task
+            )
         finally:
             policy._deliver()
+
+    def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Dict[str, str]:
+        """Starts tool ``name`` as an MCP task without waiting; returns its
+        handle ``{"server": ..., "task_id": ...}`` (plain strings: keep them
+        to poll, wait or cancel later, also after a restart while the server
+        keeps the task). The tool's ``execution.taskSupport`` must be
+        ``"optional"`` or ``"required"`` (else :class:`InvalidInput`)."""
+        return self._native.call_tool_as_task(name, arguments, timeout)
+
+    def task(self, server: str, task_id: str) -> Dict[str, Any]:
+        """The status of task ``task_id`` of ``server`` (``tasks/get``):
+        ``{"server", "task_id", "status", "message"?, "created_at"?,
+        "last_updated_at"?, "ttl_ms"?, "poll_interval_ms"?}``; ``status`` is
+        ``working``, ``input_required``, ``completed``, ``failed`` or
+        ``cancelled``."""
+        return self._native.task(server, task_id)
+
+    def task_result(
+        self, server: str, task_id: str, *, timeout: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """Waits for task ``task_id`` of ``server`` to end and returns its
+        ``CallToolResult`` (as :meth:`call_tool` would). ``timeout``
+        (seconds) bounds the wait (:class:`Timeout`; the task goes on); a
+        cancelled task raises :class:`Cancelled`."""
+        return self._native.task_result(server, task_id, timeout)
+
+    def cancel_task(self, server: str, task_id: str) -> Dict[str, Any]:
+        """Cancels task ``task_id`` of ``server`` (``tasks/cancel``);
+        returns the task as the server now reports it."""
+        return self._native.cancel_task(server, task_id)
+
+    def list_tasks(self, server: str) -> List[Dict[str, Any]]:
+        """The tasks ``server`` keeps for this hub (``tasks/list``), as
+        :meth:`task` returns them."""
+        return self._native.list_tasks(server)
 
     def list_resources(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
         """Resources of every server (or of ``server``), each with a ``server`` key."""
@@ -675,6 +727,7 @@ class AsyncHub:
         timeout: Optional[float] = None,
         on_progress: Optional[ProgressCallback] = None,
         policy: Optional["AsyncPolicy"] = None,
+        task: bool = False,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.call_tool`. ``on_progress`` runs on the event
         loop's thread; if it returns an awaitable, that runs as a task.
@@ -692,6 +745,7 @@ class AsyncHub:
                 on_progress and _loop_progress(on_progress),
                 (future, self._bridge),
                 policy=native,
+                task=task,
             )
             if pending is None:  # finished at once (e.g. an unknown tool)
                 return future.result()
@@ -737,6 +791,34 @@ class AsyncHub:
         """An async iterator of this hub's events from now on (``async for
         event in hub.events():``); see :meth:`Hub.events`."""
         return AsyncEvents(self._native.events())
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout: Optional[float] = None,
+    ) -> Dict[str, str]:
+        """See :meth:`Hub.call_tool_as_task`."""
+        return await self._call(self._native.call_tool_as_task, name, arguments, timeout)
+
+    async def task(self, server: str, task_id: str) -> Dict[str, Any]:
+        """See :meth:`Hub.task`."""
+        return await self._call(self._native.task, server, task_id)
+
+    async def task_result(
+        self, server: str, task_id: str, *, timeout: Optional[float] = None
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.task_result`."""
+        return await self._call(self._native.task_result, server, task_id, timeout)
+
+    async def cancel_task(self, server: str, task_id: str) -> Dict[str, Any]:
+        """See :meth:`Hub.cancel_task`."""
+        return await self._call(self._native.cancel_task, server, task_id)
+
+    async def list_tasks(self, server: str) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_tasks`."""
+        return await self._call(self._native.list_tasks, server)
 
     async def ping(self, server: str) -> float:
         """See :meth:`Hub.ping`."""

@@ -1,0 +1,443 @@
+//! Tool calls run as MCP tasks (wire shapes and bounds in `crate::tasks`).
+//!
+//! [`Client::call_tool`] runs a tool as a task when its
+//! `execution.taskSupport` is `required` (or `optional` and
+//! [`CallOptions::task`] asks) and the server accepts task-augmented
+//! `tools/call`: it sends `tools/call` with `params.task`, polls `tasks/get`
+//! at the server's `pollInterval` (clamped), and fetches `tasks/result` once
+//! the task ends. When the task needs input (`input_required`), `tasks/result`
+//! is called at once: the server sends its `elicitation/create` or
+//! `sampling/createMessage` requests while that request is open, and the
+//! host's handlers answer them as any other server request. The whole wait
+//! is bounded by the call's total time (`max_total_timeout`); past it, or
+//! when the caller drops the call, the task is cancelled with `tasks/cancel`.
+//!
+//! Every status seen (a poll or `notifications/tasks/status`) becomes one
+//! `task_status` event per change.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::{CallOptions, Client, ToolResult};
+use crate::error::Error;
+use crate::events::HubEvent;
+use crate::jsonrpc::RequestOptions;
+use crate::tasks::{self, Task, TaskStatus, TaskSupport};
+
+/// Most tasks whose last status a client remembers (for one event per
+/// change); past it the memory starts again, costing at most a repeated event.
+const MAX_SEEN_TASKS: usize = 1024;
+
+/// The last status told per task id.
+#[derive(Default)]
+pub(super) struct Seen {
+    last: HashMap<String, (TaskStatus, Option<String>)>,
+}
+
+/// The `task_status` event of `task` (its message with secrets replaced).
+pub(super) fn status_event(task: &Task) -> HubEvent {
+    HubEvent::TaskStatus {
+        server: task.server.clone(),
+        task_id: task.task_id.clone(),
+        status: task.status.as_str().to_owned(),
+        message: task
+            .message
+            .as_deref()
+            .map(|m| crate::secrets::redact(m).into_owned()),
+    }
+}
+
+/// Cancels the task (`tasks/cancel`, on a new engine task) when the call
+/// waiting for it is dropped before it ended: also while the `tools/call`
+/// that creates it is still unanswered (it runs on its own engine task, so
+/// the id that comes back is cancelled).
+struct CancelOnDrop {
+    client: Client,
+    state: Guard,
+}
+
+enum Guard {
+    /// The creating `tools/call` is in flight on this engine task.
+    Creating(tokio::task::JoinHandle<Result<Box<RawValue>, Error>>),
+    /// The task exists and the call waits for it.
+    Waiting(String),
+    /// Nothing to cancel.
+    Done,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let state = std::mem::replace(&mut self.state, Guard::Done);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.client.clone();
+        let task_id = match state {
+            Guard::Done => return,
+            Guard::Waiting(id) => futures::future::Either::Left(async move { Some(id) }),
+            Guard::Creating(creating) => {
+                let server = client.name().to_owned();
+                futures::future::Either::Right(async move {
+                    let raw = creating.await.ok()?.ok()?;
+                    let value: Value = serde_json::from_str(raw.get()).ok()?;
+                    Some(tasks::created_task(&server, &value)?.ok()?.task_id)
+                })
+            }
+        };
+        runtime.spawn(async move {
+            let Some(task_id) = task_id.await else {
+                return;
+            };
+            if let Err(e) = client.cancel_task(&task_id).await {
+                tracing::debug!(server = %client.name(), task_id, error = %e, "tasks/cancel after a dropped call failed");
+            }
+        });
+    }
+}
+
+impl Client {
+    /// Whether the server accepts task-augmented `tools/call`
+    /// (`capabilities.tasks.requests.tools.call`).
+    pub fn accepts_tool_tasks(&self) -> bool {
+        tasks::accepts_tool_tasks(&self.init().capabilities)
+    }
+
+    /// How tool `name` (the server's own name) may run as a task, from its
+    /// listed `execution.taskSupport`.
+    pub fn task_support(&self, name: &str) -> TaskSupport {
+        self.tools()
+            .iter()
+            .find(|t| t.name == name)
+            .map_or(TaskSupport::Forbidden, |t| {
+                tasks::task_support(t.execution().as_ref())
+            })
+    }
+
+    /// Whether the host can call tool `name` at all: a tool that requires a
+    /// task on a server that does not accept task calls cannot be.
+    pub fn can_call(&self, name: &str) -> bool {
+        self.task_support(name) != TaskSupport::Required || self.accepts_tool_tasks()
+    }
+
+    pub(super) fn wants_task(&self, name: &str, opts: &CallOptions) -> bool {
+        self.accepts_tool_tasks()
+            && match self.task_support(name) {
+                TaskSupport::Required => true,
+                TaskSupport::Optional => opts.task,
+                TaskSupport::Forbidden => false,
+            }
+    }
+
+    /// Runs tool `name` as a task and waits for its result (see the module doc).
+    pub(super) async fn call_as_task(
+        &self,
+        name: &str,
+        arguments: &Value,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let deadline = Instant::now() + self.total_time(opts);
+        let creating = {
+            let (client, name, arguments, opts) = (
+                self.clone(),
+                name.to_owned(),
+                arguments.clone(),
+                opts.clone(),
+            );
+            tokio::spawn(async move {
+                client
+                    .send_tools_call(&name, &arguments, Some(&task_params(&opts)), &opts)
+                    .await
+            })
+        };
+        let mut guard = CancelOnDrop {
+            client: self.clone(),
+            state: Guard::Creating(creating),
+        };
+        let Guard::Creating(creating) = &mut guard.state else {
+            unreachable!("just set")
+        };
+        let created = creating.await;
+        guard.state = Guard::Done;
+        let raw =
+            created.map_err(|e| Error::Internal(format!("tools/call task failed: {e}")))??;
+        let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let task = match tasks::created_task(self.name(), &value) {
+            // The server ran it at once: that is the result.
+            None => {
+                return ToolResult::new(raw)
+                    .map_err(|e| e.context(format!("server '{}'", self.name())))
+            }
+            Some(task) => task?,
+        };
+        let task_id = task.task_id.clone();
+        guard.state = Guard::Waiting(task_id.clone());
+        let result = self.wait_task(task, deadline, name).await;
+        guard.state = Guard::Done;
+        if let Err(Error::Timeout(_)) = &result {
+            // Nobody will fetch it: tell the server to stop.
+            if let Err(e) = self.cancel_task(&task_id).await {
+                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel after a timeout failed");
+            }
+        }
+        result
+    }
+
+    /// Creates a task for tool `name` (the server's own name) and returns it
+    /// without waiting. A tool whose `taskSupport` is `forbidden` (or
+    /// absent), or a server that does not accept task calls, is
+    /// `INVALID_INPUT`; a server that ran the call at once instead is
+    /// `PROTOCOL_ERROR`.
+    pub async fn create_task(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<Task, Error> {
+        if self.task_support(name) == TaskSupport::Forbidden {
+            return Err(Error::InvalidInput(format!(
+                "tool '{name}' of server '{}' cannot run as a task (its execution.taskSupport is not 'optional' or 'required')",
+                self.name()
+            )));
+        }
+        if !self.accepts_tool_tasks() {
+            return Err(Error::InvalidInput(format!(
+                "server '{}' does not accept tool calls as tasks (no capabilities.tasks.requests.tools.call)",
+                self.name()
+            )));
+        }
+        let empty = Value::Object(Default::default());
+        let arguments = arguments.unwrap_or(&empty);
+        if !arguments.is_object() {
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        let raw = self
+            .send_tools_call(name, arguments, Some(&task_params(opts)), opts)
+            .await?;
+        let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let task = tasks::created_task(self.name(), &value).unwrap_or_else(|| {
+            Err(Error::ProtocolError(format!(
+                "server '{}': tool '{name}' answered at once instead of creating a task",
+                self.name()
+            )))
+        })?;
+        self.note_task(&task);
+        Ok(task)
+    }
+
+    /// The task's current status (`tasks/get`).
+    pub async fn get_task(&self, task_id: &str) -> Result<Task, Error> {
+        let deadline = Instant::now() + self.inner.config.timeout;
+        self.get_task_within(task_id, deadline).await
+    }
+
+    async fn get_task_within(&self, task_id: &str, deadline: Instant) -> Result<Task, Error> {
+        tasks::check_task_id(task_id)?;
+        let ropts = self.task_request_options(deadline, false);
+        let raw = self
+            .rpc("tasks/get", Some(json!({ "taskId": task_id })), &ropts)
+            .await?;
+        let task = self.read_task(task_id, raw.get())?;
+        self.note_task(&task);
+        Ok(task)
+    }
+
+    /// Waits for the task to end and returns its result (as
+    /// [`Client::call_tool`] would), polling `tasks/get` and answering
+    /// `input_required` through the host's handlers, within the call's total
+    /// time (`opts.max_total_timeout`, else the server's). The task is not
+    /// cancelled when this gives up: its owner may wait again.
+    pub async fn task_result(
+        &self,
+        task_id: &str,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let deadline = Instant::now() + self.total_time(opts);
+        let task = self.get_task_within(task_id, deadline).await?;
+        self.wait_task(task, deadline, "").await
+    }
+
+    /// Cancels the task (`tasks/cancel`) and returns it as the server now
+    /// reports it.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Task, Error> {
+        tasks::check_task_id(task_id)?;
+        let deadline = Instant::now() + self.inner.config.timeout;
+        let ropts = self.task_request_options(deadline, false);
+        let raw = self
+            .rpc("tasks/cancel", Some(json!({ "taskId": task_id })), &ropts)
+            .await?;
+        let task = self.read_task(task_id, raw.get())?;
+        self.note_task(&task);
+        Ok(task)
+    }
+
+    /// Every task the server keeps for this connection (`tasks/list`,
+    /// following pagination, bounded as every listing).
+    pub async fn list_tasks(&self) -> Result<Vec<Task>, Error> {
+        let items = self.list_all("tasks/list", "tasks").await?;
+        items
+            .iter()
+            .map(|item| Task::from_wire(self.name(), item))
+            .collect()
+    }
+
+    /// Polls until the task ends, then fetches its result. `tool` names the
+    /// tool in errors (empty when unknown).
+    async fn wait_task(
+        &self,
+        mut task: Task,
+        deadline: Instant,
+        tool: &str,
+    ) -> Result<ToolResult, Error> {
+        let of = if tool.is_empty() {
+            String::new()
+        } else {
+            format!(" of tool '{tool}'")
+        };
+        let label = format!(
+            "server '{}': task '{}'{of}",
+            self.name(),
+            task_id_short(&task.task_id)
+        );
+        let what = || label.clone();
+        let mut polls = 0u32;
+        loop {
+            self.note_task(&task);
+            match task.status {
+                // `tasks/result` blocks until the end; for `input_required`
+                // the server asks its questions while it is open.
+                TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired => {
+                    return self.fetch_result(&task, deadline).await.map_err(|e| {
+                        let why = match (&task.status, &task.message) {
+                            (TaskStatus::Failed, Some(m)) => format!(" failed ({m})"),
+                            (TaskStatus::Failed, None) => " failed".to_owned(),
+                            _ => String::new(),
+                        };
+                        e.context(format!("{}{why}", what()))
+                    });
+                }
+                TaskStatus::Cancelled => {
+                    let why = task
+                        .message
+                        .as_deref()
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
+                    return Err(Error::Cancelled(format!("{} was cancelled{why}", what())));
+                }
+                TaskStatus::Working => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || polls >= tasks::MAX_POLLS {
+                return Err(Error::Timeout(format!(
+                    "{} did not finish within the call's total time (max_total_timeout_seconds) after {polls} polls",
+                    what()
+                )));
+            }
+            tokio::time::sleep(task.poll_interval().min(left)).await;
+            polls += 1;
+            if Instant::now() >= deadline {
+                continue;
+            }
+            task = self.get_task_within(&task.task_id, deadline).await?;
+        }
+    }
+
+    /// `tasks/result`: blocks until the task ends (up to `deadline`).
+    async fn fetch_result(&self, task: &Task, deadline: Instant) -> Result<ToolResult, Error> {
+        let ropts = self.task_request_options(deadline, true);
+        if ropts.timeout.is_zero() {
+            return Err(Error::Timeout(
+                "no time left for tasks/result (max_total_timeout_seconds)".into(),
+            ));
+        }
+        let raw = self
+            .rpc(
+                "tasks/result",
+                Some(json!({ "taskId": task.task_id })),
+                &ropts,
+            )
+            .await?;
+        ToolResult::new(raw)
+    }
+
+    /// Reads a task answer for `task_id`; one about another id is a
+    /// `PROTOCOL_ERROR`.
+    fn read_task(&self, task_id: &str, raw: &str) -> Result<Task, Error> {
+        let value: Value = serde_json::from_str(raw).map_err(|e| {
+            Error::ProtocolError(format!("server '{}': invalid task: {e}", self.name()))
+        })?;
+        let task = Task::from_wire(self.name(), &value)?;
+        if task.task_id != task_id {
+            return Err(Error::ProtocolError(format!(
+                "server '{}': asked for task '{}', got task '{}'",
+                self.name(),
+                task_id_short(task_id),
+                task_id_short(&task.task_id)
+            )));
+        }
+        Ok(task)
+    }
+
+    /// Sends a `task_status` event when this status (or its message) is new
+    /// for the task. A task that ended stays ended: a late, older status is
+    /// not told.
+    pub(super) fn note_task(&self, task: &Task) {
+        let now = (task.status, task.message.clone());
+        {
+            let mut seen = self.inner.task_seen.lock().unwrap();
+            match seen.last.get(&task.task_id) {
+                Some(last) if *last == now => return,
+                Some((last, _)) if last.is_terminal() && !task.status.is_terminal() => return,
+                Some(_) => {}
+                None if seen.last.len() >= MAX_SEEN_TASKS => seen.last.clear(),
+                None => {}
+            }
+            seen.last.insert(task.task_id.clone(), now);
+        }
+        self.inner.events.send(status_event(task));
+    }
+
+    /// The total time of one call: `max_total_timeout` (never less than its
+    /// `timeout`).
+    fn total_time(&self, opts: &CallOptions) -> Duration {
+        let config = &self.inner.config;
+        let timeout = opts.timeout.unwrap_or(config.timeout);
+        opts.max_total_timeout
+            .unwrap_or(config.max_total_timeout)
+            .max(timeout)
+    }
+
+    /// Options of one task request: the server's timeout, never past
+    /// `deadline`; a `blocking` one (`tasks/result`) may take all the time
+    /// left.
+    fn task_request_options(&self, deadline: Instant, blocking: bool) -> RequestOptions {
+        let mut ropts = self.request_options(&CallOptions::default());
+        let left = deadline.saturating_duration_since(Instant::now());
+        ropts.timeout = if blocking {
+            left
+        } else {
+            ropts.timeout.min(left)
+        };
+        ropts.max_total = ropts.timeout;
+        ropts
+    }
+}
+
+/// `params.task` of a task-augmented request.
+fn task_params(opts: &CallOptions) -> Value {
+    match opts.task_ttl {
+        Some(ttl) => json!({ "ttl": u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX) }),
+        None => json!({}),
+    }
+}
+
+/// A task id as put in an error message (ids are bounded, but messages are
+/// kept short).
+fn task_id_short(task_id: &str) -> String {
+    task_id.chars().take(80).collect()
+}

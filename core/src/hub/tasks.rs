@@ -1,0 +1,71 @@
+//! Tasks through the hub: the handle API (`call_tool_as_task`, `task`,
+//! `task_result`, `cancel_task`, `list_tasks`). The calls themselves, and
+//! [`Hub::call_tool`]'s automatic use of tasks, live in the client
+//! (`client::task_calls`); here a hub tool name or a server name picks the
+//! client.
+
+use serde_json::Value;
+
+use super::Hub;
+use crate::client::{CallOptions, ToolResult};
+use crate::error::Error;
+use crate::tasks::{Task, TaskHandle};
+
+impl Hub {
+    /// Starts tool `name` (a hub name) as a task and returns its handle at
+    /// once, without waiting for it. The tool's `execution.taskSupport` must
+    /// be `optional` or `required` and its server must accept task calls
+    /// (else `INVALID_INPUT`). A host keeps the handle (plain strings) to
+    /// poll with [`Hub::task`], wait with [`Hub::task_result`] or stop with
+    /// [`Hub::cancel_task`], also after its own restart while the server
+    /// keeps the task. A session policy ([`CallOptions::policy`]) cannot
+    /// be applied to a task handle: such a call is `INVALID_INPUT` (use
+    /// [`Hub::call_tool`], which runs tasks under the policy).
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<TaskHandle, Error> {
+        if opts.policy.is_some() {
+            return Err(Error::InvalidInput(format!(
+                "tool '{name}': a call with a session policy cannot return a task handle (use call_tool)"
+            )));
+        }
+        let (client, tool) = self.route(name, opts).await?;
+        let task = client
+            .create_task(&tool, arguments, opts)
+            .await
+            .map_err(|e| e.context(format!("tool '{name}'")))?;
+        Ok(task.handle())
+    }
+
+    /// The status of task `task_id` of `server` (`tasks/get`).
+    pub async fn task(&self, server: &str, task_id: &str) -> Result<Task, Error> {
+        self.client(server)?.get_task(task_id).await
+    }
+
+    /// Waits for task `task_id` of `server` to end and returns its result as
+    /// [`Hub::call_tool`] would (polling, answering `input_required` through
+    /// the host's handlers), within `opts.max_total_timeout` (else the
+    /// server's `max_total_timeout_seconds`); giving up does not cancel it.
+    pub async fn task_result(
+        &self,
+        server: &str,
+        task_id: &str,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        self.client(server)?.task_result(task_id, opts).await
+    }
+
+    /// Cancels task `task_id` of `server` (`tasks/cancel`) and returns it
+    /// as the server now reports it.
+    pub async fn cancel_task(&self, server: &str, task_id: &str) -> Result<Task, Error> {
+        self.client(server)?.cancel_task(task_id).await
+    }
+
+    /// The tasks `server` keeps for this hub's connection (`tasks/list`).
+    pub async fn list_tasks(&self, server: &str) -> Result<Vec<Task>, Error> {
+        self.client(server)?.list_tasks().await
+    }
+}
