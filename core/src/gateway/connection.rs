@@ -219,7 +219,7 @@ fn initialize(params: &Value) -> Value {
             "completions": {},
             "logging": {}
         },
-        "serverInfo": {"name": "mcpmux-gateway", "version": crate::VERSION},
+        "serverInfo": {"name": "mcpmux-gateway", "version": env!("CARGO_PKG_VERSION")},
     })
 }
 
