@@ -157,6 +157,11 @@ fn c_hub_events_and_client_surface() {
 }
 
 #[test]
+fn c_hub_reload() {
+    c_test("test_reload");
+}
+
+#[test]
 fn c_example_builds_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("hello");
