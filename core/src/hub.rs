@@ -868,7 +868,8 @@ impl HubInner {
     fn rebuild_index(&self) {
         // A restarting server keeps its tools, under the same names.
         let slots = self.slots();
-        let lists: Vec<(&Arc<Slot>, &str, Arc<Vec<protocol::Tool>>)> = slots
+        type Listed<'a> = (&'a Arc<Slot>, &'a str, Arc<Vec<protocol::Tool>>);
+        let lists: Vec<Listed> = slots
             .iter()
             .filter_map(|slot| match &*slot.state.read().unwrap() {
                 SlotState::Connected(c) => Some((slot, slot.config.name.as_str(), c.tools())),
