@@ -536,6 +536,13 @@ impl Hub {
                 SlotState::Connected(c) => return Ok((c.clone(), tool)),
                 SlotState::Failed(e) => return Err(e.clone()),
                 SlotState::Restarting { error, .. } => error.clone(),
+                // Closed while the hub is not: a reload removed or replaced it.
+                _ if !self.is_closed() => {
+                    return Err(Error::TransportClosed(format!(
+                    "server '{}' was removed or replaced by a reload; tool '{name}' unavailable",
+                    slot.config.name
+                )))
+                }
                 _ => return Err(closed()),
             };
             if tokio::time::timeout_at(deadline, changed.changed())
