@@ -406,7 +406,8 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
 /**
  * Writes the status of every configured server, in config order, to
  * `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
- * "failed", "restarting" or "disabled"), "protocol_version", "server_info", "tool_count",
+ * "failed", "restarting", "disabled" or "idle": lazy, not started yet),
+ * "protocol_version", "server_info", "tool_count",
  * "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
  * block; any thread, callbacks included.
  *
@@ -567,6 +568,31 @@ enum mcpmux_status mcpmux_hub_get_prompt(const struct mcpmux_hub *hub, const cha
  * valid for one pointer write.
  */
 enum mcpmux_status mcpmux_hub_refresh(const struct mcpmux_hub *hub, const char *server, struct mcpmux_error **err);
+
+/**
+ * Applies a new configuration to a running hub (TOML or JSON text, as for
+ * mcpmux_hub_connect()). Servers whose entry is unchanged stay connected
+ * (same process); removed ones are closed; added ones are started (unless
+ * `lazy`); changed ones are closed and started again. Tool names follow the
+ * new configuration; events ("server_state", "tools_changed") tell an
+ * event callback. A server that fails to start is marked failed, as at
+ * connect. A malformed config is CONFIG_INVALID and changes nothing; a
+ * closed hub is TRANSPORT_CLOSED. Blocking.
+ *
+ * # Safety
+ * `hub` is a live hub; `config_text` a NUL-terminated string; `err` is
+ * NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_reload(const struct mcpmux_hub *hub, const char *config_text, struct mcpmux_error **err);
+
+/**
+ * Like mcpmux_hub_reload(), with the configuration read from the file at
+ * `path` (as mcpmux_hub_connect_file() reads it). Blocking.
+ *
+ * # Safety
+ * As for mcpmux_hub_reload(), with `path` a NUL-terminated string.
+ */
+enum mcpmux_status mcpmux_hub_reload_file(const struct mcpmux_hub *hub, const char *path, struct mcpmux_error **err);
 
 /**
  * Closes every server of the hub gracefully and at once (stdio: close

@@ -90,7 +90,8 @@ export type Config = string | URL | ConfigObject
 export interface ServerStatus {
   name: string
   type: 'stdio' | 'http' | 'sse' | 'websocket'
-  state: 'connected' | 'failed' | 'restarting' | 'disabled'
+  /** `idle`: `lazy = true` and not used yet (starts on first use). */
+  state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle'
   protocol_version: string | null
   server_info: { name: string; version: string; [key: string]: unknown } | null
   tool_count: number
@@ -236,7 +237,7 @@ export interface PolicyReport {
   scope: string | null
   servers: Array<{
     name: string
-    state: 'connected' | 'failed' | 'restarting' | 'disabled'
+    state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle'
     scopes: string[]
     in_scope: boolean
     /** Hub names of the tools offered. */
@@ -477,6 +478,15 @@ export declare class Hub {
    * a policy's allow list, use {@link Policy.refresh}.
    */
   refresh(server: string): Promise<void>
+
+  /**
+   * Applies a new configuration (anything {@link Hub.connect} accepts):
+   * servers whose entry is unchanged stay connected (same process), removed
+   * ones are closed, added ones started (unless `lazy`), changed ones
+   * restarted. `server_state` and `tools_changed` events tell what
+   * happened. A malformed config rejects with `CONFIG_INVALID`.
+   */
+  reload(config: Config): Promise<void>
 
   /**
    * The hub's events from now on, in order; ends once the hub is closed

@@ -677,6 +677,27 @@ class Hub extends EventEmitter {
   }
 
   /**
+   * Applies a new configuration (anything {@link Hub.connect} accepts) to
+   * the running hub: servers whose entry is unchanged stay connected (same
+   * process), removed ones are closed, added ones are started (unless
+   * `lazy`), changed ones are closed and started again. Tool names follow
+   * the new configuration; `server_state` and `tools_changed` events tell
+   * what happened. A malformed config rejects with `CONFIG_INVALID` and
+   * changes nothing.
+   * @param {string | URL | object} config
+   * @returns {Promise<void>}
+   */
+  reload(config) {
+    let source
+    try {
+      source = configSource(config)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.reload(id, source.text, source.kind))
+  }
+
+  /**
    * An async iterator of this hub's events from now on, in order:
    * `{type: 'server_state', server, state, error?, code?, attempt}`,
    * `{type: 'tools_changed', server, added, removed}`,

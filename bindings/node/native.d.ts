@@ -138,6 +138,12 @@ export declare class NativeHub {
   /** Reconnects `server` and lists its tools again. */
   refresh(id: number, server: string): void
   /**
+   * Applies a new config (`config` and `kind` as for `connect`): the
+   * engine keeps unchanged servers, closes removed ones and starts added
+   * and changed ones (`Hub::reload`).
+   */
+  reload(id: number, config: string, kind: string): void
+  /**
    * Closes every server and waits until they are gone; core then ends
    * the hub's event streams (after the events closing sent).
    */

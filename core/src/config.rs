@@ -65,7 +65,7 @@ pub struct Config {
 }
 
 /// One server entry.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct ServerConfig {
     /// Unique name; used in tool-name prefixes.
     pub name: String,
@@ -129,7 +129,7 @@ impl ServerConfig {
 }
 
 /// How to reach one server.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub enum TransportConfig {
     /// A child process over stdin/stdout.
     Stdio(StdioConfig),
@@ -154,7 +154,7 @@ impl TransportConfig {
 }
 
 /// A stdio server: the process to start.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct StdioConfig {
     /// Program to run (looked up in `PATH` when it has no slash).
     pub command: String,
@@ -167,7 +167,7 @@ pub struct StdioConfig {
 }
 
 /// A network server: where it is and what headers to send.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct NetworkConfig {
     /// The endpoint URL. May carry secrets in its query; never logged.
     pub url: url::Url,

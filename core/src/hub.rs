@@ -17,6 +17,7 @@ use crate::protocol;
 use crate::{llm, tool_names};
 use futures::future::BoxFuture;
 
+mod lifecycle;
 mod restarts;
 mod supervisor;
 mod surface;
@@ -62,7 +63,8 @@ pub struct ServerStatus {
     /// Transport: `stdio`, `http`, `sse`, `websocket`.
     #[serde(rename = "type")]
     pub transport: String,
-    /// `connected`, `failed` or `disabled` (serialized as that string).
+    /// `connected`, `failed`, `disabled`, `restarting` or `idle`
+    /// (serialized as that string).
     pub state: ServerState,
     /// The negotiated protocol revision.
     pub protocol_version: Option<String>,
@@ -78,7 +80,8 @@ pub struct ServerStatus {
 
 /// Where a configured server stands, as [`ServerStatus::state`] reports
 /// it. Serialized (and parsed, with [`str::parse`]) as `connected`,
-/// `failed` or `disabled`; compares equal to those strings.
+/// `failed`, `disabled`, `restarting` or `idle`; compares equal to those
+/// strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -92,24 +95,31 @@ pub enum ServerState {
     /// It failed and is being started again (see `error`); its tools stay
     /// listed and calls to them wait for it.
     Restarting,
+    /// `lazy = true` and not used yet: not started, no tools listed. The
+    /// first use (a call to `mcp_<server>_...`, or a read, prompt,
+    /// completion, subscription, ping or refresh aimed at it) starts it.
+    Idle,
 }
 
 impl ServerState {
     /// Every state, in declaration order.
-    pub const ALL: [ServerState; 4] = [
+    pub const ALL: [ServerState; 5] = [
         ServerState::Connected,
         ServerState::Failed,
         ServerState::Disabled,
         ServerState::Restarting,
+        ServerState::Idle,
     ];
 
-    /// The state's name: `connected`, `failed`, `disabled` or `restarting`.
+    /// The state's name: `connected`, `failed`, `disabled`, `restarting` or
+    /// `idle`.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerState::Connected => "connected",
             ServerState::Failed => "failed",
             ServerState::Disabled => "disabled",
             ServerState::Restarting => "restarting",
+            ServerState::Idle => "idle",
         }
     }
 }
@@ -130,7 +140,7 @@ impl std::str::FromStr for ServerState {
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "unknown server state '{s}' (expected one of: connected, failed, disabled, restarting)"
+                    "unknown server state '{s}' (expected one of: connected, failed, disabled, restarting, idle)"
                 ))
             })
     }
@@ -158,6 +168,10 @@ enum SlotState {
     },
     Failed(Error),
     Disabled,
+    /// Enabled but not started: `lazy = true` before its first use, or
+    /// between a slot's creation and its start.
+    Idle,
+    /// The hub was closed, or a reload removed or replaced the server.
     Closed,
 }
 
@@ -168,9 +182,33 @@ struct Slot {
     changed: tokio::sync::watch::Sender<u64>,
     /// The supervisor task ([`supervisor`]), aborted on close, refresh and drop.
     supervisor: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// Held while the server is being started by connect, reload, refresh
+    /// or a first use ([`lifecycle`]), so that one start happens at a time
+    /// and later users wait for it instead of starting a second process.
+    starting: tokio::sync::Mutex<()>,
 }
 
 impl Slot {
+    /// A slot for `config`, not started: `idle` when enabled, else `disabled`.
+    fn new(config: ServerConfig) -> Slot {
+        let state = if config.enabled {
+            SlotState::Idle
+        } else {
+            SlotState::Disabled
+        };
+        Slot {
+            config,
+            state: RwLock::new(state),
+            changed: tokio::sync::watch::Sender::new(0),
+            supervisor: std::sync::Mutex::new(None),
+            starting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        matches!(*self.state.read().unwrap(), SlotState::Idle)
+    }
+
     fn client(&self) -> Option<Client> {
         match &*self.state.read().unwrap() {
             SlotState::Connected(c) => Some(c.clone()),
@@ -205,7 +243,7 @@ impl Slot {
 /// One tool of the hub: its hub name and where it lives.
 struct IndexEntry {
     name: String,
-    slot: usize,
+    slot: Arc<Slot>,
     server: String,
     tools: Arc<Vec<protocol::Tool>>,
     pos: usize,
@@ -245,9 +283,13 @@ struct HubInner {
     /// Unique per connected hub (clones share it): what a policy made for
     /// this hub remembers ([`Hub::id`]).
     id: u64,
-    /// The config as given, for policies built from it ([`Hub::config`]).
-    config: Config,
-    slots: Vec<Slot>,
+    /// The config as given (the last one [`Hub::reload`] was given), for
+    /// policies built from it ([`Hub::config`]).
+    config: RwLock<Arc<Config>>,
+    /// The servers, in config order; [`Hub::reload`] replaces the list.
+    slots: RwLock<Arc<Vec<Arc<Slot>>>>,
+    /// Held by [`Hub::reload`]: one reload at a time.
+    reloading: tokio::sync::Mutex<()>,
     index: RwLock<Arc<ToolIndex>>,
     options: ClientOptions,
 }
@@ -283,17 +325,15 @@ impl Hub {
             let me = me.clone();
             HubInner {
                 id: NEXT_HUB_ID.fetch_add(1, Ordering::Relaxed),
-                config: kept,
-                slots: config
-                    .servers
-                    .into_iter()
-                    .map(|config| Slot {
-                        config,
-                        state: RwLock::new(SlotState::Disabled),
-                        changed: tokio::sync::watch::Sender::new(0),
-                        supervisor: std::sync::Mutex::new(None),
-                    })
-                    .collect(),
+                config: RwLock::new(Arc::new(kept)),
+                slots: RwLock::new(Arc::new(
+                    config
+                        .servers
+                        .into_iter()
+                        .map(|config| Arc::new(Slot::new(config)))
+                        .collect(),
+                )),
+                reloading: tokio::sync::Mutex::new(()),
                 index: RwLock::new(Arc::default()),
                 options: ClientOptions {
                     client_info: options.client_info,
@@ -308,16 +348,14 @@ impl Hub {
                 },
             }
         });
-        let enabled: Vec<usize> = (0..inner.slots.len())
-            .filter(|&i| inner.slots[i].config.enabled)
-            .collect();
-        let starts = enabled
+        // Lazy servers wait for their first use ([`lifecycle`]).
+        let eager: Vec<Arc<Slot>> = inner
+            .slots()
             .iter()
-            .map(|&i| surface::connect(&inner.slots[i].config, &inner.options));
-        let results = futures::future::join_all(starts).await;
-        for (i, result) in enabled.into_iter().zip(results) {
-            inner.start_supervising(i, result);
-        }
+            .filter(|s| s.config.enabled && !s.config.supervision.lazy)
+            .cloned()
+            .collect();
+        futures::future::join_all(eager.iter().map(|s| inner.start(s))).await;
         Ok(Hub { inner })
     }
 
@@ -330,16 +368,17 @@ impl Hub {
         self.inner.options.events.subscribe()
     }
 
-    /// The configuration the hub was connected with (its `[session]`
-    /// table and source file feed host policies).
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+    /// The configuration the hub was connected with, or the last one
+    /// [`Hub::reload`] was given (its `[session]` table and source file
+    /// feed host policies).
+    pub fn config(&self) -> Arc<Config> {
+        self.inner.config.read().unwrap().clone()
     }
 
     /// The status of every configured server, in config order.
     pub fn servers(&self) -> Vec<ServerStatus> {
         self.inner
-            .slots
+            .slots()
             .iter()
             .map(|slot| {
                 let mut status = ServerStatus {
@@ -374,6 +413,7 @@ impl Hub {
                     }
                     SlotState::Failed(e) => fail(&mut status, e),
                     SlotState::Disabled => {}
+                    SlotState::Idle => status.state = ServerState::Idle,
                     SlotState::Closed => fail(&mut status, &closed()),
                 }
                 status
@@ -417,7 +457,10 @@ impl Hub {
         })
     }
 
-    /// Every tool of every connected server, in config order.
+    /// Every tool of every connected server, in config order. A lazy
+    /// server that has not started yet (`idle`) lists nothing: its tools
+    /// are unknown until its first use starts it, though their names are
+    /// already fixed (`mcp_<server>_<tool>`, from the config alone).
     pub fn list_tools(&self) -> Vec<HubTool> {
         let index = self.inner.index.read().unwrap().clone();
         index.entries.iter().map(IndexEntry::to_hub_tool).collect()
@@ -471,9 +514,7 @@ impl Hub {
             .filter(|e| {
                 crate::tasks::task_support(e.tool().execution().as_ref())
                     != crate::tasks::TaskSupport::Required
-                    || self.inner.slots[e.slot]
-                        .client()
-                        .is_none_or(|c| c.accepts_tool_tasks())
+                    || e.slot.client().is_none_or(|c| c.accepts_tool_tasks())
             })
             .map(IndexEntry::to_hub_tool)
             .collect()
@@ -495,6 +536,9 @@ impl Hub {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
+        // A lazy server named by the prefix starts now, so that the policy
+        // sees its tools.
+        self.inner.start_owners(name).await;
         if let Some(policy) = &opts.policy {
             return policy.call_tool(self, name, arguments, opts).await;
         }
@@ -517,17 +561,24 @@ impl Hub {
     /// `timeout_seconds` when the call sets none); past it, the call fails
     /// with the error that took the server down.
     async fn route(&self, name: &str, opts: &CallOptions) -> Result<(Client, String), Error> {
-        let found = {
+        let find = || {
             let index = self.inner.index.read().unwrap();
-            index
-                .by_name
-                .get(name)
-                .map(|&i| (index.entries[i].slot, index.entries[i].tool().name.clone()))
+            index.by_name.get(name).map(|&i| {
+                (
+                    index.entries[i].slot.clone(),
+                    index.entries[i].tool().name.clone(),
+                )
+            })
+        };
+        let found = match find() {
+            Some(found) => Some(found),
+            // Not listed: maybe its lazy server has not started yet.
+            None if self.inner.start_owners(name).await => find(),
+            None => None,
         };
         let Some((slot, tool)) = found else {
             return Err(self.unknown_tool(name));
         };
-        let slot = &self.inner.slots[slot];
         let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
         let mut changed = slot.changed.subscribe();
         loop {
@@ -535,6 +586,13 @@ impl Hub {
                 SlotState::Connected(c) => return Ok((c.clone(), tool)),
                 SlotState::Failed(e) => return Err(e.clone()),
                 SlotState::Restarting { error, .. } => error.clone(),
+                // Closed while the hub is not: a reload removed or replaced it.
+                _ if !self.is_closed() => {
+                    return Err(Error::TransportClosed(format!(
+                    "server '{}' was removed or replaced by a reload; tool '{name}' unavailable",
+                    slot.config.name
+                )))
+                }
                 _ => return Err(closed()),
             };
             if tokio::time::timeout_at(deadline, changed.changed())
@@ -554,9 +612,8 @@ impl Hub {
         // gets that server's own error (CONNECT_FAILED, AUTH_REQUIRED, ...):
         // the caller's fix is the server, not the name. The longest prefix
         // wins (server `a_b` over server `a`).
-        let owner = self
-            .inner
-            .slots
+        let slots = self.inner.slots();
+        let owner = slots
             .iter()
             .filter(|slot| {
                 name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", slot.config.name)))
@@ -581,7 +638,7 @@ impl Hub {
                         "unknown tool '{name}': server '{server}' is disabled"
                     ))
                 }
-                SlotState::Closed => {}
+                SlotState::Idle | SlotState::Closed => {}
             }
         }
         if self.is_closed() {
@@ -590,39 +647,60 @@ impl Hub {
         Error::UnknownTool(format!("unknown tool '{name}'"))
     }
 
-    /// The client of server `name`, when it is connected.
+    /// The client of server `name`, when it is connected. A lazy server
+    /// not started yet is `TRANSPORT_CLOSED` saying so (this does not start
+    /// it; the hub's requests aimed at it do).
     pub fn client(&self, server: &str) -> Result<Client, Error> {
         let slot = self.slot(server)?;
-        match &*slot.state.read().unwrap() {
+        let client = match &*slot.state.read().unwrap() {
             SlotState::Connected(c) => Ok(c.clone()),
             SlotState::Failed(e) | SlotState::Restarting { error: e, .. } => Err(e.clone()),
             SlotState::Disabled => Err(Error::UnknownServer(format!(
                 "server '{server}' is disabled"
             ))),
+            SlotState::Idle => Err(Error::TransportClosed(format!(
+                "server '{server}' is lazy and has not started yet"
+            ))),
             SlotState::Closed => Err(closed()),
-        }
+        };
+        client
     }
 
-    fn slot(&self, server: &str) -> Result<&Slot, Error> {
+    /// [`Hub::client`], starting the server first when it is lazy and not
+    /// started yet.
+    async fn started_client(&self, server: &str) -> Result<Client, Error> {
+        let slot = self.slot(server)?;
+        if slot.is_idle() {
+            self.inner.start(&slot).await;
+        }
+        self.client(server)
+    }
+
+    fn slot(&self, server: &str) -> Result<Arc<Slot>, Error> {
         self.inner
-            .slots
+            .slots()
             .iter()
             .find(|s| s.config.name == server)
+            .cloned()
             .ok_or_else(|| Error::UnknownServer(format!("unknown server '{server}'")))
     }
 
-    fn clients_with(&self, capability: &str, server: Option<&str>) -> Result<Vec<Client>, Error> {
+    async fn clients_with(
+        &self,
+        capability: &str,
+        server: Option<&str>,
+    ) -> Result<Vec<Client>, Error> {
         if let Some(name) = server {
-            return Ok(vec![self.client(name)?]);
+            return Ok(vec![self.started_client(name).await?]);
         }
         if self.is_closed() {
             return Err(closed());
         }
         Ok(self
             .inner
-            .slots
+            .slots()
             .iter()
-            .filter_map(Slot::client)
+            .filter_map(|s| s.client())
             .filter(|c| c.init().has_capability(capability))
             .collect())
     }
@@ -634,7 +712,7 @@ impl Hub {
         key: &str,
         server: Option<&str>,
     ) -> Result<Vec<Value>, Error> {
-        let clients = self.clients_with(capability, server)?;
+        let clients = self.clients_with(capability, server).await?;
         let lists =
             futures::future::join_all(clients.iter().map(|c| c.list_all(method, key))).await;
         let mut out = Vec::new();
@@ -674,7 +752,7 @@ impl Hub {
     /// the first server with resources that can read it.
     pub async fn read_resource(&self, uri: &str, server: Option<&str>) -> Result<Value, Error> {
         let params = serde_json::json!({ "uri": uri });
-        let mut clients = self.clients_with("resources", server)?;
+        let mut clients = self.clients_with("resources", server).await?;
         if server.is_none() {
             // Try the server that lists this URI first.
             let listed = self.list_resources(None).await.unwrap_or_default();
@@ -716,7 +794,7 @@ impl Hub {
         server: Option<&str>,
     ) -> Result<Value, Error> {
         let client = match server {
-            Some(s) => self.client(s)?,
+            Some(s) => self.started_client(s).await?,
             None => {
                 let prompts = self.list_prompts(None).await?;
                 self.client(&surface::single_owner(&prompts, "name", name, "prompt")?)?
@@ -742,6 +820,8 @@ impl Hub {
                 "server '{server}' is disabled"
             )));
         }
+        // One start at a time (a first use of a lazy server, a reload).
+        let _starting = slot.starting.lock().await;
         // The old supervisor would restart what we close now.
         slot.set_supervisor(None);
         if let Some(old) = slot.client() {
@@ -749,22 +829,18 @@ impl Hub {
         }
         let result = surface::connect(&slot.config, &self.inner.options).await;
         let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
-        let index = self
-            .inner
-            .slots
-            .iter()
-            .position(|s| std::ptr::eq(s, slot))
-            .expect("the slot is the hub's");
-        self.inner.start_supervising(index, result);
+        self.inner.start_supervising(&slot, result);
         outcome
     }
 
     /// Closes every server (stdin, then SIGTERM, then SIGKILL for stdio) at
     /// once and waits until all are gone. Later calls fail with TRANSPORT_CLOSED.
     pub async fn close(&self) {
+        // After a reload under way, so that it starts nothing afterwards.
+        let _reload = self.inner.reloading.lock().await;
         let clients: Vec<Client> = self
             .inner
-            .slots
+            .slots()
             .iter()
             .filter_map(|slot| {
                 slot.set_supervisor(None);
@@ -785,7 +861,7 @@ impl Hub {
     /// Whether [`close`](Hub::close) was called.
     pub fn is_closed(&self) -> bool {
         self.inner
-            .slots
+            .slots()
             .iter()
             .any(|s| matches!(*s.state.read().unwrap(), SlotState::Closed))
     }
@@ -798,8 +874,7 @@ fn closed() -> Error {
 impl HubInner {
     /// Sets server `slot`'s state, wakes the calls waiting for it, tells the
     /// host (`server_state`, restart `attempt`) and re-lists the tools.
-    fn set_state(&self, slot: usize, state: SlotState, attempt: u32) {
-        let s = &self.slots[slot];
+    fn set_state(&self, s: &Slot, state: SlotState, attempt: u32) {
         let event = state_event(&s.config.name, &state, attempt);
         {
             let mut current = s.state.write().unwrap();
@@ -817,41 +892,46 @@ impl HubInner {
 
     /// Records how server `slot` started (or failed to) and hands it to a
     /// new supervisor task.
-    fn start_supervising(self: &Arc<Self>, slot: usize, started: Result<Client, Error>) {
-        let mut restarts = restarts::Restarts::new(&self.slots[slot].config.supervision);
+    fn start_supervising(self: &Arc<Self>, slot: &Arc<Slot>, started: Result<Client, Error>) {
+        let mut restarts = restarts::Restarts::new(&slot.config.supervision);
         let step = match started {
             Ok(client) => {
                 self.set_state(slot, SlotState::Connected(client), 0);
                 Some(supervisor::Step::Watch)
             }
             Err(e) => {
-                tracing::warn!(server = %self.slots[slot].config.name, error = %e, "server failed to connect");
+                tracing::warn!(server = %slot.config.name, error = %e, "server failed to connect");
                 supervisor::after_failure(self, slot, &mut restarts, e, Arc::default())
             }
         };
         let task = step.map(|step| {
             tokio::spawn(supervisor::supervise(
                 Arc::downgrade(self),
-                slot,
+                Arc::downgrade(slot),
                 restarts,
                 step,
             ))
             .abort_handle()
         });
-        self.slots[slot].set_supervisor(task);
+        slot.set_supervisor(task);
+    }
+
+    /// The current server list (cheap: shared, replaced whole by a reload).
+    fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
+        self.slots.read().unwrap().clone()
     }
 
     /// Recomputes hub names after any server's tool list changed.
     fn rebuild_index(&self) {
         // A restarting server keeps its tools, under the same names.
-        let lists: Vec<(usize, &str, Arc<Vec<protocol::Tool>>)> = self
-            .slots
+        let slots = self.slots();
+        type Listed<'a> = (&'a Arc<Slot>, &'a str, Arc<Vec<protocol::Tool>>);
+        let lists: Vec<Listed> = slots
             .iter()
-            .enumerate()
-            .filter_map(|(i, slot)| match &*slot.state.read().unwrap() {
-                SlotState::Connected(c) => Some((i, slot.config.name.as_str(), c.tools())),
+            .filter_map(|slot| match &*slot.state.read().unwrap() {
+                SlotState::Connected(c) => Some((slot, slot.config.name.as_str(), c.tools())),
                 SlotState::Restarting { tools, .. } => {
-                    Some((i, slot.config.name.as_str(), tools.clone()))
+                    Some((slot, slot.config.name.as_str(), tools.clone()))
                 }
                 _ => None,
             })
@@ -862,7 +942,7 @@ impl HubInner {
             .collect();
         // Which names need a suffix follows from the configured servers, not
         // from the ones that happen to be up.
-        let configured: Vec<&str> = self.slots.iter().map(|s| s.config.name.as_str()).collect();
+        let configured: Vec<&str> = slots.iter().map(|s| s.config.name.as_str()).collect();
         let names = tool_names::assign_in(&pairs, &configured);
         let mut index = ToolIndex::default();
         let mut names = names.into_iter();
@@ -872,7 +952,7 @@ impl HubInner {
                 index.by_name.insert(name.clone(), index.entries.len());
                 index.entries.push(IndexEntry {
                     name,
-                    slot: *slot,
+                    slot: (*slot).clone(),
                     server: (*server).to_owned(),
                     tools: tools.clone(),
                     pos,
@@ -893,7 +973,7 @@ impl Drop for HubInner {
     fn drop(&mut self) {
         // The supervisors hold clients while they watch them: without this
         // the servers would outlive the last handle on the hub.
-        for slot in &self.slots {
+        for slot in self.slots().iter() {
             slot.set_supervisor(None);
         }
     }
@@ -906,6 +986,7 @@ fn state_event(server: &str, state: &SlotState, attempt: u32) -> Option<HubEvent
         SlotState::Restarting { error, .. } => ("restarting", Some(error)),
         SlotState::Failed(e) => ("failed", Some(e)),
         SlotState::Disabled => ("disabled", None),
+        SlotState::Idle => ("idle", None),
         SlotState::Closed => return None,
     };
     Some(HubEvent::ServerState {

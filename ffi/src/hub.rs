@@ -244,7 +244,8 @@ pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
 
 /// Writes the status of every configured server, in config order, to
 /// `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
-/// "failed", "restarting" or "disabled"), "protocol_version", "server_info", "tool_count",
+/// "failed", "restarting", "disabled" or "idle": lazy, not started yet),
+/// "protocol_version", "server_info", "tool_count",
 /// "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
 /// block; any thread, callbacks included.
 ///
@@ -607,6 +608,63 @@ pub unsafe extern "C" fn mcpmux_hub_refresh(
             let hub = hub_ref(args, hub)?;
             let server = args.str("server", server)?;
             hub.shared.block_on(args, hub.hub.refresh(server))?
+        })
+    }
+}
+
+/// Applies a new configuration to a running hub (TOML or JSON text, as for
+/// mcpmux_hub_connect()). Servers whose entry is unchanged stay connected
+/// (same process); removed ones are closed; added ones are started (unless
+/// `lazy`); changed ones are closed and started again. Tool names follow the
+/// new configuration; events ("server_state", "tools_changed") tell an
+/// event callback. A server that fails to start is marked failed, as at
+/// connect. A malformed config is CONFIG_INVALID and changes nothing; a
+/// closed hub is TRANSPORT_CLOSED. Blocking.
+///
+/// # Safety
+/// `hub` is a live hub; `config_text` a NUL-terminated string; `err` is
+/// NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_reload(
+    hub: *const mcpmux_hub,
+    config_text: *const c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_reload",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let text = args.str("config_text", config_text)?;
+            let config = Config::from_source(ConfigSource::Text(text.to_owned()))?;
+            hub.shared.block_on(args, hub.hub.reload(config))?
+        })
+    }
+}
+
+/// Like mcpmux_hub_reload(), with the configuration read from the file at
+/// `path` (as mcpmux_hub_connect_file() reads it). Blocking.
+///
+/// # Safety
+/// As for mcpmux_hub_reload(), with `path` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_reload_file(
+    hub: *const mcpmux_hub,
+    path: *const c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_reload_file",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let path = args.str("path", path)?;
+            let config = Config::from_source(ConfigSource::Path(path.into()))?;
+            hub.shared.block_on(args, hub.hub.reload(config))?
         })
     }
 }

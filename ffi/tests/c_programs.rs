@@ -162,6 +162,11 @@ fn c_tasks_against_server_everything() {
 }
 
 #[test]
+fn c_hub_reload() {
+    c_test("test_reload");
+}
+
+#[test]
 fn c_example_builds_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("hello");

@@ -259,6 +259,24 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Auth { action } = &cli.command {
         return auth::run(action, config, cli.json).await;
     }
+    // Which servers start: a command aimed at one server (`call`, whose
+    // hub-name prefix names it; `read`, `prompt` and `complete` with
+    // `--server`) makes every server lazy, so only that one starts and an
+    // unrelated hung server costs nothing. Commands that list or pick among
+    // all servers start every enabled one; `watch` keeps the config's `lazy`.
+    let lazy = match &cli.command {
+        Command::Call { .. } => Some(true),
+        Command::Read { server, .. }
+        | Command::Prompt { server, .. }
+        | Command::Complete { server, .. } => Some(server.is_some()),
+        Command::Watch { .. } => None,
+        _ => Some(false),
+    };
+    if let Some(lazy) = lazy {
+        for server in &mut config.servers {
+            server.supervision.lazy = lazy;
+        }
+    }
     // Parse arguments before starting any server.
     let args = match &cli.command {
         Command::Call { args, .. } | Command::Prompt { args, .. } => {

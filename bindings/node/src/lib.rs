@@ -847,6 +847,17 @@ impl NativeHub {
         });
     }
 
+    /// Applies a new config (`config` and `kind` as for `connect`): the
+    /// engine keeps unchanged servers, closes removed ones and starts added
+    /// and changed ones (`Hub::reload`).
+    #[napi]
+    pub fn reload(&self, id: u32, config: String, kind: String) {
+        self.op(id, |hub| async move {
+            hub.reload(load_config(&kind, config)?).await?;
+            Ok(Outcome::Done)
+        });
+    }
+
     /// Closes every server and waits until they are gone; core then ends
     /// the hub's event streams (after the events closing sent).
     #[napi]

@@ -400,6 +400,27 @@ impl NativeHub {
         run(py, op, aio, Exec::Worker)
     }
 
+    /// Applies a new config (`kind` and `config` as for `connect`): the
+    /// engine keeps unchanged servers, closes removed ones, starts added
+    /// and changed ones (`Hub::reload`). On an engine thread, since it may
+    /// start processes.
+    #[pyo3(signature = (kind, config, aio=None))]
+    fn reload(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        config: &Bound<'_, PyAny>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let parsed = load_config(py, kind, config)?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            hub.reload(parsed).await?;
+            Ok(Outcome::Unit)
+        });
+        run(py, op, aio, Exec::Worker)
+    }
+
     /// A stream of the hub's events from now on (see [`NativeEvents`]);
     /// with `initial`, the one subscribed before connecting (`events=True`),
     /// once. `TransportClosed` on a closed hub.

@@ -49,7 +49,7 @@ pub use store::{
 
 /// How a server is authorized (`[mcp.servers.auth]`, or `auth` in a
 /// `mcpServers` JSON entry).
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub enum AuthConfig {
     /// `type = "oauth"`: the MCP authorization flow.
     OAuth(Box<OAuthConfig>),
@@ -85,7 +85,7 @@ pub enum GrantType {
 
 /// `type = "oauth"` settings. Every field is optional: with none, the
 /// engine discovers everything and registers itself dynamically.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq)]
 pub struct OAuthConfig {
     /// A pre-registered client id.
     pub client_id: Option<String>,

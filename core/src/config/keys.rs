@@ -16,7 +16,11 @@ pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session"];
 pub(super) const MCP: &[&str] = &["servers", "timeout_seconds", "max_message_bytes"];
 
 /// Keys of one server entry that the engine reads (the policy's keys,
-/// [`crate::policy::rules::SERVER_KEYS`], are accepted as well).
+/// [`crate::policy::rules::SERVER_KEYS`], are accepted as well, and so are
+/// the supervision keys of `super::supervision::KEYS`, also allowed in
+/// `[mcp]` as defaults: `restart`, `max_restarts`,
+/// `restart_window_seconds`, `ping_interval_seconds`, `log_level`, and
+/// `lazy` (start the server on first use instead of at connect)).
 pub(super) const SERVER: &[&str] = &[
     "name",
     "type",

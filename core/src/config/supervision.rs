@@ -12,6 +12,7 @@ pub(super) const KEYS: &[&str] = &[
     "restart_window_seconds",
     "ping_interval_seconds",
     "log_level",
+    "lazy",
 ];
 
 /// Default `restart`.
@@ -54,6 +55,11 @@ pub struct Supervision {
     /// `log_level`: sent as `logging/setLevel` after each connect when the
     /// server has the `logging` capability.
     pub log_level: Option<String>,
+    /// `lazy`: not started by connect (nor by a reload that adds it), but
+    /// on first use: a call to one of its tools (`mcp_<server>_...`), or a
+    /// read, prompt, completion, subscription, ping, log level or refresh
+    /// aimed at it. Until then its state is `idle` and it lists no tools.
+    pub lazy: bool,
 }
 
 impl Supervision {
@@ -65,6 +71,7 @@ impl Supervision {
             restart_window: DEFAULT_RESTART_WINDOW,
             ping_interval: (kind != "stdio").then_some(DEFAULT_PING_INTERVAL),
             log_level: None,
+            lazy: false,
         }
     }
 }
@@ -125,6 +132,11 @@ pub(super) fn read(
             }
         };
     }
+    if let Some(v) = get("lazy") {
+        s.lazy = v
+            .as_bool()
+            .ok_or_else(|| err("lazy", "must be true or false".into()))?;
+    }
     if let Some(v) = get("log_level") {
         let level = v.as_str().unwrap_or_default();
         if !crate::protocol::LOG_LEVELS.contains(&level) {
@@ -160,6 +172,17 @@ mod tests {
         assert_eq!(s.restart_window, Duration::from_secs(60));
         assert_eq!(s.ping_interval, None, "no pings for stdio by default");
         assert_eq!(s.log_level.as_deref(), Some("warning"));
+        assert!(!s.lazy, "eager by default");
+        let lazy = server("[mcp]\nlazy = true\n[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n")
+            .unwrap()
+            .supervision;
+        assert!(lazy.lazy, "[mcp] lazy is the default");
+        let eager = server(
+            "[mcp]\nlazy = true\n[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\nlazy = false\n",
+        )
+        .unwrap()
+        .supervision;
+        assert!(!eager.lazy, "a server's own lazy wins");
         let remote = server("[[mcp.servers]]\nname = \"r\"\nurl = \"http://127.0.0.1:1/mcp\"\n")
             .unwrap()
             .supervision;
@@ -180,6 +203,7 @@ mod tests {
             ("restart_window_seconds = 0", "restart_window_seconds"),
             ("ping_interval_seconds = \"x\"", "ping_interval_seconds"),
             ("log_level = \"loud\"", "log_level"),
+            ("lazy = \"yes\"", "lazy"),
         ] {
             let e = server(&format!(
                 "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n{entry}\n"

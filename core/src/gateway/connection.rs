@@ -251,12 +251,8 @@ async fn named_prompts(gateway: &Gateway) -> Result<Vec<NamedPrompt>, Error> {
     let names = if gateway.inner.options.no_prefix {
         pairs.iter().map(|(_, own)| own.clone()).collect()
     } else {
-        let configured: Vec<&str> = hub
-            .config()
-            .servers
-            .iter()
-            .map(|s| s.name.as_str())
-            .collect();
+        let config = hub.config();
+        let configured: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
         let refs: Vec<(&str, &str)> = pairs
             .iter()
             .map(|(s, p)| (s.as_str(), p.as_str()))

@@ -89,8 +89,8 @@ impl Gateway {
     /// server is `INVALID_INPUT`.
     pub fn new(hub: Hub, policy: SessionPolicy, options: GatewayOptions) -> Result<Gateway, Error> {
         if options.no_prefix {
-            let enabled: Vec<&str> = hub
-                .config()
+            let config = hub.config();
+            let enabled: Vec<&str> = config
                 .servers
                 .iter()
                 .filter(|s| s.enabled)

@@ -4,7 +4,7 @@
 //! ([`super::restarts`]). While it restarts, the server's tools stay listed
 //! under the same names and calls to them wait for it.
 //!
-//! The task holds the hub weakly; it is aborted when the hub closes, when the
+//! The task holds the hub and the server's slot weakly; it is aborted when the hub closes, when the
 //! server is refreshed (a new task takes over) and when the hub is dropped.
 
 use std::ffi::OsString;
@@ -13,7 +13,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::restarts::{Next, Restarts};
-use super::{HubInner, SlotState};
+use super::{HubInner, Slot, SlotState};
 use crate::client::{CallOptions, Client};
 use crate::config::{StdioConfig, TransportConfig};
 use crate::error::Error;
@@ -39,13 +39,13 @@ pub(super) enum Step {
 /// "never"`) and returns `None`.
 pub(super) fn after_failure(
     inner: &HubInner,
-    slot: usize,
+    slot: &Slot,
     restarts: &mut Restarts,
     error: Error,
     tools: Arc<Vec<protocol::Tool>>,
 ) -> Option<Step> {
-    let name = &inner.slots[slot].config.name;
-    if let Some(why) = unfixable_by_restart(&error, &inner.slots[slot].config.transport) {
+    let name = &slot.config.name;
+    if let Some(why) = unfixable_by_restart(&error, &slot.config.transport) {
         tracing::warn!(server = %name, error = %error, "server failed: {why}");
         inner.set_state(slot, SlotState::Failed(error), 0);
         return None;
@@ -115,16 +115,20 @@ fn program_missing(stdio: &StdioConfig) -> bool {
 /// server is closed, or it is out of restarts. Runs on an engine task.
 pub(super) async fn supervise(
     hub: Weak<HubInner>,
-    slot: usize,
+    slot: Weak<Slot>,
     mut restarts: Restarts,
     mut step: Step,
 ) {
     loop {
+        // Held weakly like the hub: a task not yet polled when the hub is
+        // dropped must not keep the server's client (and process) alive.
+        let Some(slot) = slot.upgrade() else { return };
         let (error, tools) = match step {
             Step::Watch => {
-                let Some(current) = hub.upgrade().map(|inner| inner.slots[slot].snapshot()) else {
+                if hub.upgrade().is_none() {
                     return;
-                };
+                }
+                let current = slot.snapshot();
                 let Snapshot::Connected(client, ping, timeout) = current else {
                     return;
                 };
@@ -140,15 +144,15 @@ pub(super) async fn supervise(
             } => {
                 tokio::time::sleep(after).await;
                 let Some(inner) = hub.upgrade() else { return };
-                if inner.slots[slot].is_closed() {
+                if slot.is_closed() {
                     return;
                 }
-                let config = inner.slots[slot].config.clone();
+                let config = slot.config.clone();
                 let options = inner.options.clone();
                 drop(inner);
                 let connected = super::surface::connect(&config, &options).await;
                 let Some(inner) = hub.upgrade() else { return };
-                if inner.slots[slot].is_closed() {
+                if slot.is_closed() {
                     if let Ok(client) = connected {
                         client.close().await;
                     }
@@ -157,7 +161,7 @@ pub(super) async fn supervise(
                 match connected {
                     Ok(client) => {
                         tracing::info!(server = %config.name, attempt, "server restarted");
-                        inner.set_state(slot, SlotState::Connected(client), attempt);
+                        inner.set_state(&slot, SlotState::Connected(client), attempt);
                         step = Step::Watch;
                         continue;
                     }
@@ -166,10 +170,10 @@ pub(super) async fn supervise(
             }
         };
         let Some(inner) = hub.upgrade() else { return };
-        if inner.slots[slot].is_closed() {
+        if slot.is_closed() {
             return;
         }
-        match after_failure(&inner, slot, &mut restarts, error, tools) {
+        match after_failure(&inner, &slot, &mut restarts, error, tools) {
             Some(next) => step = next,
             None => return,
         }

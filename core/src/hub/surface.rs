@@ -16,7 +16,7 @@ impl Hub {
     /// Pings `server` and returns the round-trip time. A server that does
     /// not answer within its `timeout_seconds` is `TIMEOUT`.
     pub async fn ping(&self, server: &str) -> Result<Duration, Error> {
-        let client = self.client(server)?;
+        let client = self.started_client(server).await?;
         let start = Instant::now();
         client
             .request("ping", None, &CallOptions::default())
@@ -31,7 +31,7 @@ impl Hub {
     /// capability is `INVALID_INPUT` naming it.
     pub async fn set_log_level(&self, server: &str, level: &str) -> Result<(), Error> {
         check_log_level(level, "level")?;
-        let client = self.client(server)?;
+        let client = self.started_client(server).await?;
         require(&client, "logging", "log levels")?;
         client
             .request(
@@ -81,7 +81,7 @@ impl Hub {
             ));
         }
         let client = match server {
-            Some(s) => self.client(s)?,
+            Some(s) => self.started_client(s).await?,
             None => {
                 let listed = if kind == "prompt" {
                     self.list_prompts(None).await?
@@ -132,7 +132,7 @@ impl Hub {
         server: Option<&str>,
     ) -> Result<(), Error> {
         let client = match server {
-            Some(s) => self.client(s)?,
+            Some(s) => self.started_client(s).await?,
             None => {
                 let listed = self.list_resources(None).await?;
                 self.client(&single_owner(&listed, "uri", uri, "resource")?)?

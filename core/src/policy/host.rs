@@ -66,7 +66,7 @@ impl SessionPolicy {
         settings: Option<&Value>,
         audit_path: Option<PathBuf>,
     ) -> Result<SessionPolicy, Error> {
-        let mut policy = SessionPolicy::from_json(hub.config(), settings, audit_path)?;
+        let mut policy = SessionPolicy::from_json(&hub.config(), settings, audit_path)?;
         policy.hub_id = Some(hub.id());
         Ok(policy)
     }

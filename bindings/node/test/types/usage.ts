@@ -10,7 +10,7 @@ export async function usage(): Promise<void> {
   await Hub.connect({ mcp: { servers: [{ name: 'demo', command: 'x' }] } })
 
   const servers: ServerStatus[] = await hub.servers()
-  const state: 'connected' | 'failed' | 'restarting' | 'disabled' = servers[0].state
+  const state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' = servers[0].state
   const tools: HubTool[] = await hub.listTools()
   const anthropic = await hub.toolsFor('anthropic')
   const controller = new AbortController()
@@ -29,6 +29,7 @@ export async function usage(): Promise<void> {
   const prompt = await hub.getPrompt('greet', { name: 'Ada' })
   console.log(prompt.messages.length)
   await hub.refresh('demo')
+  await hub.reload({ mcpServers: { demo: { command: 'demo', lazy: true } } })
   hub.on('event', (e: HubEvent) => {
     if (e.type === 'log') console.log(e.level, e.data)
     else if (e.type === 'server_state') console.log(e.state, e.code, e.attempt)

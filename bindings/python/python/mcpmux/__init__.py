@@ -305,7 +305,8 @@ class Hub:
         """The status of every configured server, in config order.
 
         The same objects as ``mcpmux servers --json``: ``name``, ``type``,
-        ``state`` (``connected``, ``failed``, ``disabled``),
+        ``state`` (``connected``, ``failed``, ``restarting``, ``disabled``,
+        or ``idle``: ``lazy = true`` and not used yet),
         ``protocol_version``, ``server_info``, ``tool_count``, ``error``,
         ``error_code``.
         """
@@ -446,6 +447,18 @@ class Hub:
         """Reconnects ``server`` and lists its tools again. For what that
         changed in a policy's allow list, use :meth:`Policy.refresh`."""
         self._native.refresh(server)
+
+    def reload(self, config: Config) -> None:
+        """Applies a new configuration (anything :meth:`connect` accepts)
+        to the running hub: servers whose entry is unchanged stay connected
+        (same process), removed ones are closed, added ones are started
+        (unless ``lazy``), changed ones are closed and started again. Tool
+        names follow the new configuration; ``server_state`` and
+        ``tools_changed`` events tell what happened. A malformed config
+        raises :class:`ConfigInvalid` and changes nothing; a closed hub
+        raises :class:`TransportClosed`."""
+        kind, value = _config_args(config)
+        self._native.reload(kind, value)
 
     def events(self) -> Events:
         """An iterator of this hub's events from now on (see
@@ -786,6 +799,11 @@ class AsyncHub:
     async def refresh(self, server: str) -> None:
         """See :meth:`Hub.refresh`."""
         await self._call(self._native.refresh, server)
+
+    async def reload(self, config: Config) -> None:
+        """See :meth:`Hub.reload`."""
+        kind, value = _config_args(config)
+        await self._call(self._native.reload, kind, value)
 
     def events(self) -> AsyncEvents:
         """An async iterator of this hub's events from now on (``async for
