@@ -5,7 +5,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use mcpmux_core::gateway::{serve_stdio, Gateway, GatewayMode, GatewayOptions};
+use std::net::SocketAddr;
+
+use mcpmux_core::gateway::http::check_bind;
+use mcpmux_core::gateway::{
+    serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions,
+};
 use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
 use serde_json::json;
@@ -13,6 +18,12 @@ use serde_json::json;
 /// The command's flags.
 #[derive(clap::Args)]
 pub struct GatewayArgs {
+    /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:8766) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Clients must send `Authorization: Bearer <value of VAR>` (needed to bind anything but loopback).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
     /// The session scope the policy evaluates (matched against each server's `scopes`; default: the config's `[session]` scope).
     #[arg(long)]
     pub scope: Option<String>,
@@ -39,10 +50,44 @@ impl GatewayArgs {
             frame_output: self.frame_output,
         })
     }
+
+    /// Where to serve HTTP and the token, checked before any server
+    /// starts: a bad address is `INVALID_INPUT`; an unset or empty token
+    /// variable, or a non-loopback address without one, `CONFIG_INVALID`.
+    /// The token's value never appears in an error.
+    pub fn http(&self) -> Result<Option<(SocketAddr, Option<String>)>, Error> {
+        let token = match &self.token_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(value) if !value.is_empty() => Some(value),
+                _ => {
+                    return Err(Error::ConfigInvalid(format!(
+                        "--token-env {var}: the variable is unset or empty"
+                    )))
+                }
+            },
+        };
+        let Some(addr) = &self.http else {
+            if token.is_some() {
+                return Err(Error::InvalidInput(
+                    "--token-env needs --http (stdio has no token)".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let addr: SocketAddr = addr.parse().map_err(|_| {
+            Error::InvalidInput(format!(
+                "--http {addr}: expected an address and port, e.g. 127.0.0.1:8766"
+            ))
+        })?;
+        check_bind(&addr, token.is_some())?;
+        Ok(Some((addr, token)))
+    }
 }
 
-/// Serves `hub` on stdin/stdout until stdin closes. Runs on the CLI's
-/// runtime; `hub` is closed by the caller.
+/// Serves `hub` on stdin/stdout until stdin closes, or over HTTP (`--http`)
+/// until interrupted. Runs on the CLI's runtime; `hub` is closed by the
+/// caller.
 pub async fn run(hub: &Hub, args: &GatewayArgs) -> Result<(), Error> {
     let options = args.options()?;
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
@@ -64,6 +109,22 @@ pub async fn run(hub: &Hub, args: &GatewayArgs) -> Result<(), Error> {
         .map(|s| s.max_message_bytes)
         .max()
         .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+    if let Some((addr, token)) = args.http()? {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::InvalidInput(format!("--http {addr}: cannot listen: {e}")))?;
+        let local = listener.local_addr().unwrap_or(addr);
+        // The actual address (port 0 picks one), for people and scripts.
+        let _ = writeln!(
+            std::io::stderr(),
+            "mcpmux gateway: serving MCP at http://{local}/mcp"
+        );
+        let options = HttpOptions {
+            token,
+            max_message_bytes,
+        };
+        return serve_http(gateway, listener, options).await;
+    }
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes).await
 }

@@ -294,6 +294,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     };
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
+        args.http()?;
     }
     if let Command::Tools { format: Some(f) } = &cli.command {
         if !mcpmux_core::llm::tool_format::FORMATS.contains(&f.as_str()) {

@@ -276,3 +276,190 @@ fn a_server_offering_nothing_is_named_on_stderr_with_the_key_to_add() {
         "{out}"
     );
 }
+
+/// `mcpmux gateway --http 127.0.0.1:0` with a token; the address it
+/// printed.
+struct HttpGateway {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpGateway {
+    fn start(sb: &Sandbox, token: &str) -> HttpGateway {
+        let mut child = Command::new(mcpmux_bin())
+            .arg("--config")
+            .arg(sb.path().join("mcpmux.toml"))
+            .args([
+                "gateway",
+                "--http",
+                "127.0.0.1:0",
+                "--token-env",
+                "GW_TOKEN",
+            ])
+            .env("GW_TOKEN", token)
+            .current_dir(sb.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let url = loop {
+            let line = rx
+                .recv_timeout(HANG)
+                .expect("the gateway never said where it serves");
+            if let Some(at) = line.split("serving MCP at ").nth(1) {
+                break at.trim().to_owned();
+            }
+        };
+        HttpGateway { child, url }
+    }
+
+    /// A raw POST with `headers`; the status and body (Python's urllib,
+    /// which reads chunked and streamed bodies).
+    fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, String) {
+        const SCRIPT: &str = r#"
+import json, sys, urllib.request, urllib.error
+url, body, headers = sys.argv[1], sys.argv[2].encode(), json.loads(sys.argv[3])
+headers.update({"Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+try:
+    with urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=60) as r:
+        status, text = r.status, r.read().decode()
+except urllib.error.HTTPError as e:
+    status, text = e.code, e.read().decode()
+print(status)
+print(text, end="")
+"#;
+        let headers: serde_json::Map<String, Value> = headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), json!(v)))
+            .collect();
+        let out = Command::new(python())
+            .args(["-c", SCRIPT, &self.url, &body.to_string()])
+            .arg(Value::Object(headers).to_string())
+            .output()
+            .expect("python");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (status, body) = text.split_once('\n').unwrap_or(("0", ""));
+        (status.trim().parse().unwrap_or(0), body.to_owned())
+    }
+}
+
+impl Drop for HttpGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn the_official_python_sdk_uses_the_gateway_over_streamable_http() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start(&sb, "tok-gw-secret");
+    let out = Command::new(python())
+        .arg(workspace_root().join("bindings/cli/tests/gateway_http_client.py"))
+        .arg(&gw.url)
+        .arg("tok-gw-secret")
+        .output()
+        .expect("run the Python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(s["server"], "mcpmux-gateway", "{s:#}");
+    assert_eq!(s["session"], true, "{s:#}");
+    assert!(
+        s["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp_demo_add")),
+        "{s:#}"
+    );
+    assert_eq!(s["add"], json!(["42", false]), "{s:#}");
+    assert_eq!(s["progress"].as_array().unwrap().len(), 2, "{s:#}");
+    assert_eq!(s["resource"], true, "{s:#}");
+}
+
+#[test]
+fn http_gateway_checks_the_token_and_the_origin_and_speaks_the_stateless_revision() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start(&sb, "tok-gw-secret");
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}});
+    let (status, body) = gw.post(&discover, &[]);
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = gw.post(&discover, &[("Authorization", "Bearer wrong")]);
+    assert_eq!(status, 401, "{body}");
+    assert!(!body.contains("tok-gw-secret"), "{body}");
+    let auth = ("Authorization", "Bearer tok-gw-secret");
+    let (status, body) = gw.post(&discover, &[auth, ("Origin", "http://evil.example")]);
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = gw.post(&discover, &[auth]);
+    assert_eq!(status, 200, "{body}");
+    let data = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or(&body);
+    let answer: Value = serde_json::from_str(data).unwrap();
+    assert!(
+        answer["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28")),
+        "{answer}"
+    );
+    // A stateless call: no session, the revision in `_meta`.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp_demo_add", "arguments": {"a": 1, "b": 2},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    }});
+    let (status, body) = gw.post(&call, &[auth]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""text":"3""#), "{body}");
+    // Without a session and not stateless: refused.
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let (status, _) = gw.post(&list, &[auth]);
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn mcpmux_itself_reaches_servers_through_an_http_gateway() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start(&sb, "tok-gw-secret");
+    let client = Sandbox::with_config(&format!(
+        "[[mcp.servers]]\nname = \"gw\"\nurl = {}\nheaders = {{ Authorization = \"Bearer tok-gw-secret\" }}\n",
+        q(&gw.url)
+    ));
+    let out = client
+        .mcpmux(&["call", "mcp_gw_mcp_demo_echo", r#"{"text":"through"}"#])
+        .run();
+    out.ok();
+    assert_eq!(out.stdout, "through\n", "{out}");
+}
+
+#[test]
+fn a_non_loopback_http_gateway_without_a_token_refuses_to_start() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let out = sb.mcpmux(&["gateway", "--http", "0.0.0.0:0"]).run();
+    let message = out.fails_with("CONFIG_INVALID");
+    assert!(message.contains("--token-env"), "{message}");
+    let out = sb
+        .mcpmux(&[
+            "gateway",
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "GW_UNSET_VAR",
+        ])
+        .run();
+    let message = out.fails_with("CONFIG_INVALID");
+    assert!(message.contains("GW_UNSET_VAR"), "{message}");
+}
