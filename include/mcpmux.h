@@ -451,6 +451,22 @@ enum mcpmux_status mcpmux_hub_failed_servers_note(const struct mcpmux_hub *hub, 
 enum mcpmux_status mcpmux_hub_list_tools(const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
 
 /**
+ * Writes the tools matching `query` to `*out_json`, best first, at most
+ * `limit` (0 = the default, 10): a JSON array of the objects of
+ * mcpmux_hub_list_tools(). BM25 over names, titles, descriptions and
+ * parameter names; tools sharing no word with the query are left out.
+ * Does not block; any thread, callbacks included.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `query` a NUL-terminated string; `out_json` and
+ * `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_search_tools(const struct mcpmux_hub *hub, const char *query, uint32_t limit, char **out_json, struct mcpmux_error **err);
+
+/**
  * Writes the tool list rendered for an LLM API to `*out_json`. `format`
  * is "anthropic", "openai" (chat completions), "openai-responses" or
  * "mcp" (the same as `mcpmux tools --format F`); any other is

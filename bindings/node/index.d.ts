@@ -443,6 +443,12 @@ export declare class Hub {
    */
   failedServersNote(): string | null
 
+  /**
+   * The tools matching `query`, best first, at most `limit` (default 10):
+   * BM25 over names, titles, descriptions and parameter names.
+   */
+  searchTools(query: string, limit?: number): Promise<HubTool[]>
+
   /** The tool list rendered for an LLM API. */
   toolsFor(format: 'anthropic' | 'openai' | 'openai-responses' | 'mcp'): Promise<Array<Record<string, unknown>>>
 

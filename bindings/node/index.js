@@ -481,6 +481,27 @@ class Hub extends EventEmitter {
    * @param {'anthropic' | 'openai' | 'openai-responses' | 'mcp'} format
    * @returns {Promise<object[]>}
    */
+  /**
+   * The tools matching `query`, best first, at most `limit` (default 10):
+   * BM25 over names, titles, descriptions and parameter names; tools
+   * sharing no word with the query are left out. The objects of
+   * {@link Hub#listTools}.
+   * @param {string} query
+   * @param {number} [limit]
+   * @returns {Promise<object[]>}
+   */
+  searchTools(query, limit = 10) {
+    try {
+      checkString('query', query)
+      if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {
+        throw invalid('limit', `must be a non-negative integer, got ${describe(limit)}`)
+      }
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.searchTools(id, query, limit))
+  }
+
   toolsFor(format) {
     try {
       checkString('format', format)

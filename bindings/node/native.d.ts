@@ -99,6 +99,11 @@ export declare class NativeHub {
   /** Lists every tool (the objects of `mcpmux tools --json`). */
   listTools(id: number): void
   /**
+   * The tools matching `query`, best first, at most `limit` (the
+   * objects of `listTools`; see `Hub::search_tools`).
+   */
+  searchTools(id: number, query: string, limit: number): void
+  /**
    * Renders the tool list for `format` (`anthropic`, `openai`,
    * `openai-responses`, `mcp`).
    */

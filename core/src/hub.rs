@@ -466,10 +466,14 @@ impl Hub {
         index.entries.iter().map(IndexEntry::to_hub_tool).collect()
     }
 
+    /// How many tools [`Hub::search_tools`] returns when a host gives no limit.
+    pub const SEARCH_DEFAULT_LIMIT: usize = crate::tool_search::DEFAULT_LIMIT;
+
     /// The tools that match `query`, best first, at most `limit` (BM25 over
     /// each tool's names, title, description and parameter names; tools
     /// sharing no word with the query are left out). For hosts that show a
     /// model a search instead of hundreds of tools.
+    /// Front ends default `limit` to [`Hub::SEARCH_DEFAULT_LIMIT`].
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<HubTool> {
         let tools = self.list_tools();
         crate::tool_search::rank(&tools, query, limit)

@@ -17,6 +17,8 @@ use crate::tool_names::HubTool;
 const K1: f64 = 1.2;
 /// Length normalization.
 const B: f64 = 0.75;
+/// Results a front end returns when the host gives no limit.
+pub const DEFAULT_LIMIT: usize = 10;
 /// Longest query considered, in characters (the rest is ignored).
 pub const MAX_QUERY_CHARS: usize = 1000;
 /// Query words that say nothing about a tool ("a tool to get the weather

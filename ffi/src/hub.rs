@@ -344,6 +344,45 @@ pub unsafe extern "C" fn mcpmux_hub_list_tools(
     }
 }
 
+/// Writes the tools matching `query` to `*out_json`, best first, at most
+/// `limit` (0 = the default, 10): a JSON array of the objects of
+/// mcpmux_hub_list_tools(). BM25 over names, titles, descriptions and
+/// parameter names; tools sharing no word with the query are left out.
+/// Does not block; any thread, callbacks included.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `query` a NUL-terminated string; `out_json` and
+/// `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_search_tools(
+    hub: *const mcpmux_hub,
+    query: *const c_char,
+    limit: u32,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_search_tools",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let query = args.str("query", query)?;
+            args.non_null("out_json", out_json)?;
+            let limit = match limit {
+                0 => mcpmux_core::Hub::SEARCH_DEFAULT_LIMIT,
+                n => n as usize,
+            };
+            write_out(out_json, json_string(&hub.hub.search_tools(query, limit))?);
+            Ok(())
+        })
+    }
+}
+
 /// Writes the tool list rendered for an LLM API to `*out_json`. `format`
 /// is "anthropic", "openai" (chat completions), "openai-responses" or
 /// "mcp" (the same as `mcpmux tools --format F`); any other is

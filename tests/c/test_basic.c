@@ -46,6 +46,22 @@ static void test_servers_and_tools(mcpmux_hub *hub) {
           "tools has the --json members");
     mcpmux_string_free(json);
 
+    /* Search: the tool the query is about first; limit 1 gives one. */
+    json = NULL;
+    err = NULL;
+    expect_status("search_tools", mcpmux_hub_search_tools(hub, "add two numbers", 0, &json, &err), &err,
+                  MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(json != NULL && strncmp(json, "[{\"name\":\"mcp_demo_add\"", 25) == 0, "search ranks add first: %s", json);
+    mcpmux_string_free(json);
+    json = NULL;
+    CHECK(mcpmux_hub_search_tools(hub, "echo", 1, &json, NULL) == MCPMUX_STATUS_OK && json != NULL &&
+              count_of(json, "\"input_schema\"") == 1,
+          "search with limit 1 gives one tool: %s", json);
+    mcpmux_string_free(json);
+    err = NULL;
+    expect_status("search_tools(query NULL)", mcpmux_hub_search_tools(hub, NULL, 0, &json, &err), &err,
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "query");
+
     const char *formats[] = {"anthropic", "openai", "openai-responses", "mcp"};
     const char *marks[] = {"\"input_schema\"", "\"function\"", "\"type\":\"function\"", "\"inputSchema\""};
     for (size_t i = 0; i < 4; i++) {

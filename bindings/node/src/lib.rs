@@ -672,6 +672,15 @@ impl NativeHub {
         self.op(id, |hub| async move { json_outcome(&hub.list_tools()) });
     }
 
+    /// The tools matching `query`, best first, at most `limit` (the
+    /// objects of `listTools`; see `Hub::search_tools`).
+    #[napi]
+    pub fn search_tools(&self, id: u32, query: String, limit: u32) {
+        self.op(id, move |hub| async move {
+            json_outcome(&hub.search_tools(&query, limit as usize))
+        });
+    }
+
     /// Renders the tool list for `format` (`anthropic`, `openai`,
     /// `openai-responses`, `mcp`).
     #[napi]

@@ -209,6 +209,20 @@ impl NativeHub {
         json_out(py, &tools)
     }
 
+    /// The tools matching `query`, best first, at most `limit`
+    /// (`Hub::search_tools`).
+    #[pyo3(signature = (query, limit = mcpmux_core::Hub::SEARCH_DEFAULT_LIMIT))]
+    fn search_tools(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyAny>,
+        limit: usize,
+    ) -> PyResult<Py<PyAny>> {
+        let query = convert::string(query, "query")?;
+        let hub = self.hub_py(py)?;
+        json_out(py, &hub.search_tools(&query, limit))
+    }
+
     /// The tool list rendered for an LLM API.
     fn tools_for(&self, py: Python<'_>, format: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let format = convert::string(format, "format")?;

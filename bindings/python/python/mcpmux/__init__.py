@@ -325,6 +325,13 @@ class Hub:
         _warn_failed_servers(self._native)
         return self._native.list_tools()
 
+    def search_tools(self, query: str, limit: int = 10) -> List[Dict[str, Any]]:
+        """The tools matching ``query``, best first, at most ``limit``
+        (BM25 over names, titles, descriptions and parameter names; tools
+        sharing no word with the query are left out). The same objects as
+        :meth:`list_tools`."""
+        return self._native.search_tools(query, limit)
+
     def tools_for(self, format: str) -> Any:
         """The tool list rendered for an LLM API: ``"anthropic"``,
         ``"openai"`` (chat completions), ``"openai-responses"`` or ``"mcp"``.
@@ -726,6 +733,10 @@ class AsyncHub:
         """See :meth:`Hub.list_tools`."""
         _warn_failed_servers(self._native)
         return self._native.list_tools()
+
+    async def search_tools(self, query: str, limit: int = 10) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.search_tools`."""
+        return self._native.search_tools(query, limit)
 
     async def tools_for(self, format: str) -> Any:
         """See :meth:`Hub.tools_for`."""
