@@ -463,3 +463,55 @@ fn a_non_loopback_http_gateway_without_a_token_refuses_to_start() {
     let message = out.fails_with("CONFIG_INVALID");
     assert!(message.contains("GW_UNSET_VAR"), "{message}");
 }
+
+/// Runs `gateway_ts_client.cjs` (the official TypeScript SDK client) with
+/// `args`; its summary.
+fn ts_client(args: &[&std::ffi::OsStr]) -> Value {
+    let out = Command::new("node")
+        .arg(workspace_root().join("bindings/cli/tests/gateway_ts_client.cjs"))
+        .arg(workspace_root().join("tests/peers"))
+        .args(args)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap()
+}
+
+fn check_ts_summary(s: &Value) {
+    assert_eq!(s["server"], "mcpmux-gateway", "{s:#}");
+    assert!(
+        s["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mcp_demo_add")),
+        "{s:#}"
+    );
+    assert_eq!(s["add"], json!(["9", false]), "{s:#}");
+    assert!(s["slow"].as_str().unwrap().starts_with("done"), "{s:#}");
+    assert_eq!(s["progress"].as_array().unwrap().len(), 2, "{s:#}");
+    assert_eq!(s["resource"], true, "{s:#}");
+    assert!(s["prompt"].as_str().unwrap().contains("Ada"), "{s:#}");
+}
+
+#[test]
+fn the_official_typescript_sdk_uses_the_gateway_over_stdio_and_http() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let config = sb.path().join("mcpmux.toml");
+    let bin = mcpmux_bin();
+    check_ts_summary(&ts_client(&[
+        "stdio".as_ref(),
+        bin.as_os_str(),
+        config.as_os_str(),
+    ]));
+    let gw = HttpGateway::start(&sb, "tok-ts-secret");
+    check_ts_summary(&ts_client(&[
+        "http".as_ref(),
+        gw.url.as_ref(),
+        "tok-ts-secret".as_ref(),
+    ]));
+}
