@@ -36,7 +36,11 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
         "mcpmux.toml",
         &format!(
             "{}{}{}",
-            demo_with_pid("demo", &pid_file, "allow_all = true"),
+            demo_with_pid(
+                "demo",
+                &pid_file,
+                "allow_all = true\nconfirm_read_only = [\"grow\", \"extra_1\"]"
+            ),
             python_entry(
                 "hang",
                 "hang.py",
@@ -98,6 +102,7 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     );
     assert!(s["prompt"].as_str().unwrap().contains("Ada"), "{s:#}");
     assert_eq!(s["refused"], json!(["TOOL_NOT_ALLOWED", true]), "{s:#}");
+    assert_eq!(s["after_grow"], true, "{s:#}");
     // The server behind the gateway saw the client's cancellation.
     assert!(
         !std::fs::read_to_string(&cancel_log)

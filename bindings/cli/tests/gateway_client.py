@@ -27,8 +27,16 @@ async def main():
     env = get_default_environment()
     params = StdioServerParameters(command=binary, args=["--config", config, "gateway"], env=env)
     summary = {}
+    tools_changed = asyncio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root, types.ToolListChangedNotification
+        ):
+            tools_changed.set()
+
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             init = await session.initialize()
             summary["server"] = init.serverInfo.name
             summary["capabilities"] = sorted(
@@ -57,6 +65,13 @@ async def main():
             summary["prompts"] = sorted(p.name for p in prompts.prompts)
             prompt = await session.get_prompt("mcp_demo_greet", {"name": "Ada"})
             summary["prompt"] = prompt.messages[0].content.text
+
+            # `grow` adds a tool: the gateway forwards list_changed, and the
+            # next listing has it.
+            await session.call_tool("mcp_demo_grow", {})
+            await asyncio.wait_for(tools_changed.wait(), 30)
+            relisted = await session.list_tools()
+            summary["after_grow"] = "mcp_demo_extra_1" in [t.name for t in relisted.tools]
 
             refused = await session.call_tool("mcp_hidden_echo", {"text": "x"})
             summary["refused"] = [text(refused).split(":")[0], refused.isError]
