@@ -27,15 +27,63 @@ fn demo_with_pid(name: &str, pid_file: &Path, extra: &str) -> String {
     stdio_server(name, Path::new("sh"), &["-c", &script], extra)
 }
 
+/// `tests/servers/net/sdk_server.py --transport T` (the official Python
+/// SDK's server), killed on drop.
+struct NetServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl NetServer {
+    fn start(transport: &str) -> NetServer {
+        let mut child = Command::new(python())
+            .arg(workspace_root().join("tests/servers/net/sdk_server.py"))
+            .args(["--transport", transport])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sdk_server.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("READY ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("sdk_server.py said {line:?}"));
+        NetServer { child, port }
+    }
+
+    /// A config entry for it, offering its `echo`.
+    fn entry(&self, name: &str, kind: &str, path: &str) -> String {
+        format!(
+            "[[mcp.servers]]\nname = {}\ntype = {}\nurl = \"http://127.0.0.1:{}{path}\"\nallow_all = true\nconfirm_read_only = [\"echo\"]\n",
+            q(name),
+            q(kind),
+            self.port
+        )
+    }
+}
+
+impl Drop for NetServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     let sb = Sandbox::new();
+    let web = NetServer::start("streamable-http");
+    let legacy = NetServer::start("sse");
     let pid_file = sb.path().join("demo.pid");
     let cancel_log = sb.path().join("cancelled.log");
     sb.write(
         "mcpmux.toml",
         &format!(
-            "{}{}{}",
+            "{}{}{}{}{}",
             demo_with_pid(
                 "demo",
                 &pid_file,
@@ -51,6 +99,8 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
             ),
             // No allow_tools / allow_all: its tools are neither listed nor callable.
             demo_entry("hidden", ""),
+            web.entry("web", "http", "/mcp"),
+            legacy.entry("legacy", "sse", "/sse"),
         ),
     );
     let out = Command::new(python())
@@ -97,12 +147,20 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     // Prompts are named as tools are, so two servers' `greet` stay apart.
     assert_eq!(
         s["prompts"],
-        json!(["mcp_demo_greet", "mcp_hidden_greet"]),
+        json!([
+            "mcp_demo_greet",
+            "mcp_hidden_greet",
+            "mcp_legacy_review",
+            "mcp_web_review"
+        ]),
         "{s:#}"
     );
     assert!(s["prompt"].as_str().unwrap().contains("Ada"), "{s:#}");
     assert_eq!(s["refused"], json!(["TOOL_NOT_ALLOWED", true]), "{s:#}");
     assert_eq!(s["after_grow"], true, "{s:#}");
+    // Streamable HTTP and legacy SSE servers behind the gateway.
+    assert_eq!(s["web"], "over http", "{s:#}");
+    assert_eq!(s["legacy"], "over sse", "{s:#}");
     // The server behind the gateway saw the client's cancellation.
     assert!(
         !std::fs::read_to_string(&cancel_log)

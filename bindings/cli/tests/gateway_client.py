@@ -73,6 +73,10 @@ async def main():
             relisted = await session.list_tools()
             summary["after_grow"] = "mcp_demo_extra_1" in [t.name for t in relisted.tools]
 
+            for name in ("web", "legacy"):
+                text_of = await session.call_tool("mcp_%s_echo" % name, {"text": "over " + {"web": "http", "legacy": "sse"}[name]})
+                summary[name] = text(text_of)
+
             refused = await session.call_tool("mcp_hidden_echo", {"text": "x"})
             summary["refused"] = [text(refused).split(":")[0], refused.isError]
 
@@ -94,6 +98,7 @@ async def main():
             if pid_file:
                 with open(pid_file) as f:
                     pid = int(f.read().strip())
+                tools_changed.clear()
                 os.kill(pid, signal.SIGKILL)
                 # Once the gateway has reaped it, it knows the server is
                 # gone (a call sent before that goes to the dead server).
@@ -106,6 +111,8 @@ async def main():
                 # The gateway restarts the server; the call waits for it.
                 again = await session.call_tool("mcp_demo_echo", {"text": "back"})
                 summary["after_kill"] = [text(again), again.isError]
+                # The new process has no `extra_1`: the client is told.
+                await asyncio.wait_for(tools_changed.wait(), 30)
     print(json.dumps(summary))
 
 

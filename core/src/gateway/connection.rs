@@ -9,6 +9,7 @@
 //! make the gateway hold an unbounded backlog).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -38,6 +39,7 @@ pub const OUTGOING_QUEUE: usize = 1024;
 pub struct Connection {
     gateway: Gateway,
     out: mpsc::Sender<Value>,
+    log_level: LogLevel,
     inflight: Arc<Mutex<HashMap<String, AbortHandle>>>,
     forwarder: AbortHandle,
 }
@@ -46,10 +48,17 @@ impl Connection {
     /// A connection whose outgoing messages go to `out` (the transport
     /// drains it); starts forwarding the hub's notifications.
     pub fn new(gateway: Gateway, out: mpsc::Sender<Value>) -> Connection {
-        let forwarder = tokio::spawn(forward_events(gateway.clone(), out.clone())).abort_handle();
+        let log_level = LogLevel::default();
+        let forwarder = tokio::spawn(forward_events(
+            gateway.clone(),
+            out.clone(),
+            log_level.clone(),
+        ))
+        .abort_handle();
         Connection {
             gateway,
             out,
+            log_level,
             inflight: Arc::default(),
             forwarder,
         }
@@ -86,11 +95,12 @@ impl Connection {
         }
         let gateway = self.gateway.clone();
         let out = self.out.clone();
+        let log_level = self.log_level.clone();
         let method = method.to_owned();
         let table = self.inflight.clone();
         let task_key = key.clone();
         let task = tokio::spawn(async move {
-            let answer = match answer(&gateway, &method, &params, &out).await {
+            let answer = match answer(&gateway, &method, &params, &out, &log_level).await {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(e) => error_of(&id, &e),
             };
@@ -123,6 +133,7 @@ async fn answer(
     method: &str,
     params: &Value,
     out: &mpsc::Sender<Value>,
+    log_level: &LogLevel,
 ) -> Result<Value, Error> {
     let hub = gateway.hub();
     let string = |key: &str| -> Result<&str, Error> {
@@ -187,6 +198,7 @@ async fn answer(
                     "logging/setLevel: unknown level '{level}'"
                 )));
             }
+            log_level.set(level);
             // Every server that logs; the others have nothing to set.
             for server in hub.servers() {
                 let _ = hub.set_log_level(&server.name, level).await;
@@ -452,9 +464,40 @@ fn describe(gateway: &Gateway, arguments: Option<&Value>) -> Result<Value, Error
     }))
 }
 
+/// The least severe server log level one client asked for with
+/// `logging/setLevel`; until it asks, no server log reaches it (servers
+/// log on their own, and a client that never asked gets nothing it did
+/// not want).
+#[derive(Clone)]
+struct LogLevel(Arc<AtomicUsize>);
+
+impl Default for LogLevel {
+    fn default() -> Self {
+        LogLevel(Arc::new(AtomicUsize::new(usize::MAX)))
+    }
+}
+
+impl LogLevel {
+    /// Records `level` (one of [`protocol::LOG_LEVELS`]).
+    fn set(&self, level: &str) {
+        if let Some(i) = protocol::LOG_LEVELS.iter().position(|l| *l == level) {
+            self.0.store(i, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether a message at `level` goes to the client.
+    fn passes(&self, level: &str) -> bool {
+        let wanted = self.0.load(Ordering::Relaxed);
+        protocol::LOG_LEVELS
+            .iter()
+            .position(|l| *l == level)
+            .is_some_and(|i| wanted != usize::MAX && i >= wanted)
+    }
+}
+
 /// Forwards the hub's change notifications to one client until the hub
 /// closes or the client is gone.
-async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>) {
+async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>, log_level: LogLevel) {
     let mut events = gateway.hub().events();
     let search = gateway.inner.options.mode == GatewayMode::Search;
     let notify = |method: &str, params: Option<Value>| {
@@ -478,6 +521,7 @@ async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>) {
                 "notifications/resources/updated",
                 Some(json!({ "uri": uri })),
             ),
+            HubEvent::Log { ref level, .. } if !log_level.passes(level) => true,
             HubEvent::Log {
                 level,
                 logger,
