@@ -363,8 +363,13 @@ async fn call_hub_tool(
     out: &mpsc::Sender<Value>,
 ) -> Result<Value, Error> {
     // A name the policy does not offer still goes to the policy, which
-    // refuses it (TOOL_NOT_ALLOWED) and audits the attempt.
-    let hub_name = gateway.resolve(name).unwrap_or_else(|| name.to_owned());
+    // refuses it (TOOL_NOT_ALLOWED) and audits the attempt. With prefixes
+    // the client's name is the hub's (no lookup on the hot path).
+    let hub_name = if gateway.inner.options.no_prefix {
+        gateway.resolve(name).unwrap_or_else(|| name.to_owned())
+    } else {
+        name.to_owned()
+    };
     let mut options = CallOptions::default();
     if let Some(token) = progress {
         let out = out.clone();

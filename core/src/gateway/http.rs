@@ -102,6 +102,9 @@ pub async fn serve_http(
                 continue;
             }
         };
+        // Answers are small and go out at once: without this, Nagle's
+        // algorithm and delayed ACKs hold each one back ~40 ms.
+        let _ = stream.set_nodelay(true);
         let state = state.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
@@ -351,6 +354,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         return plain(StatusCode::ACCEPTED, "");
     }
     let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE);
+    let mut asked_for_progress = false;
     {
         let mut routes = session.routes.lock().unwrap();
         for msg in messages.iter().filter(|m| is_request(m)) {
@@ -358,6 +362,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
             routes.waiting.insert(key.clone(), tx.clone());
             if let Some(token) = msg.pointer("/params/_meta/progressToken") {
                 routes.tokens.insert(token.to_string(), key);
+                asked_for_progress = true;
             }
         }
     }
@@ -374,7 +379,9 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         ephemeral,
     };
     let header = new_id.as_deref();
-    if wants_sse {
+    // An SSE stream only when there is something to stream before the
+    // answer (progress); a plain JSON answer costs less.
+    if wants_sse && asked_for_progress {
         sse_response(rx, guard, header)
     } else {
         let mut guard = guard;
