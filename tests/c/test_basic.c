@@ -51,7 +51,7 @@ static void test_servers_and_tools(mcpmux_hub *hub) {
     err = NULL;
     expect_status("search_tools", mcpmux_hub_search_tools(hub, "add two numbers", 0, &json, &err), &err,
                   MCPMUX_STATUS_OK, NULL, NULL);
-    CHECK(json != NULL && strncmp(json, "[{\"name\":\"mcp_demo_add\"", 25) == 0, "search ranks add first: %s", json);
+    CHECK(json != NULL && strncmp(json, "[{\"name\":\"mcp_demo_add\"", strlen("[{\"name\":\"mcp_demo_add\"")) == 0, "search ranks add first: %s", json);
     mcpmux_string_free(json);
     json = NULL;
     CHECK(mcpmux_hub_search_tools(hub, "echo", 1, &json, NULL) == MCPMUX_STATUS_OK && json != NULL &&

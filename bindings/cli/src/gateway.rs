@@ -39,6 +39,9 @@ pub struct GatewayArgs {
     /// Frame text results as untrusted data, as a review session shows them to its model.
     #[arg(long)]
     pub frame_output: bool,
+    /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a [session] table otherwise adds.
+    #[arg(long)]
+    pub no_review_tools: bool,
 }
 
 impl GatewayArgs {
@@ -88,11 +91,21 @@ impl GatewayArgs {
 /// Serves `hub` on stdin/stdout until stdin closes, or over HTTP (`--http`)
 /// until interrupted. Runs on the CLI's runtime; `hub` is closed by the
 /// caller.
-pub async fn run(hub: &Hub, args: &GatewayArgs) -> Result<(), Error> {
+pub async fn run(
+    hub: &Hub,
+    args: &GatewayArgs,
+    config_flag: Option<&std::path::Path>,
+) -> Result<(), Error> {
     let options = args.options()?;
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
     let policy = SessionPolicy::for_hub(hub, settings.as_ref(), args.audit.clone())?;
-    let gateway = Gateway::new(hub.clone(), policy, options)?;
+    let mut gateway = Gateway::new(hub.clone(), policy, options)?;
+    if !args.no_review_tools && !hub.config().session.is_empty() {
+        // The same sessions as `mcpmux review` and `mcpmux serve`: rounds
+        // run in detached processes of this program with this config.
+        let ctx = crate::review::context(crate::review::optional_config(config_flag)?)?;
+        gateway = gateway.offer_review_tools(ctx)?;
+    }
     for server in gateway.servers_offering_nothing() {
         let _ = writeln!(
             std::io::stderr(),

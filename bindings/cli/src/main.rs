@@ -335,7 +335,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         // Served until stdin closes or the gateway is interrupted.
         let outcome = tokio::select! {
-            r = gateway::run(&hub, args) => r,
+            r = gateway::run(&hub, args, cli.config.as_deref()) => r,
             _ = &mut interrupted => Ok(()),
         };
         hub.close().await;

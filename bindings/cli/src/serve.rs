@@ -6,57 +6,12 @@
 
 use std::sync::Arc;
 
-use mcpmux_core::session::{self, SessionContext};
+use mcpmux_core::session::mcp_tools::{call_review_tool, review_tools};
+use mcpmux_core::session::SessionContext;
 use mcpmux_core::{protocol, Error};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
-
-/// The tools: one per session verb, its input schema generated from core's
-/// parameter types ([`session::params::schema`]), so it takes exactly the
-/// fields core accepts. `serve` has no host callback, so the `host`
-/// reviewer is not offered, and `working_dir` is required (serve's own
-/// directory is not the caller's).
-fn tools() -> Value {
-    let tool = |verb: &str, name: &str, description: &str| -> Value {
-        let mut schema = session::params::schema(verb).unwrap_or_else(|_| json!({}));
-        if verb == "begin" {
-            if let Some(Value::Array(e)) = schema.pointer_mut("/properties/reviewer/enum") {
-                e.retain(|r| r != "host");
-            }
-            if let Some(Value::Array(r)) = schema.get_mut("required") {
-                r.push("working_dir".into());
-            }
-        }
-        json!({"name": name, "description": description, "inputSchema": schema})
-    };
-    json!([
-        tool("begin", "review_begin", "Start a review session and its round 1 in the background. Returns {session_dir, round, status} (and analysis_prompt for peer skills). Then call review_wait."),
-        tool("wait", "review_wait", "Wait up to max_wait_seconds for the current round. Returns status, review {verdict, blocks}, activities since the last wait, and next / next_reason telling what to do."),
-        tool("reply", "review_reply", "Answer the review (fixes made, rebuttals) and start the next round on the same thread."),
-        tool("end", "review_end", "End the session: stops a running round, writes meta.json when finalized."),
-    ])
-}
-
-async fn call_tool(ctx: &SessionContext, params: &Value) -> Value {
-    let name = params["name"].as_str().unwrap_or("");
-    let args = match params.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(a) => a.clone(),
-    };
-    let result = match name.strip_prefix("review_") {
-        Some(verb) if session::params::VERBS.contains(&verb) => {
-            session::call(ctx, verb, &args).await
-        }
-        _ => Err(Error::UnknownTool(format!("unknown tool '{name}'"))),
-    };
-    match result {
-        Ok(v) => json!({"content": [{"type": "text", "text": v.to_string()}], "isError": false}),
-        Err(e) => {
-            json!({"content": [{"type": "text", "text": e.to_json().to_string()}], "isError": true})
-        }
-    }
-}
 
 /// Serves until stdin closes.
 pub async fn serve(ctx: SessionContext) -> Result<(), Error> {
@@ -102,12 +57,14 @@ pub async fn serve(ctx: SessionContext) -> Result<(), Error> {
                 }))).await;
             }
             "ping" => send(&out, reply(json!({}))).await,
-            "tools/list" => send(&out, reply(json!({"tools": tools()}))).await,
+            "tools/list" => send(&out, reply(json!({"tools": review_tools()}))).await,
             "tools/call" => {
                 let ctx = ctx.clone();
                 let out = out.clone();
                 calls.spawn(async move {
-                    let result = call_tool(&ctx, &params).await;
+                    let name = params["name"].as_str().unwrap_or("");
+                    let arguments = params.get("arguments").unwrap_or(&Value::Null);
+                    let result = call_review_tool(&ctx, name, arguments).await;
                     send(&out, json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
                 });
             }

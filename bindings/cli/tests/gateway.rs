@@ -578,3 +578,34 @@ fn the_official_typescript_sdk_uses_the_gateway_over_stdio_and_http() {
         "tok-ts-secret".as_ref(),
     ]));
 }
+
+#[test]
+fn a_config_with_a_session_table_adds_the_review_tools_unless_told_not_to() {
+    let sb = Sandbox::with_config(&format!(
+        "{}\n[session]\nreviewer = \"command\"\ncommand = \"true\"\n",
+        demo_entry("demo", "allow_all = true")
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let names = tool_names(&gw.request("tools/list", json!({})));
+    for verb in ["begin", "wait", "reply", "end"] {
+        assert!(names.contains(&format!("review_{verb}")), "{names:?}");
+    }
+    assert!(names.contains(&"mcp_demo_add".to_owned()), "{names:?}");
+    // The call reaches the session layer, which checks its input.
+    let ended = gw.request(
+        "tools/call",
+        json!({"name": "review_end", "arguments": {"session_dir": 42}}),
+    );
+    assert_eq!(ended["result"]["isError"], true, "{ended}");
+    assert!(
+        ended["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("INVALID_INPUT"),
+        "{ended}"
+    );
+    drop(gw);
+    let mut gw = Raw::start(&sb, &["--no-review-tools"]);
+    let names = tool_names(&gw.request("tools/list", json!({})));
+    assert!(!names.iter().any(|n| n.starts_with("review_")), "{names:?}");
+}

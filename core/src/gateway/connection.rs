@@ -328,6 +328,13 @@ async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Value>) -> V
         .pointer("/_meta/progressToken")
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
+    #[cfg(feature = "sessions")]
+    if let Some(ctx) = gateway.review() {
+        if crate::session::mcp_tools::is_review_tool(name) {
+            let arguments = arguments.cloned().unwrap_or(Value::Null);
+            return crate::session::mcp_tools::call_review_tool(ctx, name, &arguments).await;
+        }
+    }
     let result = match gateway.inner.options.mode {
         GatewayMode::Search => match name {
             SEARCH_TOOLS => Ok(search(gateway, arguments)),

@@ -81,6 +81,9 @@ struct Shared {
     hub: Hub,
     policy: Arc<SessionPolicy>,
     options: GatewayOptions,
+    /// Where the review tools run, when offered.
+    #[cfg(feature = "sessions")]
+    review: Option<crate::session::SessionContext>,
 }
 
 impl Gateway {
@@ -109,8 +112,31 @@ impl Gateway {
                 hub,
                 policy: Arc::new(policy),
                 options,
+                #[cfg(feature = "sessions")]
+                review: None,
             }),
         })
+    }
+
+    /// Also offers the review tools of `mcpmux serve` (`review_begin`,
+    /// `review_wait`, `review_reply`, `review_end`), run with `ctx`. Call it
+    /// before serving (a gateway already shared is `INTERNAL`).
+    #[cfg(feature = "sessions")]
+    pub fn offer_review_tools(
+        mut self,
+        ctx: crate::session::SessionContext,
+    ) -> Result<Gateway, Error> {
+        let shared = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+            Error::Internal("offer_review_tools: the gateway is already serving".into())
+        })?;
+        shared.review = Some(ctx);
+        Ok(self)
+    }
+
+    /// The review tools' context, when they are offered.
+    #[cfg(feature = "sessions")]
+    fn review(&self) -> Option<&crate::session::SessionContext> {
+        self.inner.review.as_ref()
     }
 
     /// The hub behind the gateway.
@@ -142,6 +168,17 @@ impl Gateway {
 
     /// The `tools` of a `tools/list` answer.
     fn tools_list(&self) -> Vec<Value> {
+        #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
+        let mut tools = self.hub_tools_list();
+        #[cfg(feature = "sessions")]
+        if self.review().is_some() {
+            tools.extend(crate::session::mcp_tools::review_tools());
+        }
+        tools
+    }
+
+    /// The hub's part of a `tools/list` answer.
+    fn hub_tools_list(&self) -> Vec<Value> {
         match self.inner.options.mode {
             GatewayMode::Full => {
                 let offered = self.offered();

@@ -21,6 +21,7 @@
 mod agent;
 mod command;
 pub mod input;
+pub mod mcp_tools;
 pub mod params;
 pub mod process;
 mod providers;
