@@ -609,3 +609,38 @@ fn a_config_with_a_session_table_adds_the_review_tools_unless_told_not_to() {
     let names = tool_names(&gw.request("tools/list", json!({})));
     assert!(!names.iter().any(|n| n.starts_with("review_")), "{names:?}");
 }
+
+#[test]
+fn a_tool_that_requires_a_task_is_a_plain_call_through_the_gateway() {
+    let js = everything_server();
+    let sb = Sandbox::with_config(&stdio_server(
+        "everything",
+        Path::new("node"),
+        &[js.to_str().unwrap(), "stdio"],
+        "allow_tools = [\"simulate-research-query\"]\nconfirm_read_only = [\"simulate-research-query\"]",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let list = gw.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let research = tools
+        .iter()
+        .find(|t| t["name"] == "mcp_everything_simulate-research-query")
+        .unwrap_or_else(|| panic!("not listed: {list}"));
+    // The gateway runs the task itself: its clients see no taskSupport.
+    assert!(
+        research.pointer("/execution/taskSupport").is_none(),
+        "{research}"
+    );
+    let called = gw.request(
+        "tools/call",
+        json!({"name": "mcp_everything_simulate-research-query", "arguments": {"topic": "gateways"}}),
+    );
+    assert_ne!(called["result"]["isError"], true, "{called}");
+    assert!(
+        called["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("gateways"),
+        "{called}"
+    );
+}

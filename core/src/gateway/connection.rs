@@ -24,7 +24,6 @@ use crate::client::CallOptions;
 use crate::error::Error;
 use crate::events::HubEvent;
 use crate::jsonrpc::ProgressUpdate;
-use crate::llm::tool_format::{render_as, ToolFormat};
 use crate::policy::output;
 use crate::protocol;
 
@@ -467,8 +466,10 @@ fn describe(gateway: &Gateway, arguments: Option<&Value>) -> Result<Value, Error
         .into_iter()
         .find(|t| t.name == hub_name)
         .ok_or_else(|| Error::UnknownTool(format!("no tool '{name}' is offered")))?;
-    let mut rendered = render_as(std::slice::from_ref(&tool), ToolFormat::Mcp)[0].clone();
-    rendered["name"] = gateway.shown_name(&tool).into();
+    let rendered = gateway
+        .listed(std::slice::from_ref(&tool))
+        .pop()
+        .unwrap_or(Value::Null);
     Ok(json!({
         "content": [{"type": "text", "text": rendered.to_string()}],
         "structuredContent": rendered,

@@ -161,9 +161,10 @@ impl Gateway {
             .collect()
     }
 
-    /// The tools the policy offers now, in hub order.
+    /// The tools the policy offers now, in hub order (of those the hub can
+    /// call: see `Hub::callable_tools`).
     fn offered(&self) -> Vec<HubTool> {
-        self.inner.policy.offered(&self.inner.hub.list_tools())
+        self.inner.policy.offered(&self.inner.hub.callable_tools())
     }
 
     /// The `tools` of a `tools/list` answer.
@@ -180,20 +181,30 @@ impl Gateway {
     /// The hub's part of a `tools/list` answer.
     fn hub_tools_list(&self) -> Vec<Value> {
         match self.inner.options.mode {
-            GatewayMode::Full => {
-                let offered = self.offered();
-                let Value::Array(mut tools) = render_as(&offered, ToolFormat::Mcp) else {
-                    return Vec::new();
-                };
-                if self.inner.options.no_prefix {
-                    for (tool, hub_tool) in tools.iter_mut().zip(&offered) {
-                        tool["name"] = hub_tool.tool.clone().into();
-                    }
-                }
-                tools
-            }
+            GatewayMode::Full => self.listed(&self.offered()),
             GatewayMode::Search => search_mode_tools(),
         }
+    }
+
+    /// `tools` as the client sees them: MCP form, under the names it
+    /// knows, without `execution.taskSupport`: the gateway runs a tool that
+    /// needs a task as one itself (polling, answering, cancelling) and
+    /// answers the client's plain `tools/call` with the task's result, so
+    /// to its clients no tool needs task augmentation.
+    fn listed(&self, tools: &[HubTool]) -> Vec<Value> {
+        let Value::Array(mut listed) = render_as(tools, ToolFormat::Mcp) else {
+            return Vec::new();
+        };
+        for (tool, hub_tool) in listed.iter_mut().zip(tools) {
+            tool["name"] = self.shown_name(hub_tool).into();
+            if let Some(Value::Object(execution)) = tool.get_mut("execution") {
+                execution.remove("taskSupport");
+                if execution.is_empty() {
+                    tool.as_object_mut().map(|t| t.remove("execution"));
+                }
+            }
+        }
+        listed
     }
 
     /// The hub name of the tool a client calls `name`, if the policy
