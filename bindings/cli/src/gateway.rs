@@ -39,7 +39,7 @@ pub struct GatewayArgs {
     /// Frame text results as untrusted data, as a review session shows them to its model.
     #[arg(long)]
     pub frame_output: bool,
-    /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a [session] table otherwise adds.
+    /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
 }

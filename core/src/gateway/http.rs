@@ -10,7 +10,7 @@
 //! time, never logged); a request whose `Origin` is not the gateway's own
 //! is 403 (DNS rebinding). Binding to anything but loopback needs a token.
 //!
-//! Each session owns one [`Connection`]; a router task per session sends
+//! Each session owns one connection (`connection.rs`); a router task per session sends
 //! each answer to the `POST` that carried its request, progress to the
 //! stream of the request that asked for it, and everything else to the
 //! session's `GET` stream (dropped when none is open). All bounded.

@@ -3,7 +3,7 @@
 //! operator policy of the config, to any MCP client.
 //!
 //! [`Gateway`] holds what every downstream connection shares (the hub, the
-//! policy, the options); each connection ([`connection`]) answers one
+//! policy, the options); each connection (`connection.rs`) answers one
 //! client's requests, relays progress and cancellation, and forwards the
 //! hub's change notifications. [`stdio`] serves one client over
 //! newline-delimited JSON-RPC on a reader and a writer.
