@@ -32,14 +32,12 @@
 mod harness;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use harness::{demo_server, echo_args, BoxError, Res, ROUNDS};
+use harness::{demo_server, BoxError, Res, ROUNDS};
 use mcpmux_core::gateway::{serve_http, Gateway, GatewayOptions, HttpOptions};
 use mcpmux_core::policy::SessionPolicy;
-use mcpmux_core::{CallOptions, Config, Hub};
+use mcpmux_core::{Config, Hub};
 
 /// Calls in flight.
 const IN_FLIGHT: usize = 64;
@@ -140,26 +138,5 @@ async fn serve(
 
 /// `calls` echo calls to `tool` by `IN_FLIGHT` tasks; the wall time.
 async fn pipelined(hub: &Hub, tool: &'static str, calls: usize) -> Res<Duration> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let args = Arc::new(echo_args());
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..IN_FLIGHT)
-        .map(|_| {
-            let (hub, next, args) = (hub.clone(), next.clone(), args.clone());
-            tokio::spawn(async move {
-                let opts = CallOptions::default();
-                while next.fetch_add(1, Ordering::Relaxed) < calls {
-                    let result = hub.call_tool(tool, Some(&args), &opts).await?;
-                    if result.is_error() {
-                        return Err(format!("{tool}: {}", result.json()).into());
-                    }
-                }
-                Ok::<_, BoxError>(())
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
-    }
-    Ok(start.elapsed())
+    harness::pipelined_calls(hub, tool, calls, IN_FLIGHT).await
 }

@@ -147,6 +147,40 @@ pub(crate) fn echo_args() -> Value {
     serde_json::json!({ "text": ECHO_TEXT })
 }
 
+/// `calls` echo calls to `tool` through `hub` by `in_flight` tokio tasks
+/// calling in a loop; the wall time. A tool error fails the run.
+pub(crate) async fn pipelined_calls(
+    hub: &Hub,
+    tool: &'static str,
+    calls: usize,
+    in_flight: usize,
+) -> Res<Duration> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let next = Arc::new(AtomicUsize::new(0));
+    let args = Arc::new(echo_args());
+    let start = std::time::Instant::now();
+    let tasks: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let (hub, next, args) = (hub.clone(), next.clone(), args.clone());
+            tokio::spawn(async move {
+                let opts = mcpmux_core::CallOptions::default();
+                while next.fetch_add(1, Ordering::Relaxed) < calls {
+                    let result = hub.call_tool(tool, Some(&args), &opts).await?;
+                    if result.is_error() {
+                        return Err(format!("{tool}: {}", result.json()).into());
+                    }
+                }
+                Ok::<_, BoxError>(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed())
+}
+
 /// Per-call latencies and the wall time they took together.
 #[derive(Default)]
 pub(crate) struct Latencies {

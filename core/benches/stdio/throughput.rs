@@ -2,11 +2,9 @@
 
 use std::io::{BufRead, Write};
 use std::process::ChildStdin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpmux_core::{CallOptions, Hub};
+use mcpmux_core::Hub;
 
 use crate::harness::*;
 use crate::report::*;
@@ -72,25 +70,7 @@ pub(crate) fn bench_throughput(
 
 /// `calls` echo calls through the hub by `IN_FLIGHT` tasks; the wall time.
 pub(crate) async fn hub_pipelined(hub: &Hub, calls: usize) -> Res<Duration> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let args = Arc::new(echo_args());
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..IN_FLIGHT)
-        .map(|_| {
-            let (hub, next, args) = (hub.clone(), next.clone(), args.clone());
-            tokio::spawn(async move {
-                let opts = CallOptions::default();
-                while next.fetch_add(1, Ordering::Relaxed) < calls {
-                    hub.call_tool("mcp_demo_echo", Some(&args), &opts).await?;
-                }
-                Ok::<_, BoxError>(())
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
-    }
-    Ok(start.elapsed())
+    pipelined_calls(hub, "mcp_demo_echo", calls, IN_FLIGHT).await
 }
 
 /// The ceiling: `calls` calls over the raw pipe, a writer thread keeping at
