@@ -73,6 +73,20 @@ impl Drop for NetServer {
     }
 }
 
+/// Runs a client script that prints one JSON summary line last; the
+/// summary (the script's output in the failure when it fails).
+fn client_summary(command: &mut Command) -> Value {
+    let out = command.output().expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.trim().lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 #[test]
 fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     let sb = Sandbox::new();
@@ -103,21 +117,14 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
             legacy.entry("legacy", "sse", "/sse"),
         ),
     );
-    let out = Command::new(python())
-        .arg(workspace_root().join("bindings/cli/tests/gateway_client.py"))
-        .arg(mcpmux_bin())
-        .arg(sb.path().join("mcpmux.toml"))
-        .arg(&pid_file)
-        .current_dir(sb.path())
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let s = client_summary(
+        Command::new(python())
+            .arg(workspace_root().join("bindings/cli/tests/gateway_client.py"))
+            .arg(mcpmux_bin())
+            .arg(sb.path().join("mcpmux.toml"))
+            .arg(&pid_file)
+            .current_dir(sb.path()),
     );
-    let s: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
     assert_eq!(s["server"], "mcpmux-gateway", "{s:#}");
     for capability in ["completions", "logging", "prompts", "resources", "tools"] {
         assert!(
@@ -425,19 +432,12 @@ impl Drop for HttpGateway {
 fn the_official_python_sdk_uses_the_gateway_over_streamable_http() {
     let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
     let gw = HttpGateway::start(&sb, "tok-gw-secret");
-    let out = Command::new(python())
-        .arg(workspace_root().join("bindings/cli/tests/gateway_http_client.py"))
-        .arg(&gw.url)
-        .arg("tok-gw-secret")
-        .output()
-        .expect("run the Python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let s = client_summary(
+        Command::new(python())
+            .arg(workspace_root().join("bindings/cli/tests/gateway_http_client.py"))
+            .arg(&gw.url)
+            .arg("tok-gw-secret"),
     );
-    let s: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
     assert_eq!(s["server"], "mcpmux-gateway", "{s:#}");
     assert_eq!(s["session"], true, "{s:#}");
     assert!(
@@ -530,19 +530,12 @@ fn a_non_loopback_http_gateway_without_a_token_refuses_to_start() {
 /// Runs `gateway_ts_client.cjs` (the official TypeScript SDK client) with
 /// `args`; its summary.
 fn ts_client(args: &[&std::ffi::OsStr]) -> Value {
-    let out = Command::new("node")
-        .arg(workspace_root().join("bindings/cli/tests/gateway_ts_client.cjs"))
-        .arg(workspace_root().join("tests/peers"))
-        .args(args)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap()
+    client_summary(
+        Command::new("node")
+            .arg(workspace_root().join("bindings/cli/tests/gateway_ts_client.cjs"))
+            .arg(workspace_root().join("tests/peers"))
+            .args(args),
+    )
 }
 
 fn check_ts_summary(s: &Value) {
