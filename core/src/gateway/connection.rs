@@ -83,6 +83,15 @@ impl Connection {
         };
         let key = id.to_string();
         let mut inflight = self.inflight.lock().unwrap();
+        if inflight.contains_key(&key) {
+            let _ = self.out.try_send(error_answer(
+                &id,
+                -32600,
+                "a request with this id is already in flight",
+                None,
+            ));
+            return;
+        }
         if inflight.len() >= MAX_REQUESTS_IN_FLIGHT {
             let _ = self.out.try_send(error_answer(
                 &id,
@@ -103,8 +112,10 @@ impl Connection {
                 Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
                 Err(e) => error_of(&id, &e),
             };
-            table.lock().unwrap().remove(&task_key);
+            // Counted until its answer is queued: a client that stops
+            // reading holds at most MAX_REQUESTS_IN_FLIGHT answers.
             let _ = out.send(answer).await;
+            table.lock().unwrap().remove(&task_key);
         });
         // The task removes its entry under the same lock, so it cannot do
         // so before this insert.
