@@ -34,7 +34,8 @@ use super::Gateway;
 use crate::error::Error;
 use crate::stateless;
 
-/// Most sessions open at once; past it `initialize` is answered 503.
+/// Most sessions open at once; past it a new `initialize` ends the session
+/// idle longest.
 pub const MAX_SESSIONS: usize = 256;
 /// Messages waiting on one response stream.
 const STREAM_QUEUE: usize = 256;
@@ -131,6 +132,23 @@ struct State {
 struct Session {
     connection: Connection,
     routes: Arc<Mutex<Routes>>,
+    /// When a request last named it: with all sessions taken, the one
+    /// idle longest makes room (clients often leave without `DELETE`).
+    last_used: Mutex<std::time::Instant>,
+}
+
+impl Session {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap() = std::time::Instant::now();
+    }
+
+    fn end(&self) {
+        self.connection.close();
+        // Ends its GET stream and any POST still waiting.
+        let mut routes = self.routes.lock().unwrap();
+        routes.standalone = None;
+        routes.waiting.clear();
+    }
 }
 
 /// Where a session's outgoing messages go.
@@ -158,6 +176,7 @@ impl Session {
         Session {
             connection: Connection::new(gateway, out),
             routes,
+            last_used: Mutex::new(std::time::Instant::now()),
         }
     }
 }
@@ -231,11 +250,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
             let removed = state.sessions.lock().unwrap().remove(&id);
             match removed {
                 Some(session) => {
-                    session.connection.close();
-                    // Ends its GET stream and any POST still waiting.
-                    let mut routes = session.routes.lock().unwrap();
-                    routes.standalone = None;
-                    routes.waiting.clear();
+                    session.end();
                     plain(StatusCode::OK, "")
                 }
                 None => plain(StatusCode::NOT_FOUND, "unknown session"),
@@ -308,7 +323,10 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     // made for this request alone (the stateless revision).
     let (session, new_id, ephemeral) = match (&session_id, initialize, stateless) {
         (Some(id), _, _) => match state.sessions.lock().unwrap().get(id) {
-            Some(s) => (s.clone(), None, false),
+            Some(s) => {
+                s.touch();
+                (s.clone(), None, false)
+            }
             None => {
                 return plain(
                     StatusCode::NOT_FOUND,
@@ -319,10 +337,13 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         (None, true, _) => {
             let mut sessions = state.sessions.lock().unwrap();
             if sessions.len() >= MAX_SESSIONS {
-                return plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions; end one with DELETE",
-                );
+                let idlest = sessions
+                    .iter()
+                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
+                    .map(|(id, _)| id.clone());
+                if let Some(old) = idlest.and_then(|id| sessions.remove(&id)) {
+                    old.end();
+                }
             }
             let Some(id) = new_session_id() else {
                 return plain(
@@ -420,6 +441,7 @@ fn get(state: &State, session_id: Option<String>) -> Response<Body> {
     let Some(session) = state.sessions.lock().unwrap().get(&id).cloned() else {
         return plain(StatusCode::NOT_FOUND, "unknown session");
     };
+    session.touch();
     let (tx, rx) = mpsc::channel(STREAM_QUEUE);
     // A new GET stream replaces the old one (which then ends).
     session.routes.lock().unwrap().standalone = Some(tx);

@@ -21,7 +21,7 @@ use crate::hub::{Hub, HubTool};
 use crate::llm::tool_format::{render_as, ToolFormat};
 use crate::policy::SessionPolicy;
 
-pub use http::{serve_http, HttpOptions};
+pub use http::{serve_http, HttpOptions, MAX_SESSIONS};
 pub use stdio::serve_stdio;
 
 /// Which tools a gateway lists.

@@ -1,0 +1,106 @@
+//! The gateway's Streamable HTTP server at the session level: sessions are
+//! bounded (the one idle longest makes room), `DELETE` ends one, and a
+//! session id that ended is 404.
+
+mod common;
+
+use common::*;
+use mcpmux_core::gateway::{serve_http, Gateway, GatewayOptions, HttpOptions, MAX_SESSIONS};
+use mcpmux_core::policy::SessionPolicy;
+use mcpmux_core::Hub;
+use serde_json::{json, Value};
+
+/// A gateway over the demo server on a free loopback port; its URL.
+async fn gateway() -> (Hub, String) {
+    let hub = Hub::connect(config(&[demo_entry("demo", "allow_all = true")]))
+        .await
+        .unwrap();
+    let policy = SessionPolicy::for_hub(&hub, None, None).unwrap();
+    let gateway = Gateway::new(hub.clone(), policy, GatewayOptions::default()).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let options = HttpOptions {
+        token: None,
+        max_message_bytes: 1 << 20,
+    };
+    tokio::spawn(serve_http(gateway, listener, options));
+    (hub, url)
+}
+
+/// POSTs `body` (JSON answers asked for) in `session`; status, session
+/// header, body.
+async fn post(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
+    let mut req = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(body.to_string());
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id);
+    }
+    let response = req.send().await.unwrap();
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.text().await.unwrap();
+    (
+        status,
+        id,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}
+    }})
+}
+
+fn list() -> Value {
+    json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_bounded_the_idlest_makes_room_and_delete_ends_one() {
+    let (hub, url) = gateway().await;
+    let http = reqwest::Client::new();
+    let mut ids = Vec::new();
+    for _ in 0..MAX_SESSIONS {
+        let (status, id, _) = post(&http, &url, None, initialize()).await;
+        assert_eq!(status, 200);
+        ids.push(id.expect("a session id"));
+    }
+    // The first session is used again, so the second is now the idlest.
+    let (status, _, answer) = post(&http, &url, Some(&ids[0]), list()).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+    let (status, newest, _) = post(&http, &url, None, initialize()).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = post(&http, &url, Some(&ids[1]), list()).await;
+    assert_eq!(status, 404, "the idlest session made room");
+    let (status, _, _) = post(&http, &url, Some(&ids[0]), list()).await;
+    assert_eq!(status, 200, "a session in use stays");
+    let newest = newest.unwrap();
+    let (status, _, _) = post(&http, &url, Some(&newest), list()).await;
+    assert_eq!(status, 200);
+    // DELETE ends a session.
+    let deleted = http
+        .delete(&url)
+        .header("mcp-session-id", &newest)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status().as_u16(), 200);
+    let (status, _, _) = post(&http, &url, Some(&newest), list()).await;
+    assert_eq!(status, 404);
+    hub.close().await;
+}
