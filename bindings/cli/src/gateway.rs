@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 
 use mcpmux_core::gateway::http::check_bind;
 use mcpmux_core::gateway::{
-    serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions,
+    serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
 };
 use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
@@ -95,11 +95,15 @@ pub async fn run(
     hub: &Hub,
     args: &GatewayArgs,
     config_flag: Option<&std::path::Path>,
+    relay: Option<Relay>,
 ) -> Result<(), Error> {
     let options = args.options()?;
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
     let policy = SessionPolicy::for_hub(hub, settings.as_ref(), args.audit.clone())?;
     let mut gateway = Gateway::new(hub.clone(), policy, options)?;
+    if let Some(relay) = relay {
+        gateway = gateway.relay_to_clients(relay)?;
+    }
     if !args.no_review_tools && !hub.config().session.is_empty() {
         // The same sessions as `mcpmux review` and `mcpmux serve`: rounds
         // run in detached processes of this program with this config.

@@ -312,8 +312,12 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     // Subscribed before connect, so that `watch` shows the servers start.
     let events = mcpmux_core::events::EventSender::default();
     let watching = matches!(cli.command, Command::Watch { .. }).then(|| events.subscribe());
+    // A gateway relays the servers' requests (sampling, elicitation,
+    // roots) to its clients: the hub gets the relay's handlers.
+    let relay = matches!(cli.command, Command::Gateway(_)).then(mcpmux_core::gateway::Relay::new);
     let options = mcpmux_core::HubOptions {
         events,
+        handlers: relay.as_ref().map(|r| r.handlers()).unwrap_or_default(),
         ..mcpmux_core::HubOptions::default()
     };
     let hub = tokio::select! {
@@ -335,7 +339,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         // Served until stdin closes or the gateway is interrupted.
         let outcome = tokio::select! {
-            r = gateway::run(&hub, args, cli.config.as_deref()) => r,
+            r = gateway::run(&hub, args, cli.config.as_deref(), relay) => r,
             _ = &mut interrupted => Ok(()),
         };
         hub.close().await;

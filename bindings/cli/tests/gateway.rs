@@ -637,3 +637,29 @@ fn a_tool_that_requires_a_task_is_a_plain_call_through_the_gateway() {
         "{called}"
     );
 }
+
+#[test]
+fn requests_from_a_server_are_relayed_to_the_client_that_can_answer_them() {
+    let sb = Sandbox::with_config(&python_entry(
+        "asks",
+        "asks_client.py",
+        "allow_all = true\nconfirm_read_only = [\"ask\"]",
+    ));
+    let s = client_summary(
+        Command::new(python())
+            .arg(workspace_root().join("bindings/cli/tests/gateway_relay_client.py"))
+            .arg(mcpmux_bin())
+            .arg(sb.path().join("mcpmux.toml"))
+            .current_dir(sb.path()),
+    );
+    assert_eq!(
+        s["elicit"]["result"]["content"]["answer"], "from the client: which one?",
+        "{s:#}"
+    );
+    assert_eq!(s["elicit"]["result"]["action"], "accept", "{s:#}");
+    assert_eq!(
+        s["sample"]["result"]["content"]["text"], "sampled by the client",
+        "{s:#}"
+    );
+    assert_eq!(s["roots"]["error"]["code"], -32601, "{s:#}");
+}

@@ -9,13 +9,15 @@
 //! make the gateway hold an unbounded backlog).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::relay::{capability_for, RelayTarget};
 use super::{
     Gateway, GatewayMode, CALL_TOOL, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOL, MAX_SEARCH_LIMIT,
     SEARCH_TOOLS,
@@ -39,6 +41,8 @@ pub struct Connection {
     gateway: Gateway,
     out: mpsc::Sender<Value>,
     log_level: LogLevel,
+    /// This client as the target of relayed server requests.
+    downstream: Arc<Downstream>,
     inflight: Arc<Mutex<HashMap<String, AbortHandle>>>,
     forwarder: AbortHandle,
 }
@@ -54,10 +58,17 @@ impl Connection {
             log_level.clone(),
         ))
         .abort_handle();
+        let downstream = Arc::new(Downstream {
+            out: out.clone(),
+            capabilities: Mutex::new(Value::Null),
+            pending: Arc::default(),
+            next_id: AtomicU64::new(1),
+        });
         Connection {
             gateway,
             out,
             log_level,
+            downstream,
             inflight: Arc::default(),
             forwarder,
         }
@@ -68,7 +79,9 @@ impl Connection {
     /// other notifications and answers are ignored.
     pub fn handle(&self, msg: Value) {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
-            return; // an answer to nothing we asked
+            // An answer to a request we relayed (or to nothing we asked).
+            self.downstream.answered(&msg);
+            return;
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = msg.get("id").cloned() else {
@@ -101,6 +114,9 @@ impl Connection {
             ));
             return;
         }
+        if method == "initialize" {
+            self.attach(&params);
+        }
         let gateway = self.gateway.clone();
         let out = self.out.clone();
         let log_level = self.log_level.clone();
@@ -122,6 +138,17 @@ impl Connection {
         inflight.insert(key, task.abort_handle());
     }
 
+    /// Records what the client can do (its `initialize` capabilities) and
+    /// offers it to the gateway's relay.
+    fn attach(&self, params: &Value) {
+        *self.downstream.capabilities.lock().unwrap() =
+            params.get("capabilities").cloned().unwrap_or(Value::Null);
+        if let Some(relay) = &self.gateway.inner.relay {
+            let target: Arc<dyn RelayTarget> = self.downstream.clone();
+            relay.attach(Arc::downgrade(&target));
+        }
+    }
+
     /// Cancels the client's calls in flight and stops forwarding.
     pub fn close(&self) {
         self.forwarder.abort();
@@ -134,6 +161,118 @@ impl Connection {
 impl Drop for Connection {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+/// Most relayed requests waiting for one client's answer.
+const MAX_RELAYED_IN_FLIGHT: usize = 64;
+
+/// Relayed requests waiting for the client, by our request id.
+type Waiters = HashMap<String, oneshot::Sender<Result<Value, Error>>>;
+
+/// One client as the target of relayed server requests.
+struct Downstream {
+    out: mpsc::Sender<Value>,
+    /// Its `initialize` capabilities.
+    capabilities: Mutex<Value>,
+    /// Our request id → who waits for the answer.
+    pending: Arc<Mutex<Waiters>>,
+    next_id: AtomicU64,
+}
+
+impl Downstream {
+    /// Hands an answer from the client to the relayed request it answers.
+    fn answered(&self, msg: &Value) {
+        let Some(id) = msg.get("id").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(waiter) = self.pending.lock().unwrap().remove(id) else {
+            return;
+        };
+        let outcome = match (msg.get("result"), msg.get("error")) {
+            (Some(result), _) => Ok(result.clone()),
+            (None, Some(error)) => Err(Error::ServerError {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the client answered with an error")
+                    .chars()
+                    .take(4096)
+                    .collect(),
+                data: error.get("data").cloned(),
+            }),
+            (None, None) => Err(Error::ProtocolError(
+                "the client's answer has neither result nor error".into(),
+            )),
+        };
+        let _ = waiter.send(outcome);
+    }
+}
+
+/// Removes a relayed request's entry when its waiter goes away (answered,
+/// or the server cancelled it).
+struct PendingEntry {
+    pending: Arc<Mutex<Waiters>>,
+    id: String,
+}
+
+impl Drop for PendingEntry {
+    fn drop(&mut self) {
+        self.pending.lock().unwrap().remove(&self.id);
+    }
+}
+
+impl RelayTarget for Downstream {
+    fn accepts(&self, method: &str) -> bool {
+        capability_for(method).is_some_and(|c| {
+            self.capabilities
+                .lock()
+                .unwrap()
+                .get(c)
+                .is_some_and(|v| !v.is_null())
+        })
+    }
+
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, Error>> {
+        let id = format!(
+            "mcpmux-gateway-{}",
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut pending = self.pending.lock().unwrap();
+            if pending.len() >= MAX_RELAYED_IN_FLIGHT {
+                return Box::pin(async move {
+                    Err(Error::LimitExceeded(format!(
+                        "at most {MAX_RELAYED_IN_FLIGHT} requests may wait for the gateway's client"
+                    )))
+                });
+            }
+            pending.insert(id.clone(), tx);
+        }
+        let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if !params.is_null() {
+            msg["params"] = params;
+        }
+        let entry = PendingEntry {
+            pending: self.pending.clone(),
+            id,
+        };
+        let sent = self.out.try_send(msg).is_ok();
+        Box::pin(async move {
+            let _entry = entry;
+            if !sent {
+                return Err(Error::TransportClosed(
+                    "the gateway's client is not reading".into(),
+                ));
+            }
+            rx.await.unwrap_or_else(|_| {
+                Err(Error::TransportClosed(
+                    "the gateway's client went away".into(),
+                ))
+            })
+        })
     }
 }
 

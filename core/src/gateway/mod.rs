@@ -10,6 +10,7 @@
 
 mod connection;
 pub mod http;
+pub mod relay;
 pub mod stdio;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::llm::tool_format::{render_as, ToolFormat};
 use crate::policy::SessionPolicy;
 
 pub use http::{serve_http, HttpOptions, MAX_SESSIONS};
+pub use relay::Relay;
 pub use stdio::serve_stdio;
 
 /// Which tools a gateway lists.
@@ -81,6 +83,9 @@ struct Shared {
     hub: Hub,
     policy: Arc<SessionPolicy>,
     options: GatewayOptions,
+    /// Relays the servers' requests to clients, when the hub was connected
+    /// with its handlers.
+    relay: Option<Relay>,
     /// Where the review tools run, when offered.
     #[cfg(feature = "sessions")]
     review: Option<crate::session::SessionContext>,
@@ -112,10 +117,23 @@ impl Gateway {
                 hub,
                 policy: Arc::new(policy),
                 options,
+                relay: None,
                 #[cfg(feature = "sessions")]
                 review: None,
             }),
         })
+    }
+
+    /// Relays the servers' requests (sampling, elicitation, roots) to this
+    /// gateway's clients through `relay`, whose handlers the hub was
+    /// connected with ([`Relay::handlers`]). Call it before serving (a
+    /// gateway already shared is `INTERNAL`).
+    pub fn relay_to_clients(mut self, relay: Relay) -> Result<Gateway, Error> {
+        let shared = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+            Error::Internal("relay_to_clients: the gateway is already serving".into())
+        })?;
+        shared.relay = Some(relay);
+        Ok(self)
     }
 
     /// Also offers the review tools of `mcpmux serve` (`review_begin`,
