@@ -186,6 +186,8 @@ struct Raw {
     stdin: std::process::ChildStdin,
     lines: mpsc::Receiver<String>,
     next_id: u64,
+    /// Messages read while waiting for something else.
+    seen: Vec<Value>,
 }
 
 impl Raw {
@@ -216,6 +218,7 @@ impl Raw {
             stdin,
             lines,
             next_id: 0,
+            seen: Vec::new(),
         };
         raw.request(
             "initialize",
@@ -243,6 +246,25 @@ impl Raw {
             if msg["id"] == id {
                 return msg;
             }
+            self.seen.push(msg);
+        }
+    }
+
+    /// The first notification `method` (already seen, or the next one).
+    fn notification(&mut self, method: &str) -> Value {
+        if let Some(i) = self.seen.iter().position(|m| m["method"] == method) {
+            return self.seen.remove(i);
+        }
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(HANG)
+                .unwrap_or_else(|_| panic!("no {method} within {HANG:?}"));
+            let msg: Value = serde_json::from_str(&line).unwrap();
+            if msg["method"] == method {
+                return msg;
+            }
+            self.seen.push(msg);
         }
     }
 }
@@ -662,4 +684,51 @@ fn requests_from_a_server_are_relayed_to_the_client_that_can_answer_them() {
         "{s:#}"
     );
     assert_eq!(s["roots"]["error"]["code"], -32601, "{s:#}");
+}
+
+#[test]
+fn completions_subscriptions_and_logging_work_end_to_end_with_server_everything() {
+    let js = everything_server();
+    let sb = Sandbox::with_config(&stdio_server(
+        "everything",
+        Path::new("node"),
+        &[js.to_str().unwrap(), "stdio"],
+        "allow_tools = [\"toggle-subscriber-updates\", \"toggle-simulated-logging\"]\nconfirm_read_only = [\"toggle-subscriber-updates\", \"toggle-simulated-logging\"]",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    // A prompt argument, under the prompt's gateway name.
+    let c = gw.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "mcp_everything_completable-prompt"},
+               "argument": {"name": "department", "value": "E"}}),
+    );
+    assert_eq!(
+        c["result"]["completion"]["values"],
+        json!(["Engineering"]),
+        "{c}"
+    );
+    // A subscribed resource's updates reach the client.
+    let resources = gw.request("resources/list", json!({}));
+    let uri = resources["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{resources}"))
+        .to_owned();
+    let sub = gw.request("resources/subscribe", json!({ "uri": uri }));
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    let toggled = gw.request(
+        "tools/call",
+        json!({"name": "mcp_everything_toggle-subscriber-updates", "arguments": {}}),
+    );
+    assert_ne!(toggled["result"]["isError"], true, "{toggled}");
+    let updated = gw.notification("notifications/resources/updated");
+    assert_eq!(updated["params"]["uri"], uri, "{updated}");
+    // Server logs reach the client once it sets a level.
+    let set = gw.request("logging/setLevel", json!({"level": "debug"}));
+    assert_eq!(set["result"], json!({}), "{set}");
+    gw.request(
+        "tools/call",
+        json!({"name": "mcp_everything_toggle-simulated-logging", "arguments": {}}),
+    );
+    let log = gw.notification("notifications/message");
+    assert!(log["params"]["level"].is_string(), "{log}");
 }
