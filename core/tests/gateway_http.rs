@@ -104,3 +104,28 @@ async fn sessions_are_bounded_the_idlest_makes_room_and_delete_ends_one() {
     assert_eq!(status, 404);
     hub.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_protocol_version_header_is_checked_and_can_ask_for_the_stateless_revision() {
+    let (hub, url) = gateway().await;
+    let http = reqwest::Client::new();
+    let send = |version: &str| {
+        http.post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-protocol-version", version)
+            .body(list().to_string())
+            .send()
+    };
+    let refused = send("1999-01-01").await.unwrap();
+    assert_eq!(refused.status().as_u16(), 400);
+    // No session, the stateless revision in the header: answered.
+    let answered = send("2026-07-28").await.unwrap();
+    assert_eq!(answered.status().as_u16(), 200);
+    let body: Value = serde_json::from_str(&answered.text().await.unwrap()).unwrap();
+    assert!(body["result"]["tools"].is_array(), "{body}");
+    // A stateful revision without a session: initialize first.
+    let no_session = send("2025-11-25").await.unwrap();
+    assert_eq!(no_session.status().as_u16(), 400);
+    hub.close().await;
+}

@@ -268,6 +268,19 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
 
 /// A `POST`: one JSON-RPC message, or a batch.
 async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+    // The revision the client says it speaks, in the standard header: an
+    // unknown one is refused (400), as the transport asks of servers.
+    let header_version = req
+        .headers()
+        .get("mcp-protocol-version")
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
+    if let Some(version) = &header_version {
+        let known = version == stateless::VERSION
+            || crate::protocol::STATEFUL_VERSIONS.contains(&version.as_str());
+        if !known {
+            return plain(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version");
+        }
+    }
     let wants_sse = req
         .headers()
         .get(ACCEPT)
@@ -312,13 +325,14 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     };
     let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
     let initialize = messages.iter().any(|m| m["method"] == "initialize");
-    let stateless = messages.iter().any(|m| {
-        m["method"] == "server/discover"
-            || m.pointer(&format!(
-                "/params/_meta/{}",
-                pointer_key(stateless::META_PROTOCOL_VERSION)
-            )) == Some(&json!(stateless::VERSION))
-    });
+    let stateless = header_version.as_deref() == Some(stateless::VERSION)
+        || messages.iter().any(|m| {
+            m["method"] == "server/discover"
+                || m.pointer(&format!(
+                    "/params/_meta/{}",
+                    pointer_key(stateless::META_PROTOCOL_VERSION)
+                )) == Some(&json!(stateless::VERSION))
+        });
     // Which session: an existing one, a new one for `initialize`, or one
     // made for this request alone (the stateless revision).
     let (session, new_id, ephemeral) = match (&session_id, initialize, stateless) {
