@@ -578,6 +578,9 @@ impl Hub {
             Some(found) => Some(found),
             // Not listed: maybe its lazy server has not started yet.
             None if self.inner.start_owners(name).await => find(),
+            // Not listed: maybe its server failed its first start and is
+            // being restarted; wait for that like for any restart.
+            None if self.restarted_owner(name, opts).await => find(),
             None => None,
         };
         let Some((slot, tool)) = found else {
@@ -607,6 +610,39 @@ impl Hub {
                     "server '{}' is restarting; tool '{name}' unavailable",
                     slot.config.name
                 )));
+            }
+        }
+    }
+
+    /// Waits (up to the call's timeout) for the restarting server whose
+    /// prefix `mcp_<server>_` starts `name` (the longest such) to connect;
+    /// whether it did. For a server that never listed tools: its names are
+    /// unknown until it comes up.
+    async fn restarted_owner(&self, name: &str, opts: &CallOptions) -> bool {
+        let slots = self.inner.slots();
+        let Some(slot) = slots
+            .iter()
+            .filter(|slot| {
+                name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", slot.config.name)))
+            })
+            .max_by_key(|slot| slot.config.name.len())
+            .cloned()
+        else {
+            return false;
+        };
+        let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
+        let mut changed = slot.changed.subscribe();
+        loop {
+            match &*slot.state.read().unwrap() {
+                SlotState::Connected(_) => return true,
+                SlotState::Restarting { .. } => {}
+                _ => return false,
+            }
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .map_or(true, |r| r.is_err())
+            {
+                return false;
             }
         }
     }

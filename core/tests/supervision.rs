@@ -242,3 +242,36 @@ async fn a_streamable_http_server_restarted_on_the_same_port_is_reconnected() {
     assert!(r.json().contains("over http"), "{}", r.json());
     hub.close().await;
 }
+
+#[tokio::test]
+async fn a_call_to_a_server_restarting_after_a_failed_start_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("up");
+    let entry = stdio_entry(
+        "later",
+        &python(),
+        &[
+            &root()
+                .join("tests/servers/appears_later.py")
+                .display()
+                .to_string(),
+            &demo_server(),
+        ],
+        &format!(
+            "{ON}\nmax_restarts = 20\ntimeout_seconds = 60\nenv = {{ APPEARS_WHEN = {} }}",
+            q(&flag.display().to_string())
+        ),
+    );
+    let (hub, mut events) = connect(&[entry]).await;
+    let first = next_state(&mut events, "later").await;
+    assert_eq!(first["state"], "restarting", "{first}");
+    // Its tools were never listed, yet a call by name waits for it.
+    let call = {
+        let hub = hub.clone();
+        tokio::spawn(async move { echo(&hub, "mcp_later_echo", "waited").await })
+    };
+    std::fs::write(&flag, "").unwrap();
+    let result = tokio::time::timeout(HANG, call).await.unwrap().unwrap();
+    assert_eq!(result.unwrap(), "waited");
+    hub.close().await;
+}
