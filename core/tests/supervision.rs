@@ -159,10 +159,10 @@ async fn a_server_that_keeps_failing_at_start_is_failed_after_max_restarts() {
     hub.close().await;
 }
 
-#[tokio::test]
-async fn a_server_that_fails_at_start_is_connected_once_it_can_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let flag = dir.path().join("up");
+/// Server `later`: fails at start until the returned flag file exists,
+/// then is the demo server (restarts on, up to 20), with `extra` keys.
+fn appears_later(dir: &std::path::Path, extra: &str) -> (String, std::path::PathBuf) {
+    let flag = dir.join("up");
     let entry = stdio_entry(
         "later",
         &python(),
@@ -174,10 +174,17 @@ async fn a_server_that_fails_at_start_is_connected_once_it_can_start() {
             &demo_server(),
         ],
         &format!(
-            "{ON}\nmax_restarts = 20\nenv = {{ APPEARS_WHEN = {} }}",
+            "{ON}\nmax_restarts = 20\n{extra}\nenv = {{ APPEARS_WHEN = {} }}",
             q(&flag.display().to_string())
         ),
     );
+    (entry, flag)
+}
+
+#[tokio::test]
+async fn a_server_that_fails_at_start_is_connected_once_it_can_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (entry, flag) = appears_later(dir.path(), "");
     let (hub, mut events) = connect(&[entry]).await;
     let first = next_state(&mut events, "later").await;
     assert_eq!(first["state"], "restarting", "{first}");
@@ -246,22 +253,7 @@ async fn a_streamable_http_server_restarted_on_the_same_port_is_reconnected() {
 #[tokio::test]
 async fn a_call_to_a_server_restarting_after_a_failed_start_waits_for_it() {
     let dir = tempfile::tempdir().unwrap();
-    let flag = dir.path().join("up");
-    let entry = stdio_entry(
-        "later",
-        &python(),
-        &[
-            &root()
-                .join("tests/servers/appears_later.py")
-                .display()
-                .to_string(),
-            &demo_server(),
-        ],
-        &format!(
-            "{ON}\nmax_restarts = 20\ntimeout_seconds = 60\nenv = {{ APPEARS_WHEN = {} }}",
-            q(&flag.display().to_string())
-        ),
-    );
+    let (entry, flag) = appears_later(dir.path(), "timeout_seconds = 60");
     let (hub, mut events) = connect(&[entry]).await;
     let first = next_state(&mut events, "later").await;
     assert_eq!(first["state"], "restarting", "{first}");
