@@ -5,12 +5,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::raw_gateway::Raw;
 use common::*;
 use serde_json::{json, Value};
 
@@ -178,102 +179,6 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     );
     // Killed under the gateway, the demo server came back for the next call.
     assert_eq!(s["after_kill"], json!(["back", false]), "{s:#}");
-}
-
-/// A gateway driven with raw JSON-RPC lines.
-struct Raw {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: mpsc::Receiver<String>,
-    next_id: u64,
-    /// Messages read while waiting for something else.
-    seen: Vec<Value>,
-}
-
-impl Raw {
-    fn start(sb: &Sandbox, args: &[&str]) -> Raw {
-        let mut child = Command::new(mcpmux_bin())
-            .arg("--config")
-            .arg(sb.path().join("mcpmux.toml"))
-            .arg("gateway")
-            .args(args)
-            .current_dir(sb.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut raw = Raw {
-            child,
-            stdin,
-            lines,
-            next_id: 0,
-            seen: Vec::new(),
-        };
-        raw.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
-        );
-        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        raw
-    }
-
-    fn send(&mut self, msg: Value) {
-        writeln!(self.stdin, "{msg}").unwrap();
-    }
-
-    /// Sends a request and returns its answer (notifications are skipped).
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(HANG)
-                .unwrap_or_else(|_| panic!("no answer to {method} within {HANG:?}"));
-            let msg: Value = serde_json::from_str(&line).unwrap();
-            if msg["id"] == id {
-                return msg;
-            }
-            self.seen.push(msg);
-        }
-    }
-
-    /// The first notification `method` (already seen, or the next one).
-    fn notification(&mut self, method: &str) -> Value {
-        if let Some(i) = self.seen.iter().position(|m| m["method"] == method) {
-            return self.seen.remove(i);
-        }
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(HANG)
-                .unwrap_or_else(|_| panic!("no {method} within {HANG:?}"));
-            let msg: Value = serde_json::from_str(&line).unwrap();
-            if msg["method"] == method {
-                return msg;
-            }
-            self.seen.push(msg);
-        }
-    }
-}
-
-impl Drop for Raw {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn tool_names(list: &Value) -> Vec<String> {

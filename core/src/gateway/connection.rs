@@ -76,43 +76,58 @@ impl Connection {
 
     /// Acts on one message from the client: a request is answered on its
     /// own task, `notifications/cancelled` stops the request it names,
-    /// other notifications and answers are ignored.
-    pub fn handle(&self, msg: Value) {
+    /// other notifications and answers are ignored. A request refused at
+    /// once (duplicate id, too many in flight) waits here until its
+    /// refusal is queued: every request gets an answer, so a client that
+    /// floods requests without reading is slowed down, never dropped.
+    pub async fn handle(&self, msg: Value) {
+        if let Some(refusal) = self.dispatch(msg) {
+            let _ = self.out.send(refusal).await;
+        }
+    }
+
+    /// Cancels the client's request `id` (as the client's
+    /// `notifications/cancelled` would), when it is still in flight.
+    pub fn cancel(&self, id: &Value) {
+        if let Some(task) = self.inflight.lock().unwrap().remove(&id.to_string()) {
+            task.abort();
+        }
+    }
+
+    /// [`Connection::handle`] up to the point of waiting: the refusal to
+    /// send, if the message is a request refused at once.
+    fn dispatch(&self, msg: Value) -> Option<Value> {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             // An answer to a request we relayed (or to nothing we asked).
             self.downstream.answered(&msg);
-            return;
+            return None;
         };
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let Some(id) = msg.get("id").cloned() else {
             if method == "notifications/cancelled" {
                 if let Some(request) = params.get("requestId") {
-                    if let Some(task) = self.inflight.lock().unwrap().remove(&request.to_string()) {
-                        task.abort();
-                    }
+                    self.cancel(request);
                 }
             }
-            return;
+            return None;
         };
         let key = id.to_string();
         let mut inflight = self.inflight.lock().unwrap();
         if inflight.contains_key(&key) {
-            let _ = self.out.try_send(error_answer(
+            return Some(error_answer(
                 &id,
                 -32600,
                 "a request with this id is already in flight",
                 None,
             ));
-            return;
         }
         if inflight.len() >= MAX_REQUESTS_IN_FLIGHT {
-            let _ = self.out.try_send(error_answer(
+            return Some(error_answer(
                 &id,
                 -32000,
                 &format!("too many requests in flight (at most {MAX_REQUESTS_IN_FLIGHT})"),
                 None,
             ));
-            return;
         }
         if method == "initialize" {
             self.attach(&params);
@@ -136,6 +151,7 @@ impl Connection {
         // The task removes its entry under the same lock, so it cannot do
         // so before this insert.
         inflight.insert(key, task.abort_handle());
+        None
     }
 
     /// Records what the client can do (its `initialize` capabilities) and
@@ -207,6 +223,13 @@ impl Downstream {
             )),
         };
         let _ = waiter.send(outcome);
+    }
+}
+
+impl Drop for Downstream {
+    fn drop(&mut self) {
+        // The client is gone: what waits for its answers fails now.
+        self.pending.lock().unwrap().clear();
     }
 }
 

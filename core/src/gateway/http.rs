@@ -155,7 +155,7 @@ impl Session {
 #[derive(Default)]
 struct Routes {
     /// Request id (as JSON text) → the stream of the POST that carried it.
-    waiting: HashMap<String, mpsc::Sender<Value>>,
+    waiting: HashMap<String, PostStream>,
     /// Progress token (as JSON text) → request id (as JSON text).
     tokens: HashMap<String, String>,
     /// The session's `GET` stream, when one is open.
@@ -181,6 +181,16 @@ impl Session {
     }
 }
 
+/// The response stream of one `POST`, shared by the requests it carried.
+#[derive(Clone)]
+struct PostStream {
+    tx: mpsc::Sender<Value>,
+    /// Slots kept free for answers (one per request of the `POST`): a
+    /// notification may only take a slot above them, so an answer always
+    /// finds room.
+    reserved: usize,
+}
+
 /// Sends one outgoing message where it belongs (see the module doc).
 fn route(routes: &Mutex<Routes>, msg: Value) {
     let mut routes = routes.lock().unwrap();
@@ -188,21 +198,25 @@ fn route(routes: &Mutex<Routes>, msg: Value) {
     let target = if is_answer {
         let key = msg["id"].to_string();
         routes.tokens.retain(|_, id| *id != key);
-        routes.waiting.remove(&key)
+        routes.waiting.remove(&key).map(|stream| stream.tx)
     } else if msg["method"] == "notifications/progress" {
         let token = msg["params"]["progressToken"].to_string();
-        routes
+        match routes
             .tokens
             .get(&token)
             .and_then(|id| routes.waiting.get(id))
-            .cloned()
-            .or_else(|| routes.standalone.clone())
+        {
+            Some(stream) if stream.tx.capacity() > stream.reserved => Some(stream.tx.clone()),
+            // No room above the answers' slots: this update is dropped.
+            Some(_) => None,
+            None => routes.standalone.clone(),
+        }
     } else {
         routes.standalone.clone()
     };
     if let Some(target) = target {
-        // Full: the client is not reading; a notification is dropped and
-        // an answer's stream ends without it.
+        // Full: the client is not reading its notification stream, and
+        // this notification is dropped (answers always have room).
         let _ = target.try_send(msg);
     }
 }
@@ -384,28 +398,29 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         .collect();
     if requests.is_empty() {
         for msg in messages {
-            session.connection.handle(msg);
+            session.connection.handle(msg).await;
         }
         return plain(StatusCode::ACCEPTED, "");
     }
-    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE);
+    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE + requests.len());
+    let stream = PostStream {
+        tx,
+        reserved: requests.len(),
+    };
     let mut asked_for_progress = false;
     {
         let mut routes = session.routes.lock().unwrap();
         for msg in messages.iter().filter(|m| is_request(m)) {
             let key = msg["id"].to_string();
-            routes.waiting.insert(key.clone(), tx.clone());
+            routes.waiting.insert(key.clone(), stream.clone());
             if let Some(token) = msg.pointer("/params/_meta/progressToken") {
                 routes.tokens.insert(token.to_string(), key);
                 asked_for_progress = true;
             }
         }
     }
-    drop(tx);
+    drop(stream);
     let batch = messages.len() > 1;
-    for msg in messages {
-        session.connection.handle(msg);
-    }
     // Cancels what is still unanswered when the response goes away early
     // (the client disconnected), and ends a one-request session.
     let guard = PendingGuard {
@@ -413,6 +428,9 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         pending: requests,
         ephemeral,
     };
+    for msg in messages {
+        session.connection.handle(msg).await;
+    }
     let header = new_id.as_deref();
     // An SSE stream only when there is something to stream before the
     // answer (progress); a plain JSON answer costs less.
@@ -488,11 +506,7 @@ impl Drop for PendingGuard {
             routes.waiting.remove(&key);
             routes.tokens.retain(|_, id| *id != key);
             if let Ok(id) = serde_json::from_str::<Value>(&key) {
-                self.session.connection.handle(json!({
-                    "jsonrpc": "2.0",
-                    "method": "notifications/cancelled",
-                    "params": {"requestId": id, "reason": "the client disconnected"}
-                }));
+                self.session.connection.cancel(&id);
             }
         }
         drop(routes);

@@ -79,7 +79,13 @@ impl Relay {
                 .find(|t| t.accepts(&req.method))
         };
         match target {
-            Some(target) => target.request(&req.method, req.params).await,
+            Some(target) => {
+                // The answer does not need the client kept alive: once it
+                // leaves, its connection closes and this fails at once.
+                let answer = target.request(&req.method, req.params);
+                drop(target);
+                answer.await
+            }
             None => Err(Error::ServerError {
                 code: -32601,
                 message: format!(

@@ -65,8 +65,12 @@ where
             continue;
         }
         match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Array(batch)) => batch.into_iter().for_each(|m| connection.handle(m)),
-            Ok(msg) => connection.handle(msg),
+            Ok(Value::Array(batch)) => {
+                for msg in batch {
+                    connection.handle(msg).await;
+                }
+            }
+            Ok(msg) => connection.handle(msg).await,
             Err(e) => {
                 let _ = out
                     .send(error_answer(

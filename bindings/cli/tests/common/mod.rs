@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tempfile::TempDir;
 
+pub mod raw_gateway;
+
 /// How long one `mcpmux` run may take before the test kills it and fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(30);
 

@@ -1,0 +1,232 @@
+//! `mcpmux gateway` on stdio driven with raw JSON-RPC lines, for what a
+//! client library hides (exact ids, floods, never answering, never
+//! reading).
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{mcpmux_bin, Sandbox};
+
+/// How long one expected message may take: only catches hangs.
+pub const HANG: Duration = Duration::from_secs(60);
+
+/// A running `mcpmux gateway` (killed on drop) and its stdout, line by
+/// line, read on a thread of its own.
+pub struct Raw {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    /// Our ends of the gateway's stdin and stdout pipes.
+    stdin_fd: RawFd,
+    stdout_fd: RawFd,
+    next_id: u64,
+    /// Messages read while waiting for something else.
+    pub seen: Vec<Value>,
+}
+
+impl Raw {
+    /// Starts `mcpmux --config <sandbox>/mcpmux.toml gateway ARGS` and
+    /// initializes it as a client without capabilities.
+    pub fn start(sb: &Sandbox, args: &[&str]) -> Raw {
+        Raw::start_with(sb, args, json!({}))
+    }
+
+    /// Like [`Raw::start`], declaring `capabilities` in `initialize`.
+    pub fn start_with(sb: &Sandbox, args: &[&str], capabilities: Value) -> Raw {
+        Raw::spawn(sb, args, capabilities, false)
+    }
+
+    /// Like [`Raw::start`], but the gateway's stdout is read only while the
+    /// test waits for a message: between two waits, the test is a client
+    /// that does not read (one line at most is held on our side).
+    pub fn start_unbuffered(sb: &Sandbox, args: &[&str]) -> Raw {
+        Raw::spawn(sb, args, json!({}), true)
+    }
+
+    fn spawn(sb: &Sandbox, args: &[&str], capabilities: Value, unbuffered: bool) -> Raw {
+        let mut child = Command::new(mcpmux_bin())
+            .arg("--config")
+            .arg(sb.path().join("mcpmux.toml"))
+            .arg("gateway")
+            .args(args)
+            .current_dir(sb.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (stdin_fd, stdout_fd) = (stdin.as_raw_fd(), stdout.as_raw_fd());
+        let lines = if unbuffered {
+            // A line is read only once the previous one was taken (and the
+            // BufReader's own buffer is kept small).
+            let (tx, lines) = mpsc::sync_channel(0);
+            std::thread::spawn(move || {
+                let reader = BufReader::with_capacity(512, stdout);
+                for line in reader.lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            lines
+        } else {
+            let (tx, lines) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            lines
+        };
+        let mut raw = Raw {
+            child,
+            stdin: Some(stdin),
+            lines,
+            stdin_fd,
+            stdout_fd,
+            next_id: 0,
+            seen: Vec::new(),
+        };
+        raw.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}),
+        );
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    /// The gateway's stdin (until [`Raw::close_stdin`]).
+    pub fn stdin(&mut self) -> &mut ChildStdin {
+        self.stdin.as_mut().expect("stdin was closed")
+    }
+
+    /// Closes the gateway's stdin: the client leaves.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits up to `limit` for the gateway to exit; its status.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Writes `data` to the gateway's stdin on a thread of its own (which
+    /// may block while the gateway does not read); [`Raw::join_writer`]
+    /// gives stdin back.
+    pub fn write_in_background(&mut self, data: Vec<u8>) -> std::thread::JoinHandle<ChildStdin> {
+        let mut stdin = self.stdin.take().expect("stdin was closed");
+        std::thread::spawn(move || {
+            stdin.write_all(&data).unwrap();
+            stdin.flush().unwrap();
+            stdin
+        })
+    }
+
+    /// Waits for a [`Raw::write_in_background`] writer and takes stdin back.
+    pub fn join_writer(&mut self, writer: std::thread::JoinHandle<ChildStdin>) {
+        self.stdin = Some(writer.join().expect("the writer thread panicked"));
+    }
+
+    /// Whether the pipe into the gateway is full: it stopped reading.
+    pub fn stdin_pipe_full(&self) -> bool {
+        pipe_nearly_full(self.stdin_fd, 4096)
+    }
+
+    /// Whether the pipe out of the gateway is full but for less than one
+    /// message: it cannot write.
+    pub fn stdout_pipe_full(&self) -> bool {
+        pipe_nearly_full(self.stdout_fd, 4096)
+    }
+
+    /// Writes one message as a line.
+    pub fn send(&mut self, msg: Value) {
+        writeln!(self.stdin(), "{msg}").unwrap();
+    }
+
+    /// The next message from the gateway, in order; `None` after `limit`.
+    pub fn next_message(&mut self, limit: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(limit).ok()?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    }
+
+    /// Sends a request and returns its answer (notifications are skipped).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let msg = self
+                .next_message(HANG)
+                .unwrap_or_else(|| panic!("no answer to {method} within {HANG:?}"));
+            if msg["id"] == id && msg.get("method").is_none() {
+                return msg;
+            }
+            self.seen.push(msg);
+        }
+    }
+
+    /// The first notification `method` (already seen, or the next one).
+    pub fn notification(&mut self, method: &str) -> Value {
+        if let Some(i) = self.seen.iter().position(|m| m["method"] == method) {
+            return self.seen.remove(i);
+        }
+        loop {
+            let msg = self
+                .next_message(HANG)
+                .unwrap_or_else(|| panic!("no {method} within {HANG:?}"));
+            if msg["method"] == method {
+                return msg;
+            }
+            self.seen.push(msg);
+        }
+    }
+
+    /// The gateway's peak resident memory so far (`VmHWM`), in MiB.
+    pub fn peak_rss_mib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("read the gateway's /proc status");
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc status");
+        kib / 1024
+    }
+}
+
+/// Whether the pipe behind `fd` holds at least its capacity less `slack`
+/// bytes.
+fn pipe_nearly_full(fd: RawFd, slack: usize) -> bool {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through a valid pointer; fd is a
+    // pipe end this Raw keeps open (or has just closed: then -1, not full).
+    let read = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) };
+    // SAFETY: F_GETPIPE_SZ takes no pointer.
+    let size = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    read == 0 && size > 0 && queued as usize + slack >= size as usize
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
