@@ -157,9 +157,53 @@ pub fn retry_params(
     Value::Object(params)
 }
 
+/// Methods whose results are cacheable in this revision (SEP-2549): they
+/// carry `ttlMs` and `cacheScope`.
+pub const CACHEABLE_METHODS: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// A result of `method` as this revision requires it of a server:
+/// `resultType` (`"complete"` unless already set) and, for a cacheable
+/// method, `ttlMs` (0: not to be reused) and `cacheScope` (`"private"`)
+/// unless already set. The gateway's answers come from older revisions'
+/// shapes (its servers' results, its own lists), which have none of them.
+pub fn complete_result(method: &str, result: &mut Value) {
+    let Value::Object(members) = result else {
+        return;
+    };
+    members
+        .entry("resultType")
+        .or_insert_with(|| "complete".into());
+    if CACHEABLE_METHODS.contains(&method) {
+        members.entry("ttlMs").or_insert_with(|| 0.into());
+        members
+            .entry("cacheScope")
+            .or_insert_with(|| "private".into());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_get_the_revision_members_without_overwriting() {
+        let mut list = serde_json::json!({"tools": [], "ttlMs": 5});
+        complete_result("tools/list", &mut list);
+        assert_eq!(list["resultType"], "complete");
+        assert_eq!(list["ttlMs"], 5);
+        assert_eq!(list["cacheScope"], "private");
+        let mut call = serde_json::json!({"resultType": "input_required"});
+        complete_result("tools/call", &mut call);
+        assert_eq!(call["resultType"], "input_required");
+        assert!(call.get("ttlMs").is_none() && call.get("cacheScope").is_none());
+    }
 
     #[test]
     fn meta_is_added_without_overwriting() {

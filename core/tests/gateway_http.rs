@@ -1,6 +1,7 @@
 //! The gateway's Streamable HTTP server at the session level: sessions are
 //! bounded (the one idle longest makes room), `DELETE` ends one, and a
-//! session id that ended is 404.
+//! session id that ended is 404; stateless (2026-07-28) answers have that
+//! revision's result members.
 
 mod common;
 
@@ -124,8 +125,64 @@ async fn the_protocol_version_header_is_checked_and_can_ask_for_the_stateless_re
     assert_eq!(answered.status().as_u16(), 200);
     let body: Value = serde_json::from_str(&answered.text().await.unwrap()).unwrap();
     assert!(body["result"]["tools"].is_array(), "{body}");
+    // In that revision's shape, though the request's _meta does not name it.
+    assert_eq!(body["result"]["resultType"], "complete", "{body}");
+    assert_eq!(body["result"]["cacheScope"], "private", "{body}");
+    assert_eq!(body["result"]["ttlMs"], 0, "{body}");
     // A stateful revision without a session: initialize first.
     let no_session = send("2025-11-25").await.unwrap();
     assert_eq!(no_session.status().as_u16(), 400);
+    hub.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_results_carry_result_type_and_cache_hints_stateful_ones_do_not() {
+    let (hub, url) = gateway().await;
+    let http = reqwest::Client::new();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    // The revision named only in _meta (no header): every result gets
+    // resultType; the cacheable ones (lists, reads) ttlMs and cacheScope.
+    let (status, _, listed) = post(
+        &http,
+        &url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/list", "params": {"_meta": meta}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+    assert_eq!(listed["result"]["cacheScope"], "private", "{listed}");
+    assert_eq!(listed["result"]["ttlMs"], 0, "{listed}");
+    let (_, _, tools) = post(
+        &http,
+        &url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"_meta": meta}}),
+    )
+    .await;
+    let tool = tools["result"]["tools"][0]["name"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (_, _, called) = post(
+        &http,
+        &url,
+        None,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+               "params": {"name": tool, "arguments": {}, "_meta": meta}}),
+    )
+    .await;
+    assert_eq!(called["result"]["resultType"], "complete", "{called}");
+    assert!(called["result"].get("ttlMs").is_none(), "{called}");
+    // A session of a stateful revision gets the results as they were.
+    let (_, id, _) = post(&http, &url, None, initialize()).await;
+    let (_, _, stateful) = post(&http, &url, id.as_deref(), list()).await;
+    assert!(stateful["result"]["tools"].is_array(), "{stateful}");
+    assert!(stateful["result"].get("resultType").is_none(), "{stateful}");
+    assert!(stateful["result"].get("cacheScope").is_none(), "{stateful}");
     hub.close().await;
 }

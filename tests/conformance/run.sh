@@ -13,7 +13,11 @@
 #   unexpected failure or a stale entry among the scored scenarios.
 # * Then check-results.mjs judges every scenario the set runs, not-scored ones
 #   included (the suite leaves those out of its baseline check).
-# Exits non-zero when either says so. Results: target/conformance/REV/.
+# * Then gateway.sh: the suite's server scenarios against the conformance
+#   fixture server (fixture_server.py) directly and through `mcpmux gateway
+#   --http --no-prefix`; fails when the gateway loses a scenario.
+# Exits non-zero when any of them says so. Results: target/conformance/REV/
+# and target/conformance/gateway/.
 #
 # Environment: CONFORMANCE_REQUIREMENTS="2026-07-28" runs one revision only;
 # CONFORMANCE_VERBOSE=1 passes --verbose to the suite.
@@ -70,8 +74,15 @@ for rev in $REVISIONS; do
   fi
 done
 
+# The server half: the suite against the conformance fixture server directly
+# and through `mcpmux gateway --http --no-prefix`, compared (gateway.sh).
+step "conformance server suite, directly and through mcpmux gateway"
+if ! bash "$HERE/gateway.sh"; then
+  status=1
+fi
+
 if [ "$status" -ne 0 ]; then
   echo
-  echo "conformance: FAILED (per-scenario logs: $CARGO_TARGET_DIR/conformance/<revision>/<scenario>-<time>/)"
+  echo "conformance: FAILED (per-scenario logs: $CARGO_TARGET_DIR/conformance/<revision>/<scenario>-<time>/, gateway: $CARGO_TARGET_DIR/conformance/gateway/)"
 fi
 exit "$status"

@@ -113,7 +113,7 @@ pub async fn run(
     for server in gateway.servers_offering_nothing() {
         let _ = writeln!(
             std::io::stderr(),
-            "mcpmux gateway: server '{server}' offers no tools under the policy; add allow_tools = [...] or allow_all = true to its entry to offer them"
+            "mcpmux gateway: server '{server}' offers no tools under the policy; add allow_tools = [...] or allow_all = true to its entry to offer them (and confirm_read_only = [...] for tools it does not mark readOnlyHint)"
         );
     }
     if let Some(note) = hub.failed_servers_note() {

@@ -9,7 +9,7 @@
 //! make the gateway hold an unbounded backlog).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -45,6 +45,8 @@ pub struct Connection {
     downstream: Arc<Downstream>,
     inflight: Arc<Mutex<HashMap<String, AbortHandle>>>,
     forwarder: AbortHandle,
+    /// Every request is of the stateless revision (see [`Connection::set_stateless`]).
+    stateless: AtomicBool,
 }
 
 impl Connection {
@@ -71,7 +73,15 @@ impl Connection {
             downstream,
             inflight: Arc::default(),
             forwarder,
+            stateless: AtomicBool::new(false),
         }
+    }
+
+    /// Answers every request in the stateless revision's shapes, also those
+    /// that do not name the revision in their `_meta` (over HTTP the
+    /// `MCP-Protocol-Version` header may be all that names it).
+    pub fn set_stateless(&self) {
+        self.stateless.store(true, Ordering::Relaxed);
     }
 
     /// Acts on one message from the client: a request is answered on its
@@ -132,6 +142,13 @@ impl Connection {
         if method == "initialize" {
             self.attach(&params);
         }
+        // The stateless revision's results carry members older ones lack.
+        let stateless = self.stateless.load(Ordering::Relaxed)
+            || params
+                .get("_meta")
+                .and_then(|m| m.get(crate::stateless::META_PROTOCOL_VERSION))
+                .and_then(Value::as_str)
+                == Some(crate::stateless::VERSION);
         let gateway = self.gateway.clone();
         let out = self.out.clone();
         let log_level = self.log_level.clone();
@@ -140,7 +157,12 @@ impl Connection {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             let answer = match answer(&gateway, &method, &params, &out, &log_level).await {
-                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Ok(mut result) => {
+                    if stateless {
+                        crate::stateless::complete_result(&method, &mut result);
+                    }
+                    json!({"jsonrpc": "2.0", "id": id, "result": result})
+                }
                 Err(e) => error_of(&id, &e),
             };
             // Counted until its answer is queued: a client that stops

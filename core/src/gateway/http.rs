@@ -383,7 +383,11 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
             sessions.insert(id.clone(), session.clone());
             (session, Some(id), false)
         }
-        (None, false, true) => (Arc::new(Session::start(state.gateway.clone())), None, true),
+        (None, false, true) => {
+            let session = Session::start(state.gateway.clone());
+            session.connection.set_stateless();
+            (Arc::new(session), None, true)
+        }
         (None, false, false) => {
             return plain(
                 StatusCode::BAD_REQUEST,
