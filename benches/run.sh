@@ -267,9 +267,9 @@ if wants http; then
     http_figure() { awk -v sec="$1" '/^[0-9]\. / { in_sec = (substr($0, 1, 2) == sec ".") }
       in_sec && $1 == "calls/s" { best = ($3 > $4) ? $3 : $4; print $2, best; exit }' "$LOGS/http.log"; }
     read -r ours ref <<< "$(http_figure 1)"
-    row "Streamable HTTP Hub: calls/s, sequential" http "$ours" "$ref" "rmcp (faster)" ">=1"
+    row "Streamable HTTP Hub: calls/s, sequential" http "$ours" "$ref" "faster rmcp" ">=1"
     read -r ours ref <<< "$(http_figure 2)"
-    row "Streamable HTTP Hub: calls/s, 64 in flight" http "$ours" "$ref" "rmcp (faster)" ">=2"
+    row "Streamable HTTP Hub: calls/s, 64 in flight" http "$ours" "$ref" "faster rmcp" ">=2"
   fi
 fi
 
@@ -379,7 +379,7 @@ invocation="bash benches/run.sh"
   echo "  threads)."
   echo "- **Python SDK** / **TypeScript SDK**: the official MCP SDK client of that language"
   echo "  (\`ClientSession\` over \`stdio_client\`; \`Client\` over \`StdioClientTransport\`)."
-  echo "- **rmcp (faster)**: the official Rust SDK's Streamable HTTP client, with its"
+  echo "- **faster rmcp**: the official Rust SDK's Streamable HTTP client, with its"
   echo "  defaults and with a pooled reqwest client, whichever was faster."
   echo "- **direct**: the gateway bench's hub calling the Streamable HTTP server"
   echo "  directly instead of through \`mcpmux gateway --http\`."
