@@ -21,6 +21,12 @@
 //! …) and responses are read and ignored: it sends nothing unprompted. It
 //! exits 0 when stdin closes.
 //!
+//! Answers are written `{"jsonrpc":"2.0","id":…,"result":…}`, the
+//! envelope in the order of the specification's examples (the payload's
+//! members sorted, as a `Value` keeps them). `ECHO_SORTED_KEYS=1` writes the
+//! envelope sorted too (`{"id":…,"jsonrpc":"2.0","result":…}`), as a server
+//! that serializes a whole `Value` does: a client should not care.
+//!
 //! Answers go through a buffered writer that is flushed whenever no further
 //! request is already buffered on stdin, so pipelined requests get their
 //! answers in few writes while a lone request is answered at once.
@@ -41,16 +47,14 @@ fn main() -> io::Result<()> {
     let mut input = BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let mut output = BufWriter::with_capacity(64 * 1024, io::stdout().lock());
     let mut line = String::new();
+    let sorted_keys = std::env::var_os("ECHO_SORTED_KEYS").is_some_and(|v| v == "1");
     loop {
         line.clear();
         if input.read_line(&mut line)? == 0 {
             break;
         }
-        if !line.trim().is_empty() {
-            if let Some(answer) = answer(&line) {
-                serde_json::to_writer(&mut output, &answer)?;
-                output.write_all(b"\n")?;
-            }
+        if let Some(answer) = answer(&line) {
+            write_answer(&mut output, &answer, sorted_keys)?;
         }
         // Flush before a read that could block: pipelined requests share writes.
         if !input.buffer().contains(&b'\n') {
@@ -60,8 +64,34 @@ fn main() -> io::Result<()> {
     output.flush()
 }
 
-/// The answer to one line, or `None` for a notification or a response.
+/// Writes one answer line.
+fn write_answer(output: &mut impl Write, answer: &Value, sorted_keys: bool) -> io::Result<()> {
+    if sorted_keys {
+        serde_json::to_writer(&mut *output, answer)?;
+        return output.write_all(b"\n");
+    }
+    // The envelope's members in the usual order ("jsonrpc" first): a
+    // `Value` object would sort them.
+    output.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":")?;
+    serde_json::to_writer(&mut *output, &answer["id"])?;
+    match answer.get("error") {
+        Some(error) => {
+            output.write_all(b",\"error\":")?;
+            serde_json::to_writer(&mut *output, error)?;
+        }
+        None => {
+            output.write_all(b",\"result\":")?;
+            serde_json::to_writer(&mut *output, &answer["result"])?;
+        }
+    }
+    output.write_all(b"}\n")
+}
+
+/// The answer to one line (none for a blank line), or `None` for a notification or a response.
 fn answer(line: &str) -> Option<Value> {
+    if line.trim().is_empty() {
+        return None;
+    }
     let message: Value = match serde_json::from_str(line) {
         Ok(message) => message,
         Err(e) => {
