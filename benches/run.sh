@@ -17,10 +17,11 @@
 # server (examples/demo-server, tuned). The references:
 #
 #   floor    a blocking raw client: one request line written, one response
-#            line read per call, on one thread, no MCP library (the Rust
-#            bench measures it interleaved with its own calls; for Python
-#            and Node, benches/echo-server's mcpmux-bench-floor runs right
-#            before and right after the front end's bench, best of the two)
+#            line read per call, on one thread, no MCP library, measured by
+#            the Rust stdio bench interleaved with its own calls; Python and
+#            Node are compared with that same floor (same server, same run;
+#            the stdio bench's latency section runs for it when --only
+#            leaves rust out)
 #   ceiling  the same raw pipe with 64 requests outstanding (a writer and a
 #            reader thread)
 #   SDK      the official MCP SDK of that language (Python `mcp`,
@@ -81,11 +82,9 @@ wants() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 if [ "$quick" = 1 ]; then
   export MCPMUX_BENCH_QUICK=1
-  FLOOR_CALLS=2000
   NODE_ROUNDS=2
 else
   unset MCPMUX_BENCH_QUICK
-  FLOOR_CALLS=20000
   NODE_ROUNDS=5
 fi
 
@@ -128,15 +127,26 @@ row() {
 # value NAME FILE: the number after NAME on its line of a figures file.
 value() { awk -v k="$1" '$1 == k { print $2; found = 1 } END { exit !found }' "$2"; }
 
-# floor_once SERVER NAME: the floor of sequential latency against SERVER,
-# best of 3 rounds, in µs, into FLOOR.
-floor_once() {
-  FLOOR=""
-  run "$2" "$T/release/mcpmux-bench-floor" "$1" "$FLOOR_CALLS" 3 || return 1
-  FLOOR="$(value floor_mean_us "$LOGS/$2.log")"
+# stdio_row LOG NAME: "<mcpmux> <reference>" of the stdio bench's report row
+# NAME (3 spaces, the name padded to 33, then the figures).
+stdio_row() {
+  awk -v name="$2" 'index($0, "   " name " ") == 1 {
+    split(substr($0, 4 + length(name)), f, " "); print f[1], f[2]; exit }' "$1"
 }
 
-best_floor() { printf '%s\n%s\n' "$1" "$2" | sort -g | head -n 1; }
+# floor SERVER PATH: the stdio bench's floor of sequential latency against
+# SERVER, in µs, into FLOOR: the rust section's when it ran, else the bench's
+# latency section runs now.
+declare -A FLOORS=()
+floor() {
+  FLOOR="${FLOORS[$1]:-}"
+  [ -n "$FLOOR" ] && return 0
+  log "floor: cargo bench -p mcpmux-core --bench stdio ($1 server: latency)"
+  run "floor-$1" env MCPMUX_DEMO_SERVER="$2" MCPMUX_BENCH_ONLY=latency \
+    cargo bench --locked -p mcpmux-core --bench stdio || return 1
+  read -r _ FLOOR <<< "$(stdio_row "$LOGS/floor-$1.log" "mean latency (µs)")"
+  FLOORS[$1]="$FLOOR"
+}
 
 # ------------------------------------------------------------------ builds
 log "building the servers (release): benches/echo-server, mcpmux-demo-server"
@@ -156,10 +166,9 @@ if wants rust; then
     log "rust: cargo bench -p mcpmux-core --bench stdio ($server server: $sections)"
     if run "rust-$server" env MCPMUX_DEMO_SERVER="$path" MCPMUX_BENCH_ONLY="$sections" \
       cargo bench --locked -p mcpmux-core --bench stdio; then
-      # Report rows: 3 spaces, the name padded to 33, then ours and the reference.
-      figure() { awk -v name="$1" 'index($0, "   " name " ") == 1 {
-        split(substr($0, 4 + length(name)), f, " "); print f[1], f[2]; exit }' "$LOGS/rust-$server.log"; }
+      figure() { stdio_row "$LOGS/rust-$server.log" "$1"; }
       read -r ours ref <<< "$(figure "mean latency (µs)")"
+      FLOORS[$server]="$ref"
       row "Rust Hub: sequential latency, mean (µs)" "$server" "$ours" "$ref" floor "<=1.1"
       read -r ours ref <<< "$(figure "throughput (calls/s)")"
       row "Rust Hub: calls/s, 64 in flight" "$server" "$ours" "$ref" ceiling ">=75%"
@@ -199,19 +208,15 @@ if wants python; then
   if run python-build python_build; then
     for entry in $SERVERS; do
       server="${entry%%:*}" path="${entry#*:}"
-      log "python: bench_calls.py ($server server), the floor before and after"
-      floor_once "$path" "python-$server-floor-before" || continue
-      before="$FLOOR"
+      floor "$server" "$path" || continue
+      log "python: bench_calls.py ($server server)"
       run "python-$server" env MCPMUX_DEMO_SERVER="$path" PYTHONPATH="$PYSITE" \
         MCPMUX_BENCH_FIGURES="$LOGS/python-$server.figures" \
         "$PY" bindings/python/bench/bench_calls.py || continue
-      floor_once "$path" "python-$server-floor-after" || continue
-      after="$FLOOR"
       f="$LOGS/python-$server.figures"
-      floor="$(best_floor "$before" "$after")"
       seq="$(value sync.sequential "$f")"
       row "Python Hub (blocking): sequential latency, mean (µs)" "$server" \
-        "$(awk -v r="$seq" 'BEGIN { printf "%.2f", 1e6 / r }')" "$floor" floor "<=1.2"
+        "$(awk -v r="$seq" 'BEGIN { printf "%.2f", 1e6 / r }')" "$FLOOR" floor "<=1.2"
       row "Python AsyncHub: calls/s, sequential" "$server" \
         "$(value async.sequential "$f")" "$(value sdk.sequential "$f")" "Python SDK" ">=5"
       row "Python Hub (blocking): calls/s, sequential" "$server" \
@@ -238,19 +243,15 @@ if wants node; then
   if run node-build node_build; then
     for entry in $SERVERS; do
       server="${entry%%:*}" path="${entry#*:}"
-      log "node: bench_calls.mjs ($server server), the floor before and after"
-      floor_once "$path" "node-$server-floor-before" || continue
-      before="$FLOOR"
+      floor "$server" "$path" || continue
+      log "node: bench_calls.mjs ($server server)"
       run "node-$server" env MCPMUX_DEMO_SERVER="$path" MCPMUX_BENCH_NO_BUILD=1 \
         MCPMUX_BENCH_ROUNDS="$NODE_ROUNDS" MCPMUX_BENCH_FIGURES="$LOGS/node-$server.figures" \
         node bindings/node/bench/bench_calls.mjs || continue
-      floor_once "$path" "node-$server-floor-after" || continue
-      after="$FLOOR"
       f="$LOGS/node-$server.figures"
-      floor="$(best_floor "$before" "$after")"
       seq="$(value mcpmux.sequential "$f")"
       row "Node Hub: sequential latency, mean (µs)" "$server" \
-        "$(awk -v r="$seq" 'BEGIN { printf "%.2f", 1e6 / r }')" "$floor" floor "<=1.25"
+        "$(awk -v r="$seq" 'BEGIN { printf "%.2f", 1e6 / r }')" "$FLOOR" floor "<=1.25"
       row "Node Hub: calls/s, sequential" "$server" \
         "$seq" "$(value sdk.sequential "$f")" "TypeScript SDK" ">=1.5"
       row "Node Hub: calls/s, 16 in flight" "$server" \
@@ -369,11 +370,9 @@ invocation="bash benches/run.sh"
   echo "References:"
   echo
   echo "- **floor**: a blocking raw client on one thread writing one request line and"
-  echo "  reading one response line per call, no MCP library. For Rust it runs interleaved"
-  echo "  with mcpmux's calls inside the stdio bench; for Python and Node,"
-  echo "  \`mcpmux-bench-floor\` (benches/echo-server) runs right before and right after"
-  echo "  the front end's bench, and the better of the two is the reference (the front"
-  echo "  ends report their best round). Python and Node latency is 1 / their best"
+  echo "  reading one response line per call, no MCP library, measured by the Rust stdio"
+  echo "  bench interleaved with its own calls. Python and Node are compared with the same"
+  echo "  floor (same server, same run); their latency is 1 / their best round's"
   echo "  sequential calls/s."
   echo "- **ceiling**: the same raw pipe with 64 requests outstanding (writer and reader"
   echo "  threads)."
