@@ -19,6 +19,10 @@
 //
 //   node bench/bench_calls.mjs            # from bindings/node (npm run bench)
 //   MCPMUX_BENCH_QUICK=1 node bench/bench_calls.mjs   # 10x fewer calls
+//
+// MCPMUX_BENCH_FIGURES=FILE also writes the best calls/s of each client and
+// figure to FILE, one `<client>.<figure> <calls/s>` line each (clients `sdk`
+// and `mcpmux`, figures `sequential` and `in_flight`), for benches/run.sh.
 import { spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -136,16 +140,18 @@ function fmt(n) {
 }
 
 const rows = [
-  ['sequential', 'seq', 1.5],
-  [`${IN_FLIGHT} in flight`, 'par', 2],
+  ['sequential', 'seq', 1.5, 'sequential'],
+  [`${IN_FLIGHT} in flight`, 'par', 2, 'in_flight'],
 ]
+const figures = []
 console.log(`mcpmux node benchmark: tools/call echo against ${path.relative(process.cwd(), server) || server}`)
 console.log(`node ${process.version}, ${QUICK ? 'quick' : 'full'} run, ${ROUNDS} rounds alternating SDK and mcpmux`)
 console.log('calls/s: best round of each; ratio: of the bests (median of the per-round ratios in parentheses)')
 console.log('')
 console.log('figure          SDK calls/s  mcpmux calls/s  ratio (median)  target  result   (process CPU µs/call: SDK, mcpmux)')
-for (const [label, kind, target] of rows) {
+for (const [label, kind, target, key] of rows) {
   const best = await figure(kind)
+  figures.push(`sdk.${key} ${best.sdk.rate.toFixed(1)}`, `mcpmux.${key} ${best.mcpmux.rate.toFixed(1)}`)
   const ratio = best.mcpmux.rate / best.sdk.rate
   console.log(
     `${label.padEnd(15)} ${fmt(best.sdk.rate).padStart(11)}  ${fmt(best.mcpmux.rate).padStart(14)}  ${ratio
@@ -154,4 +160,7 @@ for (const [label, kind, target] of rows) {
       6,
     )}   (${best.sdk.cpuUsPerCall.toFixed(1)}, ${best.mcpmux.cpuUsPerCall.toFixed(1)})`,
   )
+}
+if (process.env.MCPMUX_BENCH_FIGURES) {
+  fs.writeFileSync(process.env.MCPMUX_BENCH_FIGURES, figures.join('\n') + '\n')
 }

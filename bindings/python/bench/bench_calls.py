@@ -21,7 +21,12 @@ the SDK in both shapes.
 Run it with the package installed in release mode (``pip install
 ./bindings/python``; a debug build is flagged in the output)::
 
-    .deps/venv/bin/python bindings/python/bench/bench_calls.py [--quick] [--rounds N] [--seconds S]
+    .deps/venv/bin/python bindings/python/bench/bench_calls.py [--quick] [--rounds N] [--seconds S] [--figures FILE]
+
+``--figures FILE`` (or ``$MCPMUX_BENCH_FIGURES``) also writes the best
+calls/s of each client and shape to FILE, one ``<client>.<shape> <calls/s>``
+line each (``sdk``, ``sync``, ``async``; ``sequential``, ``in_flight``),
+plus ``build <profile>``, for ``benches/run.sh``.
 """
 
 from __future__ import annotations
@@ -201,6 +206,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", default=quick_env, help="a short smoke run")
     ap.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 3, quick 1)")
     ap.add_argument("--seconds", type=float, default=None, help="seconds per figure (default 1.5)")
+    ap.add_argument(
+        "--figures",
+        default=os.environ.get("MCPMUX_BENCH_FIGURES") or None,
+        help="also write the best calls/s of each client and shape to this file",
+    )
     opts = ap.parse_args()
     rounds = opts.rounds or (1 if opts.quick else 3)
     seconds = opts.seconds or (0.3 if opts.quick else 1.5)
@@ -241,6 +251,13 @@ def main() -> int:
 
     def cpu(kind: str, shape: str) -> float:
         return statistics.median(r[shape][1] for r in results[kind])
+
+    if opts.figures:
+        with open(opts.figures, "w") as out:
+            out.write(f"build {build}\n")
+            for kind in ("sdk", "sync", "async"):
+                for shape in ("sequential", "in_flight"):
+                    out.write(f"{kind}.{shape} {best(kind, shape):.1f}\n")
 
     meaningful = build == "release"
     print()

@@ -250,12 +250,28 @@ impl RawServer {
         if !line.contains(r#""result""#) {
             return Err(format!("raw handshake: unexpected initialize answer: {line}").into());
         }
-        server.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")?;
-        // The demo server announces itself once with a log notification.
-        line.clear();
-        server.stdout.read_line(&mut line)?;
-        if !line.contains("notifications/message") {
-            return Err(format!("raw handshake: expected a log notification, got: {line}").into());
+        // A ping ends the handshake: whatever the server sends unprompted
+        // after `initialized` (the demo server announces itself with a log
+        // notification, the echo server says nothing) comes before its
+        // answer, so the calls that follow read only their own answers.
+        server.send(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+        )?;
+        server.next_id = 2;
+        loop {
+            line.clear();
+            if server.stdout.read_line(&mut line)? == 0 {
+                return Err("raw handshake: the server closed its stdout".into());
+            }
+            let message: Value = serde_json::from_str(&line)?;
+            match message.get("id") {
+                None => continue, // a notification
+                Some(id) if id == 1 && message.get("result").is_some() => break,
+                Some(_) => {
+                    return Err(format!("raw handshake: unexpected answer to ping: {line}").into())
+                }
+            }
         }
         Ok(server)
     }

@@ -34,7 +34,10 @@
 //!
 //! The server is the bundled demo server: `$MCPMUX_DEMO_SERVER`, else
 //! `<workspace>/target/release/mcpmux-demo-server`, built with
-//! `cargo build --release -p mcpmux-demo-server` when missing.
+//! `cargo build --release -p mcpmux-demo-server` when missing. Latency and
+//! throughput take any stdio server whose `echo` tool answers its `text` as
+//! the first text block, such as `benches/echo-server` (`benches/run.sh`
+//! measures both); connect needs the demo server's `DEMO_INIT_DELAY_MS`.
 //!
 //! Run it with
 //!
