@@ -35,7 +35,7 @@
 #   python   bindings/python/bench/bench_calls.py           (both servers)
 #   node     bindings/node/bench/bench_calls.mjs            (both servers)
 #   http     cargo run --release --manifest-path benches/http/Cargo.toml
-#   gateway  cargo bench -p mcpmux-core --bench gateway     (demo server)
+#   gateway  cargo bench -p mcpmux-core --bench gateway     (server-everything; mcpmux gateway + demo server)
 #
 # What it builds or installs, all inside this checkout (nothing global):
 # release builds into $CARGO_TARGET_DIR (default <repo>/target), the Python
@@ -276,19 +276,24 @@ fi
 
 # ------------------------------------------------------------------ gateway
 if wants gateway; then
-  log "gateway: cargo bench -p mcpmux-core --bench gateway (demo server)"
+  log "gateway: cargo bench -p mcpmux-core --bench gateway (server-everything, and mcpmux's own HTTP server)"
   if run gateway env MCPMUX_DEMO_SERVER="$DEMO_SERVER" \
     cargo bench --locked -p mcpmux-core --bench gateway; then
-    # Its last line naming a ratio: "ratio gateway/direct R (target >= X): ...".
-    # The ratio is the first number after "ratio", the target the first
-    # after "target" (at least, unless "<=" or "≤" comes before it).
-    line="$(grep -i 'ratio' "$LOGS/gateway.log" | tail -n 1 || true)"
-    ratio="$(grep -o -i 'ratio[^0-9]*[0-9][0-9.]*' <<< "$line" | head -n 1 | grep -o '[0-9][0-9.]*$' || true)"
-    after_target="$(grep -o -i 'target.*' <<< "$line" || true)"
-    goal="$(grep -o '[0-9][0-9.]*' <<< "$after_target" | head -n 1 || true)"
-    case "${after_target%%[0-9]*}" in *"<="*|*"≤"*) op="<=" ;; *) op=">=" ;; esac
-    row "Gateway: calls/s, 64 in flight, gateway / direct" demo - - "direct" \
-      "${goal:+$op$goal}" "$ratio"
+    # Per downstream server, three lines: "direct ... N calls/s",
+    # "gateway ... M calls/s ...", then "<label>: ratio gateway/direct R
+    # (target >= X): ..."; one row each.
+    while IFS=$'\t' read -r label direct through ratio goal; do
+      row "Gateway: calls/s, 64 in flight, gateway / direct" "$label" "$through" "$direct" "direct" \
+        ">=$goal" "$ratio"
+    done < <(awk '
+      $1 == "direct" { d = $(NF - 1) }
+      $1 == "gateway" { g = $0; sub(/ calls\/s.*/, "", g); n = split(g, w, " "); g = w[n] }
+      /ratio gateway\/direct/ {
+        label = $0; sub(/^ */, "", label); sub(/: ratio.*/, "", label)
+        r = $0; sub(/.*ratio gateway\/direct /, "", r); split(r, rr, " ")
+        t = $0; sub(/.*target >= /, "", t); sub(/\).*/, "", t)
+        printf "%s\t%s\t%s\t%s\t%s\n", label, d, g, rr[1], t
+      }' "$LOGS/gateway.log")
   fi
 fi
 

@@ -482,6 +482,17 @@ impl Hub {
             .collect()
     }
 
+    /// The hub name of the tool `server` calls `tool`, if the hub has it
+    /// (no schema is parsed: a lookup for every call of a proxy).
+    pub fn hub_name(&self, server: &str, tool: &str) -> Option<String> {
+        let index = self.inner.index.read().unwrap();
+        index
+            .entries
+            .iter()
+            .find(|e| e.server == server && e.tool().name == tool)
+            .map(|e| e.name.clone())
+    }
+
     /// The tool with hub name `name`.
     pub fn tool(&self, name: &str) -> Option<HubTool> {
         let index = self.inner.index.read().unwrap();

@@ -225,19 +225,21 @@ impl Gateway {
         listed
     }
 
-    /// The hub name of the tool a client calls `name`, if the policy
-    /// offers it.
+    /// The hub name of the tool a client calls `name`, if the hub has it
+    /// (whether the policy offers it is the policy's to say when called).
+    /// Runs on every call: it looks the name up, never lists the tools.
     fn resolve(&self, name: &str) -> Option<String> {
-        self.offered()
-            .into_iter()
-            .find(|t| {
-                if self.inner.options.no_prefix {
-                    t.tool == name
-                } else {
-                    t.name == name
-                }
-            })
-            .map(|t| t.name)
+        if !self.inner.options.no_prefix {
+            return self.inner.hub.tool(name).map(|t| t.name);
+        }
+        // With --no-prefix the config has exactly one enabled server.
+        let hub = &self.inner.hub;
+        let config = hub.config();
+        config
+            .servers
+            .iter()
+            .filter(|s| s.enabled)
+            .find_map(|s| hub.hub_name(&s.name, name))
     }
 
     /// The name a client knows a hub tool by.
