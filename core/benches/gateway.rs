@@ -45,12 +45,10 @@ use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness::{BoxError, Res, ROUNDS};
-use mcpmux_core::{CallOptions, Config, Hub};
+use mcpmux_core::{Config, Hub};
 use serde_json::{json, Value};
 
 /// Calls in flight.
@@ -266,28 +264,7 @@ async fn measure(pair: &Pair, per_round: usize) -> Res<()> {
 
 /// `calls` calls of `tool` with `args` by `IN_FLIGHT` tasks; the wall time.
 async fn pipelined(hub: &Hub, tool: &'static str, args: &Value, calls: usize) -> Res<Duration> {
-    let next = Arc::new(AtomicUsize::new(0));
-    let args = Arc::new(args.clone());
-    let start = Instant::now();
-    let tasks: Vec<_> = (0..IN_FLIGHT)
-        .map(|_| {
-            let (hub, next, args) = (hub.clone(), next.clone(), args.clone());
-            tokio::spawn(async move {
-                let opts = CallOptions::default();
-                while next.fetch_add(1, Ordering::Relaxed) < calls {
-                    let result = hub.call_tool(tool, Some(&args), &opts).await?;
-                    if result.is_error() {
-                        return Err(format!("{tool}: {}", result.json()).into());
-                    }
-                }
-                Ok::<_, BoxError>(())
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await??;
-    }
-    Ok(start.elapsed())
+    harness::pipelined_calls_with(hub, tool, args, calls, IN_FLIGHT).await
 }
 
 /// A server process listening on a loopback port; killed on drop.

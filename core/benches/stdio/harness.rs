@@ -155,10 +155,22 @@ pub(crate) async fn pipelined_calls(
     calls: usize,
     in_flight: usize,
 ) -> Res<Duration> {
+    pipelined_calls_with(hub, tool, &echo_args(), calls, in_flight).await
+}
+
+/// [`pipelined_calls`] with the tool's `args` (servers name the echoed
+/// text differently).
+pub(crate) async fn pipelined_calls_with(
+    hub: &Hub,
+    tool: &'static str,
+    args: &Value,
+    calls: usize,
+    in_flight: usize,
+) -> Res<Duration> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     let next = Arc::new(AtomicUsize::new(0));
-    let args = Arc::new(echo_args());
+    let args = Arc::new(args.clone());
     let start = std::time::Instant::now();
     let tasks: Vec<_> = (0..in_flight)
         .map(|_| {
