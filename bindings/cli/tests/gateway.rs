@@ -150,17 +150,7 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
     );
     assert_eq!(s["add"], json!(["5", {"sum": 5}, false]), "{s:#}");
     assert!(s["slow"].as_str().unwrap().starts_with("done"), "{s:#}");
-    // The gateway sends both updates before the answer, but the SDK client
-    // handles notifications a microtask later than responses: when the last
-    // update and the answer arrive in one read, the answer has already
-    // removed the progress handler. So: at least the first, in order.
-    let progress: Vec<f64> = s["progress"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_f64().unwrap())
-        .collect();
-    assert!(matches!(progress.as_slice(), [1.0] | [1.0, 2.0]), "{s:#}");
+    assert_eq!(s["progress"].as_array().unwrap().len(), 2, "{s:#}");
     assert!(!s["resource"].as_str().unwrap().is_empty(), "{s:#}");
     // Prompts are named as tools are, so two servers' `greet` stay apart.
     assert_eq!(
@@ -385,17 +375,7 @@ fn the_official_python_sdk_uses_the_gateway_over_streamable_http() {
         "{s:#}"
     );
     assert_eq!(s["add"], json!(["42", false]), "{s:#}");
-    // The gateway sends both updates before the answer, but the SDK client
-    // handles notifications a microtask later than responses: when the last
-    // update and the answer arrive in one read, the answer has already
-    // removed the progress handler. So: at least the first, in order.
-    let progress: Vec<f64> = s["progress"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_f64().unwrap())
-        .collect();
-    assert!(matches!(progress.as_slice(), [1.0] | [1.0, 2.0]), "{s:#}");
+    assert_eq!(s["progress"].as_array().unwrap().len(), 2, "{s:#}");
     assert_eq!(s["resource"], true, "{s:#}");
 }
 
@@ -496,7 +476,7 @@ fn check_ts_summary(s: &Value) {
     );
     assert_eq!(s["add"], json!(["9", false]), "{s:#}");
     assert!(s["slow"].as_str().unwrap().starts_with("done"), "{s:#}");
-    // The gateway sends both updates before the answer, but the SDK client
+    // The gateway sends both updates before the answer, but the TypeScript SDK client
     // handles notifications a microtask later than responses: when the last
     // update and the answer arrive in one read, the answer has already
     // removed the progress handler. So: at least the first, in order.
