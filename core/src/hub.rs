@@ -484,7 +484,7 @@ impl Hub {
 
     /// The hub name of the tool `server` calls `tool`, if the hub has it
     /// (no schema is parsed: a lookup for every call of a proxy).
-    pub fn hub_name(&self, server: &str, tool: &str) -> Option<String> {
+    pub(crate) fn hub_name(&self, server: &str, tool: &str) -> Option<String> {
         let index = self.inner.index.read().unwrap();
         index
             .entries
