@@ -112,7 +112,7 @@ impl Shared {
             )));
         }
         let _work = self.begin()?;
-        Ok(self.handle.block_on(fut))
+        Ok(mcpmux_core::runtime::block_on(&self.handle, fut))
     }
 
     /// Remembers a hub so that shutdown closes its servers; returns its key.

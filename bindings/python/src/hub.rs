@@ -690,7 +690,7 @@ fn block(py: Python<'_>, op: Op, exec: Exec, progress: Option<Progress>) -> PyRe
     let nested = tokio::runtime::Handle::try_current().is_ok();
     let result: Result<Result<Outcome, Error>, PyErr> = py.detach(move || {
         if exec == Exec::Here && !nested {
-            return rt.block_on(wait(op, progress));
+            return mcpmux_core::runtime::block_on(rt.handle(), wait(op, progress));
         }
         // On an engine thread; wait for it from here.
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -726,7 +726,7 @@ fn block(py: Python<'_>, op: Op, exec: Exec, progress: Option<Progress>) -> PyRe
                 }
             }
         } else {
-            rt.block_on(wait(rx, progress))
+            mcpmux_core::runtime::block_on(rt.handle(), wait(rx, progress))
         };
         if waited.is_err() {
             task.abort();
