@@ -183,6 +183,36 @@ function run(start, extra) {
   })
 }
 
+// ---------------------------------------------------------------------------
+// Staying awake for fast answers
+//
+// An answer read by an engine thread reaches this thread through the event
+// loop. When the loop sleeps in the kernel meanwhile, every call pays for
+// waking it (on a small VM about as much as the whole round trip to a fast
+// server). So for STAY_AWAKE_MS after a call goes out, while a call is still
+// pending, the loop keeps turning with `setImmediate` instead of sleeping:
+// other callbacks still run, and a fast answer is picked up on the next turn
+// without a wake-up. Slower answers cost at most this much polling.
+
+/** How long the loop stays awake after a call went out, in milliseconds. */
+const STAY_AWAKE_MS = 0.06
+let awakeUntil = 0
+let awake = false
+
+/** Keeps the loop turning for STAY_AWAKE_MS from now (a call just went out). */
+function stayAwake() {
+  awakeUntil = performance.now() + STAY_AWAKE_MS
+  if (!awake) {
+    awake = true
+    setImmediate(keepTurning)
+  }
+}
+
+function keepTurning() {
+  if (pending.size > weakPending && performance.now() < awakeUntil) setImmediate(keepTurning)
+  else awake = false
+}
+
 /** Settles pending operation `id` now (used on abort); true if it was pending. */
 function settleNow(id, error) {
   const entry = pending.get(id)
@@ -575,6 +605,7 @@ class Hub extends EventEmitter {
       return Promise.reject(err)
     }
     const nativeHub = this._native
+    stayAwake()
     if (signal === undefined) {
       if (onProgress === undefined) {
         return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task))
