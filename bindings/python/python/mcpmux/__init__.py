@@ -33,6 +33,7 @@ import inspect
 import json
 import os
 import threading
+import time
 import warnings
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
@@ -577,6 +578,50 @@ def _bridge_for(loop: asyncio.AbstractEventLoop) -> Any:
     return bridge
 
 
+# An answer read by an engine thread reaches the loop through the bridge's
+# pipe. When the loop sleeps in the kernel meanwhile, every call pays for
+# waking it (on a small VM about as much as the round trip to a fast server).
+# So for _STAY_AWAKE_SECONDS after a call goes out, while one is pending, the
+# loop keeps turning (``call_soon``) instead of sleeping: other callbacks
+# still run, and a fast answer is taken on the next turn without a wake-up.
+_STAY_AWAKE_SECONDS = 60e-6
+_perf_counter = time.perf_counter
+
+
+class _LoopAwake:
+    """Keeps one event loop turning while its tool calls may answer soon."""
+
+    __slots__ = ("_loop", "_until", "_turning", "waiting", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._until = 0.0
+        self._turning = False
+        self.waiting = 0
+
+    def call_went_out(self) -> None:
+        self._until = _perf_counter() + _STAY_AWAKE_SECONDS
+        if not self._turning:
+            self._turning = True
+            self._loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        if self.waiting > 0 and _perf_counter() < self._until:
+            self._loop.call_soon(self._turn)
+        else:
+            self._turning = False
+
+
+_awake: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopAwake]" = weakref.WeakKeyDictionary()
+
+
+def _awake_for(loop: asyncio.AbstractEventLoop) -> _LoopAwake:
+    awake = _awake.get(loop)
+    if awake is None:
+        awake = _awake.setdefault(loop, _LoopAwake(loop))
+    return awake
+
+
 _background: "set[asyncio.Future[Any]]" = set()
 
 
@@ -661,7 +706,7 @@ class AsyncHub:
     (the default loop on Linux and macOS, and uvloop).
     """
 
-    __slots__ = ("_native", "_loop", "_bridge", "__weakref__")
+    __slots__ = ("_native", "_loop", "_bridge", "_awake", "__weakref__")
 
     def __init__(self, native: Any) -> None:
         """Internal: use :meth:`AsyncHub.connect`."""
@@ -670,6 +715,7 @@ class AsyncHub:
         self._native = native
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._bridge: Any = None
+        self._awake: Any = None
 
     @classmethod
     def connect(
@@ -712,6 +758,7 @@ class AsyncHub:
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._bridge = _bridge_for(loop)
+        self._awake = _awake_for(loop)
         self._loop = loop
 
     def _aio(self) -> "tuple[asyncio.Future[Any], Any]":
@@ -773,11 +820,16 @@ class AsyncHub:
             )
             if pending is None:  # finished at once (e.g. an unknown tool)
                 return future.result()
+            awake = self._awake
+            awake.waiting += 1
+            awake.call_went_out()
             try:
                 return await future
             except BaseException:
                 pending.cancel()
                 raise
+            finally:
+                awake.waiting -= 1
         finally:
             if policy is not None:
                 policy._deliver()
