@@ -194,13 +194,17 @@ function run(start, extra) {
 // other callbacks still run, and a fast answer is picked up on the next turn
 // without a wake-up. Slower answers cost at most this much polling.
 
-/** How long the loop stays awake after a call went out, in milliseconds. */
-const STAY_AWAKE_MS = 0.06
+/**
+ * How long the loop stays awake after a call went out, in milliseconds:
+ * core's rule (`$MCPMUX_STAY_AWAKE_US`, default 60 µs; 0 turns it off).
+ */
+const STAY_AWAKE_MS = native.stayAwakeMicros() / 1000
 let awakeUntil = 0
 let awake = false
 
 /** Keeps the loop turning for STAY_AWAKE_MS from now (a call just went out). */
 function stayAwake() {
+  if (STAY_AWAKE_MS === 0) return
   awakeUntil = performance.now() + STAY_AWAKE_MS
   if (!awake) {
     awake = true

@@ -258,3 +258,10 @@ export declare function errorCodes(): Array<string>
  * test compares `index.d.ts` with.
  */
 export declare function sessionSchemas(): string
+
+/**
+ * How long, in microseconds, the event loop stays awake after a
+ * `callTool` goes out (core's `runtime::stay_awake`:
+ * `$MCPMUX_STAY_AWAKE_US`, 0 to sleep at once).
+ */
+export declare function stayAwakeMicros(): number

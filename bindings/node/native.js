@@ -843,3 +843,4 @@ module.exports.NativeSessions = nativeBinding.NativeSessions
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.sessionSchemas = nativeBinding.sessionSchemas
+module.exports.stayAwakeMicros = nativeBinding.stayAwakeMicros

@@ -10,6 +10,10 @@
 //! (tokio's one per CPU when it has none). A value that is not an integer
 //! from 1 to [`MAX_WORKER_THREADS`] is `INVALID_INPUT` naming the variable,
 //! never silently ignored; an empty variable counts as unset.
+//!
+//! Waiting: [`block_on`] is how the blocking front ends wait for the
+//! engine, and [`stay_awake`] (`$MCPMUX_STAY_AWAKE_US`) how long any front
+//! end's waiting thread stays awake before it sleeps.
 
 use std::future::Future;
 use std::pin::pin;
@@ -45,6 +49,8 @@ pub fn builder(
     if let Some(n) = worker_threads(explicit, default)? {
         builder.worker_threads(n);
     }
+    // A bad `MCPMUX_STAY_AWAKE_US` is raised where a bad worker count is.
+    stay_awake_from(&|name| std::env::var(name).ok())?;
     Ok(builder)
 }
 
@@ -84,16 +90,53 @@ fn decide(
     Ok(default)
 }
 
-/// How long [`block_on`] keeps the calling thread awake after a poll
-/// returned `Pending`, before it parks it.
+/// The environment variable that sets how long a thread waiting for an
+/// answer stays awake before it sleeps, in microseconds ([`stay_awake`]).
+pub const STAY_AWAKE_ENV: &str = "MCPMUX_STAY_AWAKE_US";
+
+/// [`stay_awake`] when [`STAY_AWAKE_ENV`] is unset.
 ///
-/// A fast server answers a call within tens of microseconds. Parking the
-/// caller for that long costs two extra context switches and a `futex`
-/// wake-up issued by the engine thread that read the answer (measured on a
-/// 2-vCPU VM: about a third of the caller's CPU per call, and most of the
+/// A fast server answers a call within tens of microseconds. Letting the
+/// waiting thread sleep for that long costs two extra context switches and
+/// a wake-up issued by the engine thread that read the answer (measured on
+/// a 2-vCPU VM: about a third of the caller's CPU per call, and most of the
 /// gap to the blocking floor). Staying awake that long costs at most this
 /// much CPU per call, and only for calls that are slower than it.
-pub const BLOCK_ON_SPIN: Duration = Duration::from_micros(60);
+pub const DEFAULT_STAY_AWAKE: Duration = Duration::from_micros(60);
+
+/// The longest [`STAY_AWAKE_ENV`] accepted: 10 ms.
+pub const MAX_STAY_AWAKE_US: u64 = 10_000;
+
+/// How long a thread that waits for an answer stays awake (yielding its CPU,
+/// or keeping its event loop turning) before it sleeps: `$MCPMUX_STAY_AWAKE_US`
+/// microseconds, `0` to sleep at once, else [`DEFAULT_STAY_AWAKE`].
+///
+/// Every front end follows it: [`block_on`] (Python's blocking `Hub`, C's
+/// synchronous functions), Node's `callTool` and Python's
+/// `AsyncHub.call_tool`. Read once per process. A bad value is
+/// `INVALID_INPUT` from [`builder`] (so from the first call that needs the
+/// runtime); here it counts as unset.
+pub fn stay_awake() -> Duration {
+    static VALUE: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *VALUE.get_or_init(|| {
+        stay_awake_from(&|name| std::env::var(name).ok()).unwrap_or(DEFAULT_STAY_AWAKE)
+    })
+}
+
+/// [`stay_awake`] with the variable read through `lookup`.
+fn stay_awake_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Duration, Error> {
+    let Some(value) = lookup(STAY_AWAKE_ENV).filter(|v| !v.trim().is_empty()) else {
+        return Ok(DEFAULT_STAY_AWAKE);
+    };
+    match value.trim().parse::<u64>() {
+        Ok(us) if us <= MAX_STAY_AWAKE_US => Ok(Duration::from_micros(us)),
+        _ => Err(Error::InvalidInput(format!(
+            "environment variable {STAY_AWAKE_ENV} must be an integer from 0 to \
+             {MAX_STAY_AWAKE_US} (microseconds), not '{}'",
+            value.chars().take(40).collect::<String>()
+        ))),
+    }
+}
 
 /// Runs `fut` to completion on the calling thread, inside `handle`'s
 /// context, for the front ends' blocking calls (Python's `Hub`, the C
@@ -101,7 +144,7 @@ pub const BLOCK_ON_SPIN: Duration = Duration::from_micros(60);
 ///
 /// Unlike [`tokio::runtime::Handle::block_on`], the thread does not park
 /// at once when `fut` is pending: it yields its CPU for up to
-/// [`BLOCK_ON_SPIN`] while it waits for the wake-up, so an answer that an
+/// [`stay_awake`] while it waits for the wake-up, so an answer that an
 /// engine thread reads soon after the request went out reaches the caller
 /// without a `futex` wake-up (the engine thread's waker then only sets a
 /// flag). Past that, it parks until woken, as tokio's would.
@@ -117,12 +160,13 @@ pub fn block_on<F: Future>(handle: &tokio::runtime::Handle, fut: F) -> F::Output
     let waker = Waker::from(waiter.clone());
     let mut cx = Context::from_waker(&waker);
     let mut fut = pin!(fut);
+    let awake = stay_awake();
     loop {
         waiter.woken.store(false, Ordering::Release);
         if let Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
             return out;
         }
-        waiter.wait(BLOCK_ON_SPIN);
+        waiter.wait(awake);
     }
 }
 
@@ -134,6 +178,7 @@ struct Waiter {
 
 impl Waiter {
     /// Returns once woken: yields the CPU until `spin` has passed, then parks.
+    /// (`Instant::now` is a vDSO read, not a system call.)
     fn wait(&self, spin: Duration) {
         let start = Instant::now();
         let mut rounds = 0u32;
@@ -215,6 +260,24 @@ mod tests {
     }
 
     #[test]
+    fn stay_awake_reads_microseconds_and_refuses_bad_values() {
+        assert_eq!(stay_awake_from(&with(&[])).unwrap(), DEFAULT_STAY_AWAKE);
+        let env = [("MCPMUX_STAY_AWAKE_US", " 0 ")];
+        assert_eq!(stay_awake_from(&with(&env)).unwrap(), Duration::ZERO);
+        let env = [("MCPMUX_STAY_AWAKE_US", "250")];
+        assert_eq!(
+            stay_awake_from(&with(&env)).unwrap(),
+            Duration::from_micros(250)
+        );
+        for bad in ["-1", "lots", "10001", "1.5"] {
+            let env = [("MCPMUX_STAY_AWAKE_US", bad)];
+            let e = stay_awake_from(&with(&env)).unwrap_err();
+            assert_eq!(e.code(), "INVALID_INPUT");
+            assert!(e.to_string().contains("MCPMUX_STAY_AWAKE_US"), "{e}");
+        }
+    }
+
+    #[test]
     fn block_on_waits_for_fast_and_slow_wake_ups_from_engine_threads() {
         let rt = builder("mcpmux-test-rt", Some(2), None)
             .unwrap()
@@ -224,7 +287,7 @@ mod tests {
         for delay in [
             Duration::ZERO,
             Duration::from_micros(10),
-            BLOCK_ON_SPIN * 20,
+            DEFAULT_STAY_AWAKE * 20,
         ] {
             let (tx, rx) = tokio::sync::oneshot::channel();
             rt.spawn(async move {

@@ -1,7 +1,8 @@
 //! mcpmux_engine_new and core's worker-thread rule: the `worker_threads`
 //! option beats `$MCPMUX_WORKER_THREADS`, which beats one per CPU; a bad
 //! variable is INVALID_INPUT naming it unless the option is given. Threads
-//! are counted by name (`mcpmux-engine`) in /proc. One test in this binary:
+//! are counted by name (`mcpmux-engine`) in /proc. A bad
+//! `$MCPMUX_STAY_AWAKE_US` is INVALID_INPUT too. One test in this binary:
 //! it sets the process environment.
 
 use std::ffi::CStr;
@@ -79,4 +80,13 @@ fn option_beats_variable_beats_default() {
     assert_eq!(code, "INVALID_INPUT");
     assert!(message.contains("MCPMUX_ENGINE_THREADS"), "{message}");
     assert_eq!(engine(Some(c"{\"worker_threads\": 2}"), 2), Ok(2));
+    // Core's other runtime variable: how long a blocking call stays awake.
+    std::env::remove_var("MCPMUX_ENGINE_THREADS");
+    std::env::set_var("MCPMUX_STAY_AWAKE_US", "soon");
+    let (code, message) = engine(Some(c"{\"worker_threads\": 2}"), 0).unwrap_err();
+    assert_eq!(code, "INVALID_INPUT");
+    assert!(message.contains("MCPMUX_STAY_AWAKE_US"), "{message}");
+    std::env::set_var("MCPMUX_STAY_AWAKE_US", "0");
+    assert_eq!(engine(Some(c"{\"worker_threads\": 2}"), 2), Ok(2));
+    std::env::remove_var("MCPMUX_STAY_AWAKE_US");
 }

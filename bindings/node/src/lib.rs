@@ -1020,6 +1020,14 @@ pub fn engine_version() -> &'static str {
     mcpmux_core::VERSION
 }
 
+/// How long, in microseconds, the event loop stays awake after a
+/// `callTool` goes out (core's `runtime::stay_awake`:
+/// `$MCPMUX_STAY_AWAKE_US`, 0 to sleep at once).
+#[napi]
+pub fn stay_awake_micros() -> u32 {
+    u32::try_from(mcpmux_core::runtime::stay_awake().as_micros()).unwrap_or(u32::MAX)
+}
+
 /// A `timeoutMs` option as a duration: a positive, finite number of
 /// milliseconds (at most [`MAX_TIMEOUT_MS`]), else `INVALID_INPUT`.
 fn timeout_option(timeout_ms: Option<f64>) -> Result<Option<Duration>, Error> {

@@ -101,3 +101,34 @@ test('MCPMUX_WORKER_THREADS sets the worker threads; MCPMUX_NODE_WORKER_THREADS 
   assert.equal(nodeThreads({ MCPMUX_WORKER_THREADS: '1', MCPMUX_NODE_WORKER_THREADS: '4' }, 1), '1')
   assert.match(nodeThreads({ MCPMUX_WORKER_THREADS: 'lots' }), /^INVALID_INPUT .*MCPMUX_WORKER_THREADS/)
 })
+
+/** A Node with MCPMUX_STAY_AWAKE_US = `value` (unset for undefined) making calls to the demo server. */
+function stayAwake(value) {
+  const script = `
+    const native = require(${JSON.stringify(path.join(h.PKG_DIR, 'native.js'))})
+    const { Hub } = require(${JSON.stringify(h.PKG_DIR)})
+    console.log(native.stayAwakeMicros())
+    Hub.connect({ mcpServers: { demo: { command: ${JSON.stringify(h.DEMO)} } } }).then(async (hub) => {
+      for (let i = 0; i < 50; i++) {
+        const r = await hub.callTool('mcp_demo_echo', { text: String(i) })
+        if (r.content[0].text !== String(i)) throw new Error('wrong answer ' + JSON.stringify(r))
+      }
+      const many = await Promise.all(Array.from({ length: 32 }, (_, i) => hub.callTool('mcp_demo_echo', { text: String(i) })))
+      if (many.some((r, i) => r.content[0].text !== String(i))) throw new Error('wrong answers')
+      await hub.close()
+      console.log('ok')
+    }, (e) => console.log(e.code + ' ' + e.message))
+  `
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'MCPMUX_STAY_AWAKE_US'))
+  if (value !== undefined) env.MCPMUX_STAY_AWAKE_US = value
+  const r = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8', timeout: 60_000 })
+  assert.equal(r.status, 0, r.stderr)
+  return r.stdout.trim()
+}
+
+test('MCPMUX_STAY_AWAKE_US is core rule: the default, 0 and a value all make working calls', T, () => {
+  assert.deepEqual(stayAwake(undefined).split(/\s+/), ['60', 'ok'])
+  assert.deepEqual(stayAwake('0').split(/\s+/), ['0', 'ok'])
+  assert.deepEqual(stayAwake('5000').split(/\s+/), ['5000', 'ok'])
+  assert.match(stayAwake('soon'), /^60\nINVALID_INPUT .*MCPMUX_STAY_AWAKE_US/)
+})

@@ -45,6 +45,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;
     m.add("ENGINE_VERSION", mcpmux_core::VERSION)?;
+    // How long AsyncHub keeps its loop turning after a call went out (core's
+    // rule: `$MCPMUX_STAY_AWAKE_US`).
+    m.add(
+        "STAY_AWAKE_MICROS",
+        u64::try_from(mcpmux_core::runtime::stay_awake().as_micros()).unwrap_or(u64::MAX),
+    )?;
     m.add("ERROR_CODES", mcpmux_core::error::ALL_CODES.to_vec())?;
     let profile = if cfg!(debug_assertions) {
         "debug"

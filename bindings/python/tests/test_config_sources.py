@@ -3,7 +3,8 @@ tests/fixtures/config_sources.json reaches the same servers, or the same
 error code, from ``Hub.connect``, ``AsyncHub.connect`` and ``Sessions`` as
 from Node, the C ABI and the CLI. And the engine's worker threads: one
 variable, ``MCPMUX_WORKER_THREADS``, with ``MCPMUX_ENGINE_THREADS`` kept as
-an alias, counted by name in /proc."""
+an alias, counted by name in /proc. And ``MCPMUX_STAY_AWAKE_US``, core's
+rule for how long a waiting thread stays awake."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 
 import mcpmux
 
-from conftest import ROOT
+from conftest import DEMO, ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CASES = json.loads((FIXTURES / "config_sources.json").read_text())["cases"]
@@ -120,3 +121,53 @@ def test_a_bad_worker_threads_value_is_invalid_input_naming_it():
     n, out = engine_threads({"MCPMUX_WORKER_THREADS": "lots"})
     assert n == -1
     assert "INVALID_INPUT" in out and "MCPMUX_WORKER_THREADS" in out, out
+
+
+def stay_awake(value: "str | None") -> str:
+    """Starts a Python with ``MCPMUX_STAY_AWAKE_US`` set to ``value`` (unset
+    for ``None``) that makes blocking and asyncio calls to the demo server;
+    returns its output: the microseconds the module took, then ``ok`` or
+    the error of connect."""
+    script = (
+        "import asyncio, mcpmux\n"
+        "from mcpmux import _native\n"
+        "print(_native.STAY_AWAKE_MICROS)\n"
+        "cfg = {'mcpServers': {'demo': {'command': %r}}}\n"
+        "try:\n"
+        "    h = mcpmux.Hub.connect(cfg)\n"
+        "except mcpmux.McpmuxError as e:\n"
+        "    print(e.code, e.message)\n"
+        "    raise SystemExit(0)\n"
+        "for i in range(50):\n"
+        "    r = h.call_tool('mcp_demo_echo', {'text': str(i)})\n"
+        "    assert r['content'][0]['text'] == str(i), r\n"
+        "h.close()\n"
+        "async def main():\n"
+        "    async with mcpmux.AsyncHub.connect(cfg) as a:\n"
+        "        for i in range(50):\n"
+        "            r = await a.call_tool('mcp_demo_echo', {'text': str(i)})\n"
+        "            assert r['content'][0]['text'] == str(i), r\n"
+        "        many = await asyncio.gather(*(a.call_tool('mcp_demo_echo', {'text': str(i)}) for i in range(32)))\n"
+        "        assert [r['content'][0]['text'] for r in many] == [str(i) for i in range(32)]\n"
+        "asyncio.run(main())\n"
+        "print('ok')\n"
+    ) % DEMO
+    env = {k: v for k, v in os.environ.items() if k != "MCPMUX_STAY_AWAKE_US"}
+    if value is not None:
+        env["MCPMUX_STAY_AWAKE_US"] = value
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_stay_awake_is_core_s_rule_and_calls_work_with_any_value():
+    assert stay_awake(None).split() == ["60", "ok"]
+    assert stay_awake("0").split() == ["0", "ok"]
+    assert stay_awake("5000").split() == ["5000", "ok"]
+
+
+def test_a_bad_stay_awake_value_is_invalid_input_naming_it():
+    out = stay_awake("soon")
+    assert "INVALID_INPUT" in out and "MCPMUX_STAY_AWAKE_US" in out, out

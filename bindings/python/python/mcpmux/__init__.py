@@ -584,7 +584,8 @@ def _bridge_for(loop: asyncio.AbstractEventLoop) -> Any:
 # So for _STAY_AWAKE_SECONDS after a call goes out, while one is pending, the
 # loop keeps turning (``call_soon``) instead of sleeping: other callbacks
 # still run, and a fast answer is taken on the next turn without a wake-up.
-_STAY_AWAKE_SECONDS = 60e-6
+# (Core's rule: ``$MCPMUX_STAY_AWAKE_US``, default 60 µs; 0 turns it off.)
+_STAY_AWAKE_SECONDS = _native.STAY_AWAKE_MICROS / 1e6
 _perf_counter = time.perf_counter
 
 
@@ -600,6 +601,8 @@ class _LoopAwake:
         self.waiting = 0
 
     def call_went_out(self) -> None:
+        if not _STAY_AWAKE_SECONDS:
+            return
         self._until = _perf_counter() + _STAY_AWAKE_SECONDS
         if not self._turning:
             self._turning = True
