@@ -592,7 +592,7 @@ _perf_counter = time.perf_counter
 class _LoopAwake:
     """Keeps one event loop turning while its tool calls may answer soon."""
 
-    __slots__ = ("_loop", "_until", "_turning", "waiting", "__weakref__")
+    __slots__ = ("_loop", "_until", "_turning", "waiting")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -613,16 +613,6 @@ class _LoopAwake:
             self._loop.call_soon(self._turn)
         else:
             self._turning = False
-
-
-_awake: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopAwake]" = weakref.WeakKeyDictionary()
-
-
-def _awake_for(loop: asyncio.AbstractEventLoop) -> _LoopAwake:
-    awake = _awake.get(loop)
-    if awake is None:
-        awake = _awake.setdefault(loop, _LoopAwake(loop))
-    return awake
 
 
 _background: "set[asyncio.Future[Any]]" = set()
@@ -761,7 +751,9 @@ class AsyncHub:
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._bridge = _bridge_for(loop)
-        self._awake = _awake_for(loop)
+        # One per hub and loop (the hub holds its loop already; a map keyed
+        # by loop would keep every loop alive through its value).
+        self._awake = _LoopAwake(loop)
         self._loop = loop
 
     def _aio(self) -> "tuple[asyncio.Future[Any], Any]":
