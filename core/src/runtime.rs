@@ -15,6 +15,7 @@
 //! engine, and [`stay_awake`] (`$MCPMUX_STAY_AWAKE_US`) how long any front
 //! end's waiting thread stays awake before it sleeps.
 
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,10 +150,16 @@ fn stay_awake_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Duration, 
 /// without a `futex` wake-up (the engine thread's waker then only sets a
 /// flag). Past that, it parks until woken, as tokio's would.
 ///
+/// While it waits, it also reads the answer itself when it can (leader /
+/// follower): a stdio transport that this thread sent a request on offers
+/// its stdout (`offer_reader`), and each round of the wait reads what is
+/// there, so the answer does not have to wake an engine thread first.
+///
 /// The engine's I/O is driven by the runtime's worker threads, as with
 /// tokio's `block_on`; must not be called on one of them.
 pub fn block_on<F: Future>(handle: &tokio::runtime::Handle, fut: F) -> F::Output {
     let _enter = handle.enter();
+    let _following = Following::start();
     let waiter = Arc::new(Waiter {
         thread: std::thread::current(),
         woken: AtomicBool::new(false),
@@ -170,6 +177,61 @@ pub fn block_on<F: Future>(handle: &tokio::runtime::Handle, fut: F) -> F::Output
     }
 }
 
+/// A reader that a thread waiting in [`block_on`] may drive: reads what is
+/// there without blocking and hands it out (the stdio transport's stdout).
+pub(crate) trait ReadNow: Send + Sync {
+    /// Reads what is available now, if no one else is reading; never blocks.
+    fn read_now(&self);
+}
+
+thread_local! {
+    /// Whether this thread is inside [`block_on`].
+    static IN_BLOCK_ON: Cell<bool> = const { Cell::new(false) };
+    /// The reader of the last request this thread sent inside [`block_on`].
+    static FOLLOWED: RefCell<Option<Arc<dyn ReadNow>>> = const { RefCell::new(None) };
+}
+
+/// Called by a transport after this thread sent a request on it: inside
+/// [`block_on`], the thread reads the answer itself while it waits.
+/// Elsewhere (an engine thread, an event loop) it does nothing.
+pub(crate) fn offer_reader(reader: impl FnOnce() -> Arc<dyn ReadNow>) {
+    if IN_BLOCK_ON.with(Cell::get) {
+        let reader = reader();
+        FOLLOWED.with(|f| *f.borrow_mut() = Some(reader));
+    }
+}
+
+/// Marks this thread as inside [`block_on`] until dropped (restoring the
+/// outer state when nested), and forgets the followed reader at the end.
+struct Following {
+    outer: bool,
+}
+
+impl Following {
+    fn start() -> Following {
+        Following {
+            outer: IN_BLOCK_ON.with(|b| b.replace(true)),
+        }
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        IN_BLOCK_ON.with(|b| b.set(self.outer));
+        if !self.outer {
+            // (Taken out before it is dropped: its drop may run any code.)
+            let reader = FOLLOWED.with(|f| f.borrow_mut().take());
+            drop(reader);
+        }
+    }
+}
+
+/// The reader this thread follows, if any (a clone: reading may send, and
+/// sending offers a reader again).
+fn followed() -> Option<Arc<dyn ReadNow>> {
+    FOLLOWED.with(|f| f.borrow().clone())
+}
+
 /// The calling thread of [`block_on`], as its future's waker sees it.
 struct Waiter {
     thread: Thread,
@@ -177,10 +239,12 @@ struct Waiter {
 }
 
 impl Waiter {
-    /// Returns once woken: yields the CPU until `spin` has passed, then parks.
+    /// Returns once woken: until `spin` has passed, reads the followed
+    /// reader (when there is one) and yields the CPU; then parks.
     /// (`Instant::now` is a vDSO read, not a system call.)
     fn wait(&self, spin: Duration) {
         let start = Instant::now();
+        let reader = if spin.is_zero() { None } else { followed() };
         let mut rounds = 0u32;
         while !self.woken.load(Ordering::Acquire) {
             if start.elapsed() >= spin {
@@ -188,6 +252,12 @@ impl Waiter {
                 // earlier wake-up): the loop looks at `woken` again.
                 std::thread::park();
                 continue;
+            }
+            if let Some(reader) = &reader {
+                reader.read_now();
+                if self.woken.load(Ordering::Acquire) {
+                    break;
+                }
             }
             rounds += 1;
             if rounds < 64 {

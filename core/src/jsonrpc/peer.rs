@@ -33,7 +33,9 @@ pub struct ProgressUpdate {
 }
 
 /// Called for each progress notification of a request, on the connection's
-/// reader task: it must return quickly and must not block.
+/// reader task (or, for stdio, on a thread in `runtime::block_on` that
+/// reads the connection while it waits): it must return quickly and must
+/// not block.
 pub type ProgressCallback = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 
 /// How one request is run.
@@ -79,7 +81,9 @@ pub trait Inbound: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<serde_json::Value, RpcError>>;
 
     /// A notification from the server (other than progress and cancellation,
-    /// which the peer handles). Runs on the reader task; must not block.
+    /// which the peer handles). Runs on the reader task, or on a blocking
+    /// caller's thread that reads the answer to its request itself
+    /// (`runtime::block_on`); must not block.
     fn on_notification(&self, method: &str, params: Option<&RawValue>);
 }
 

@@ -44,18 +44,59 @@ pub(crate) async fn read_lines(
     max: usize,
     out: &mut impl Lines,
 ) -> End {
-    let mut buf: Vec<u8> = Vec::with_capacity(INITIAL);
-    // Inside a message over the cap (already reported): drop bytes up to
-    // its newline.
-    let mut discarding = false;
-    // `buf[..scanned]` holds no newline.
-    let mut scanned = 0;
+    let mut splitter = Splitter::new(max);
     loop {
+        if !splitter.split(out) {
+            return End::Stopped;
+        }
+        match input.read_buf(splitter.buffer()).await {
+            Ok(0) => return End::Eof,
+            Ok(_) => {}
+            Err(_) => return End::Failed,
+        }
+    }
+}
+
+/// The state of [`read_lines`] between reads: what was read of the next
+/// message. For readers that do their own reading (the stdio transport's,
+/// shared by its reader task and a caller waiting for an answer).
+pub(crate) struct Splitter {
+    buf: Vec<u8>,
+    max: usize,
+    /// Inside a message over the cap (already reported): drop bytes up to
+    /// its newline.
+    discarding: bool,
+    /// `buf[..scanned]` holds no newline.
+    scanned: usize,
+}
+
+impl Splitter {
+    /// An empty splitter for messages of at most `max` bytes.
+    pub(crate) fn new(max: usize) -> Splitter {
+        Splitter {
+            buf: Vec::with_capacity(INITIAL),
+            max,
+            discarding: false,
+            scanned: 0,
+        }
+    }
+
+    /// Where the next read appends its bytes (it has spare capacity).
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    /// Hands every complete message read so far to `out` and keeps the rest
+    /// (reporting and dropping a message over the cap). Returns `false` when
+    /// `out` asked to stop.
+    pub(crate) fn split(&mut self, out: &mut impl Lines) -> bool {
+        let max = self.max;
+        let buf = &mut self.buf;
         let mut start = 0;
-        while let Some(i) = memchr::memchr(b'\n', &buf[start + scanned..]) {
-            let end = start + scanned + i;
+        while let Some(i) = memchr::memchr(b'\n', &buf[start + self.scanned..]) {
+            let end = start + self.scanned + i;
             let line = &buf[start..end];
-            let go_on = if std::mem::take(&mut discarding) {
+            let go_on = if std::mem::take(&mut self.discarding) {
                 true
             } else if line.len() > max {
                 // The whole message is here: both ends can name its id.
@@ -66,42 +107,38 @@ pub(crate) async fn read_lines(
                 out.line(line)
             };
             if !go_on {
-                return End::Stopped;
+                return false;
             }
             start = end + 1;
-            scanned = 0;
+            self.scanned = 0;
         }
         let pending = buf.len() - start;
-        if discarding {
+        if self.discarding {
             buf.clear();
-            scanned = 0;
+            self.scanned = 0;
         } else if pending > max {
             // Past the cap without an end: report it now (it may never end),
             // naming the id when the message starts with it, and drop the bytes.
             let id = head_id(&buf[start..]);
             if !out.oversized(id, pending) {
-                return End::Stopped;
+                return false;
             }
-            discarding = true;
+            self.discarding = true;
             buf.clear();
-            scanned = 0;
+            self.scanned = 0;
         } else if start > 0 {
             buf.drain(..start);
-            scanned = buf.len();
+            self.scanned = buf.len();
         } else {
-            scanned = buf.len();
+            self.scanned = buf.len();
         }
         if buf.is_empty() && buf.capacity() > SHRINK_ABOVE {
-            buf = Vec::with_capacity(INITIAL);
+            *buf = Vec::with_capacity(INITIAL);
         }
         if buf.len() == buf.capacity() {
             buf.reserve(buf.capacity());
         }
-        match input.read_buf(&mut buf).await {
-            Ok(0) => return End::Eof,
-            Ok(_) => {}
-            Err(_) => return End::Failed,
-        }
+        true
     }
 }
 

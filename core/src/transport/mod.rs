@@ -9,6 +9,7 @@
 pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod send_bound;
+mod stdout_reader;
 // A transport whose Cargo feature is off is replaced by a stand-in of the
 // same name whose connect fails with CONFIG_INVALID naming the feature.
 #[cfg(feature = "sse")]
@@ -107,7 +108,9 @@ pub trait Transport: Send + Sync + 'static {
     }
 }
 
-/// Receives what a transport reads. Called on the transport's reader task.
+/// Receives what a transport reads. Called on the transport's reader task,
+/// or (stdio) on a thread waiting in [`crate::runtime::block_on`] that reads
+/// the answer to its request itself: never two at once, always in order.
 pub trait FrameSink: Send + Sync + 'static {
     /// One complete message (without the line terminator). Must not block.
     fn on_frame(&self, frame: &[u8]);

@@ -3,9 +3,10 @@
 //! The child runs in its own process group so that closing it reaches every
 //! process it started. Four tasks serve one child: a flusher for what stdin
 //! could not take at once (`PipeWriter`), a reader (splits stdout into
-//! messages under the size cap, `read_lines`), a stderr reader (bounded
-//! ring + `tracing`), and a reaper (waits for the exit status). None of them
-//! keeps the connection's owner alive.
+//! messages under the size cap, `StdoutReader`; a blocking caller waiting
+//! for an answer reads it too), a stderr reader (bounded ring + `tracing`),
+//! and a reaper (waits for the exit status). None of them keeps the
+//! connection's owner alive.
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
@@ -18,8 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 
-use super::line_reader::{read_lines, End, Lines};
 use super::pipe_writer::{Closed, PipeWriter};
+use super::stdout_reader::{StdoutReader, Stopped};
 use super::{FrameSink, Transport};
 use crate::config::StdioConfig;
 use crate::error::Error;
@@ -45,6 +46,9 @@ pub(crate) fn stdin_queue_limit(max_message_bytes: usize) -> usize {
 pub struct StdioTransport {
     label: String,
     stdin: Arc<PipeWriter>,
+    /// Offered to a blocking caller after it sent a request, to read the
+    /// answer itself while it waits (see `stdout_reader`).
+    stdout: Arc<StdoutReader>,
     /// Why we ended the connection ourselves, when we did (the stdout
     /// reader reports it instead of a plain end of stream).
     aborted: Arc<Mutex<Option<String>>>,
@@ -134,11 +138,16 @@ impl StdioTransport {
             ring,
             closing: closing.clone(),
         };
-        tokio::spawn(read_stdout(stdout, max_message_bytes, sink, ending));
+        let stdout = stdout
+            .into_owned_fd()
+            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone()))
+            .map_err(|e| Error::ConnectFailed(format!("{label}: cannot read stdout: {e}")))?;
+        tokio::spawn(read_stdout(stdout.clone(), sink, ending));
 
         Ok(Arc::new(StdioTransport {
             label: label.to_owned(),
             stdin,
+            stdout,
             aborted,
             pgid,
             exit: exit_rx,
@@ -181,7 +190,10 @@ impl StdioTransport {
 impl Transport for StdioTransport {
     fn send(&self, message: Vec<u8>) -> Result<(), Error> {
         match self.stdin.send(&message) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                crate::runtime::offer_reader(|| self.stdout.clone());
+                Ok(())
+            }
             Err(Closed::Gone) => {
                 let why = self.aborted.lock().unwrap().clone();
                 let why = why.unwrap_or_else(|| "connection closed".into());
@@ -298,45 +310,15 @@ impl Ending {
     }
 }
 
-/// Hands the child's stdout messages to the sink, while it is alive.
-struct ToSink {
-    sink: Weak<dyn FrameSink>,
-    max: usize,
-}
-
-impl Lines for ToSink {
-    fn line(&mut self, line: &[u8]) -> bool {
-        let Some(sink) = self.sink.upgrade() else {
-            return false;
-        };
-        sink.on_frame(line);
-        true
-    }
-
-    fn oversized(&mut self, id: Option<u64>, size: usize) -> bool {
-        let Some(sink) = self.sink.upgrade() else {
-            return false;
-        };
-        sink.on_oversized(id, size, self.max);
-        true
-    }
-}
-
-/// Reads the child's stdout until it ends, then reports why it ended.
-async fn read_stdout(
-    stdout: impl AsyncRead + Unpin,
-    max: usize,
-    sink: Weak<dyn FrameSink>,
-    ending: Ending,
-) {
-    let mut to_sink = ToSink { sink, max };
-    let cause = match read_lines(stdout, max, &mut to_sink).await {
-        End::Eof => "closed its stdout",
-        End::Failed => "stdout failed",
-        End::Stopped => return,
+/// Runs the stdout reader until it stops, then reports why the stream ended.
+async fn read_stdout(reader: Arc<StdoutReader>, sink: Weak<dyn FrameSink>, ending: Ending) {
+    let cause = match reader.run().await {
+        Stopped::Eof => "closed its stdout",
+        Stopped::Failed => "stdout failed",
+        Stopped::SinkGone => return,
     };
     let error = ending.error(cause).await;
-    if let Some(sink) = to_sink.sink.upgrade() {
+    if let Some(sink) = sink.upgrade() {
         sink.on_closed(error);
     }
 }

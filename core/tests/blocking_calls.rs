@@ -1,0 +1,152 @@
+//! `runtime::block_on`, the blocking front ends' way to wait (Python's
+//! `Hub`, the C ABI): a waiting thread reads its stdio server's stdout
+//! itself (leader/follower) while engine tasks read it too. Every answer
+//! must still reach its own caller whole, in order, exactly once, whoever
+//! read it: many blocking threads and async tasks share one connection,
+//! with large answers that take many reads and progress notifications.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use mcpmux_core::runtime::{block_on, builder};
+use mcpmux_core::{CallOptions, Hub};
+use serde_json::json;
+
+fn echo_text(result: &mcpmux_core::ToolResult) -> String {
+    result.value()["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn blocking_callers_and_tasks_share_one_stdio_connection() {
+    let rt = builder("mcpmux-test-rt", Some(2), None)
+        .unwrap()
+        .build()
+        .unwrap();
+    let hub: Hub = block_on(rt.handle(), Hub::connect(config(&[demo_entry("demo", "")]))).unwrap();
+
+    let tasks: Vec<_> = (0..4)
+        .map(|t| {
+            let hub = hub.clone();
+            rt.spawn(async move {
+                for n in 0..300 {
+                    let text = format!("task {t} call {n}");
+                    let r = hub
+                        .call_tool(
+                            "mcp_demo_echo",
+                            Some(&json!({ "text": text })),
+                            &CallOptions::default(),
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(echo_text(&r), text);
+                }
+            })
+        })
+        .collect();
+
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (hub, handle) = (hub.clone(), rt.handle().clone());
+            std::thread::spawn(move || {
+                for n in 0..300 {
+                    let text = format!("thread {t} call {n}");
+                    let r = block_on(
+                        &handle,
+                        hub.call_tool(
+                            "mcp_demo_echo",
+                            Some(&json!({ "text": text })),
+                            &CallOptions::default(),
+                        ),
+                    )
+                    .unwrap();
+                    assert_eq!(echo_text(&r), text);
+                    if n % 50 == 0 {
+                        // An answer of many reads, split across whoever reads.
+                        let big = block_on(
+                            &handle,
+                            hub.call_tool(
+                                "mcp_demo_big",
+                                Some(&json!({ "bytes": 300_000 })),
+                                &CallOptions::default(),
+                            ),
+                        )
+                        .unwrap();
+                        assert_eq!(echo_text(&big).len(), 300_000);
+                    }
+                }
+            })
+        })
+        .collect();
+
+    // Progress notifications reach a blocking caller's callback, then its
+    // answer, whichever thread read them.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(20)),
+        on_progress: Some(Arc::new(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+        })),
+        ..CallOptions::default()
+    };
+    let slow = block_on(
+        rt.handle(),
+        hub.call_tool(
+            "mcp_demo_slow",
+            Some(&json!({"seconds": 0.5, "steps": 5})),
+            &opts,
+        ),
+    )
+    .unwrap();
+    assert!(echo_text(&slow).starts_with("done"), "{}", slow.json());
+    assert_eq!(seen.load(Ordering::SeqCst), 5);
+
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    block_on(rt.handle(), async {
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    block_on(rt.handle(), hub.close());
+}
+
+#[test]
+fn a_blocking_caller_sees_its_server_exit() {
+    let rt = builder("mcpmux-test-rt", Some(1), None)
+        .unwrap()
+        .build()
+        .unwrap();
+    let hub: Hub = block_on(
+        rt.handle(),
+        Hub::connect(config_without_restarts(&[demo_entry("demo", "")])),
+    )
+    .unwrap();
+    let r = block_on(
+        rt.handle(),
+        hub.call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "before"})),
+            &CallOptions::default(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(echo_text(&r), "before");
+    // The server exits mid-call: the end of its stdout is the reader
+    // task's to report, even while this thread reads the pipe too.
+    let e = block_on(
+        rt.handle(),
+        hub.call_tool("mcp_demo_crash", None, &CallOptions::default()),
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
+    block_on(rt.handle(), hub.close());
+}
