@@ -138,10 +138,23 @@ impl StdioTransport {
             ring,
             closing: closing.clone(),
         };
-        let stdout = stdout
+        let stdout = match stdout
             .into_owned_fd()
             .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone()))
-            .map_err(|e| Error::ConnectFailed(format!("{label}: cannot read stdout: {e}")))?;
+        {
+            Ok(reader) => reader,
+            Err(e) => {
+                // Nothing will own the child: end it here.
+                stdin.close();
+                if pgid > 0 {
+                    // SAFETY: plain syscall on the process group we created.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+                return Err(Error::ConnectFailed(format!(
+                    "{label}: cannot read stdout: {e}"
+                )));
+            }
+        };
         tokio::spawn(read_stdout(stdout.clone(), sink, ending));
 
         Ok(Arc::new(StdioTransport {
