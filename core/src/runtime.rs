@@ -113,7 +113,7 @@ pub const MAX_STAY_AWAKE_US: u64 = 10_000;
 /// microseconds, `0` to sleep at once, else [`DEFAULT_STAY_AWAKE`].
 ///
 /// Every front end follows it: [`block_on`] (Python's blocking `Hub`, C's
-/// synchronous functions), Node's `callTool` and Python's
+/// synchronous functions, the CLI's commands), Node's `callTool` and Python's
 /// `AsyncHub.call_tool`. Read once per process. A bad value is
 /// `INVALID_INPUT` from [`builder`] (so from the first call that needs the
 /// runtime); here it counts as unset.
@@ -141,7 +141,7 @@ fn stay_awake_from(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Duration, 
 
 /// Runs `fut` to completion on the calling thread, inside `handle`'s
 /// context, for the front ends' blocking calls (Python's `Hub`, the C
-/// ABI's synchronous functions).
+/// ABI's synchronous functions, the CLI's main future).
 ///
 /// Unlike [`tokio::runtime::Handle::block_on`], the thread does not park
 /// at once when `fut` is pending: it yields its CPU for up to

@@ -3,7 +3,8 @@
 //! itself (leader/follower) while engine tasks read it too. Every answer
 //! must still reach its own caller whole, in order, exactly once, whoever
 //! read it: many blocking threads and async tasks share one connection,
-//! with large answers that take many reads and progress notifications.
+//! with large answers that take many reads and progress notifications, and
+//! hostile servers (a line far over the cap, a line that is not JSON-RPC).
 
 mod common;
 
@@ -148,5 +149,63 @@ fn a_blocking_caller_sees_its_server_exit() {
     )
     .unwrap_err();
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
+    block_on(rt.handle(), hub.close());
+}
+
+/// Peak resident memory of this process, in MiB (`VmHWM`).
+fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb / 1024
+}
+
+#[test]
+fn a_blocking_caller_reading_a_hostile_server_keeps_to_the_cap() {
+    let rt = builder("mcpmux-test-rt", Some(1), None)
+        .unwrap()
+        .build()
+        .unwrap();
+    // A 256 MiB answer line against a 1 MiB cap, and a line that is not
+    // JSON-RPC: what the blocking caller reads itself is held to the cap
+    // and reported like what the reader task reads.
+    let entries = [
+        script_entry(
+            "huge",
+            "huge_line.py",
+            "max_message_bytes = 1048576\nenv = { HUGE_LINE_BYTES = \"268435456\" }",
+        ),
+        script_entry("garbage", "garbage_stdout.py", ""),
+        demo_entry("demo", ""),
+    ];
+    let hub: Hub = block_on(rt.handle(), Hub::connect(config(&entries))).unwrap();
+    let call = |name: &str| {
+        let opts = CallOptions {
+            timeout: Some(Duration::from_secs(60)),
+            ..CallOptions::default()
+        };
+        block_on(rt.handle(), hub.call_tool(name, None, &opts))
+    };
+    let e = call("mcp_huge_flood").unwrap_err();
+    assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+    assert!(e.to_string().contains("exceeds the limit"), "{e}");
+    let e = call("mcp_garbage_garble").unwrap_err();
+    assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+    assert!(e.to_string().contains("not JSON-RPC"), "{e}");
+    let r = block_on(
+        rt.handle(),
+        hub.call_tool(
+            "mcp_demo_echo",
+            Some(&json!({"text": "still here"})),
+            &CallOptions::default(),
+        ),
+    )
+    .unwrap();
+    assert_eq!(echo_text(&r), "still here");
+    let peak = peak_rss_mib();
+    assert!(peak < 128, "peak RSS {peak} MiB: the 256 MiB line was held");
     block_on(rt.handle(), hub.close());
 }

@@ -166,7 +166,9 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(&Error::Internal(format!("cannot start the runtime: {e}"))),
     };
-    match runtime.block_on(run(cli)) {
+    // Core's block_on: the main thread stays awake for a fast answer and
+    // reads it itself (`MCPMUX_STAY_AWAKE_US`), like Python's and C's.
+    match mcpmux_core::runtime::block_on(runtime.handle(), run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(&e),
     }

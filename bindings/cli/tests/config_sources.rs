@@ -82,3 +82,28 @@ fn a_bad_worker_threads_variable_is_invalid_input_naming_it() {
         .run();
     assert_eq!(names(&out), ["quiet"]);
 }
+
+#[test]
+fn the_stay_awake_variable_is_core_s_rule() {
+    let sb = Sandbox::new();
+    sb.write("mcpmux.toml", &demo_entry("demo", ""));
+    let message = sb
+        .mcpmux(&["--json", "servers"])
+        .env("MCPMUX_STAY_AWAKE_US", "soon")
+        .run()
+        .fails_with("INVALID_INPUT");
+    assert!(message.contains("MCPMUX_STAY_AWAKE_US"), "{message}");
+    // Off, and long: the command's calls work either way.
+    for value in ["0", "10000"] {
+        let out = sb
+            .mcpmux(&["--json", "call", "mcp_demo_echo", r#"{"text":"awake"}"#])
+            .env("MCPMUX_STAY_AWAKE_US", value)
+            .run();
+        out.ok();
+        assert_eq!(
+            out.stdout.trim_end(),
+            r#"{"content":[{"type":"text","text":"awake"}]}"#,
+            "{value}: {out}"
+        );
+    }
+}
