@@ -5,6 +5,7 @@
 //! never show a URL's query or a header's value. It uses only `error` and
 //! `secrets`, so nothing here can depend on a transport or on `auth`.
 
+pub(crate) mod direct;
 pub mod sse_parser;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use self::sse_parser::{EventStream, SseParser};
 use crate::error::Error;
 
+/// The `User-Agent` of every request mcpmux makes.
+pub(crate) const USER_AGENT: &str = concat!("mcpmux/", env!("CARGO_PKG_VERSION"));
+
 /// What every HTTP client of mcpmux starts from: rustls, a 30 s connect
 /// timeout, no Nagle delay, mcpmux's user agent, no Referer. Each client
 /// adds its own redirect rule and pool settings.
@@ -24,7 +28,7 @@ pub(crate) fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
         .tcp_nodelay(true)
-        .user_agent(concat!("mcpmux/", env!("CARGO_PKG_VERSION")))
+        .user_agent(USER_AGENT)
         .referer(false)
 }
 
@@ -91,10 +95,18 @@ pub(crate) fn display_url(url: &url::Url) -> String {
 
 /// A failed HTTP exchange as TRANSPORT_CLOSED, with the causes (never the URL).
 pub(crate) fn network_error(label: &str, url: &url::Url, e: reqwest::Error) -> Error {
-    let mut causes = Vec::new();
-    let e = e.without_url();
-    causes.push(e.to_string());
-    let mut source = std::error::Error::source(&e);
+    unreachable_error(label, url, &e.without_url())
+}
+
+/// A failed exchange as TRANSPORT_CLOSED, from any client's error: its
+/// message and each distinct cause (never the URL's query).
+pub(crate) fn unreachable_error(
+    label: &str,
+    url: &url::Url,
+    e: &(dyn std::error::Error + 'static),
+) -> Error {
+    let mut causes = vec![e.to_string()];
+    let mut source = e.source();
     while let Some(s) = source {
         let text = s.to_string();
         if !causes.iter().any(|c| c.contains(&text)) {

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::future::BoxFuture;
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, USER_AGENT};
 use reqwest::StatusCode;
 use tokio::task::AbortHandle;
 
@@ -27,6 +28,7 @@ use crate::auth::flow::Authorizer;
 use crate::auth::{AuthConfig, AuthOptions};
 use crate::config::NetworkConfig;
 use crate::error::Error;
+use crate::net::direct::DirectClient;
 use crate::net::sse_parser::Item;
 use crate::net::{self as http, StreamPosition};
 
@@ -57,6 +59,9 @@ struct Inner {
     url: url::Url,
     headers: HeaderMap,
     http: reqwest::Client,
+    /// POSTs go on hyper-util's client directly ([`crate::net::direct`])
+    /// when there is one and the URL suits it (no user info); else reqwest.
+    direct: Option<(&'static DirectClient, hyper::Uri)>,
     max_message_bytes: usize,
     sink: Weak<dyn FrameSink>,
     state: Mutex<State>,
@@ -152,6 +157,7 @@ impl StreamableHttpTransport {
                 url: config.url.clone(),
                 headers: http::header_map(label, &config.headers)?,
                 http: http::client(),
+                direct: direct_route(&config.url),
                 max_message_bytes,
                 sink,
                 state: Mutex::new(State::default()),
@@ -284,6 +290,7 @@ impl Inner {
 
     /// Sends one message and handles whatever comes back.
     async fn deliver(self: Arc<Self>, message: Vec<u8>, out: Outgoing) {
+        let message = Bytes::from(message);
         if !matches!(
             out.method.as_deref(),
             Some("initialize" | "notifications/initialized")
@@ -325,7 +332,7 @@ impl Inner {
     /// times at most.
     async fn send_authorized(
         &self,
-        message: &[u8],
+        message: &Bytes,
         out: &Outgoing,
     ) -> Result<reqwest::Response, Error> {
         let Some(auth) = &self.auth else {
@@ -387,61 +394,37 @@ impl Inner {
         }
     }
 
+    /// POSTs one message with the transport's headers, this message's
+    /// (session, protocol version, stateless `Mcp-*`) and `auth`'s.
     async fn post(
         &self,
-        message: &[u8],
+        message: &Bytes,
         out: &Outgoing,
         auth: Vec<(&'static str, HeaderValue)>,
     ) -> Result<reqwest::Response, Error> {
-        let (session, version) = {
-            let state = self.state.lock().unwrap();
-            (state.session_id.clone(), state.protocol_version.clone())
-        };
-        let mut request = self
-            .http
-            .post(self.url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .body(message.to_vec());
-        for (name, value) in auth {
-            request = request.header(name, value);
-        }
-        // `initialize` always opens a new session: never send an old id with it.
-        if let Some(session) = session.filter(|_| out.method.as_deref() != Some("initialize")) {
-            request = request.header(SESSION_ID, session);
-        }
-        if let Some(version) = &version {
-            if out.method.as_deref() != Some("initialize") {
-                request = request.header(PROTOCOL_VERSION, version.as_str());
-            }
-            if crate::protocol::is_stateless(version) {
-                if let Some(method) = &out.method {
-                    request = request.header(MCP_METHOD, method.as_str());
-                }
-                let named = matches!(
-                    out.method.as_deref(),
-                    Some("tools/call" | "prompts/get" | "resources/read")
-                );
-                if let Some(name) = out
-                    .name
-                    .as_deref()
-                    .filter(|_| named)
-                    .and_then(|n| HeaderValue::from_str(n).ok())
-                {
-                    request = request.header(MCP_NAME, name);
-                }
-                for (name, value) in &out.headers {
-                    if let Ok(value) = HeaderValue::from_str(value) {
-                        request = request.header(name.as_str(), value);
+        let headers = self.message_headers(out, auth);
+        let response = match &self.direct {
+            Some((client, uri)) => {
+                let mut request = hyper::Request::new(http_body_util::Full::new(message.clone()));
+                *request.method_mut() = hyper::Method::POST;
+                *request.uri_mut() = uri.clone();
+                *request.headers_mut() = headers.clone();
+                request
+                    .headers_mut()
+                    .entry(USER_AGENT)
+                    .or_insert(HeaderValue::from_static(http::USER_AGENT));
+                match client.request(request).await {
+                    // reqwest follows a redirect to the same origin.
+                    Ok(response) if response.status().is_redirection() => {
+                        drop(response);
+                        self.post_reqwest(message, headers).await?
                     }
+                    Ok(response) => reqwest::Response::from(response.map(reqwest::Body::wrap)),
+                    Err(e) => return Err(http::unreachable_error(&self.label, &self.url, &e)),
                 }
             }
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| http::network_error(&self.label, &self.url, e))?;
+            None => self.post_reqwest(message, headers).await?,
+        };
         // Only a successful answer assigns a session (a server may attach an
         // id to a refusal, e.g. a 400 to `server/discover`, and then drop it).
         if let Some(id) = response
@@ -456,6 +439,73 @@ impl Inner {
             }
         }
         Ok(response)
+    }
+
+    /// The POST through reqwest (see [`Inner::direct`]).
+    async fn post_reqwest(
+        &self,
+        message: &Bytes,
+        headers: HeaderMap,
+    ) -> Result<reqwest::Response, Error> {
+        self.http
+            .post(self.url.clone())
+            .headers(headers)
+            .body(message.clone())
+            .send()
+            .await
+            .map_err(|e| http::network_error(&self.label, &self.url, e))
+    }
+
+    /// The headers of one POST: the configured ones, then (added, as
+    /// reqwest's `header` does) the content type, `auth`'s, and this
+    /// message's.
+    fn message_headers(&self, out: &Outgoing, auth: Vec<(&'static str, HeaderValue)>) -> HeaderMap {
+        let (session, version) = {
+            let state = self.state.lock().unwrap();
+            (state.session_id.clone(), state.protocol_version.clone())
+        };
+        let mut headers = self.headers.clone();
+        headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.append(
+            ACCEPT,
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        for (name, value) in auth {
+            headers.append(name, value);
+        }
+        let mut add = |name: &str, value: &str| {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                headers.append(name, value);
+            }
+        };
+        // `initialize` always opens a new session: never send an old id with it.
+        if let Some(session) = session.filter(|_| out.method.as_deref() != Some("initialize")) {
+            add(SESSION_ID, &session);
+        }
+        if let Some(version) = &version {
+            if out.method.as_deref() != Some("initialize") {
+                add(PROTOCOL_VERSION, version);
+            }
+            if crate::protocol::is_stateless(version) {
+                if let Some(method) = &out.method {
+                    add(MCP_METHOD, method);
+                }
+                let named = matches!(
+                    out.method.as_deref(),
+                    Some("tools/call" | "prompts/get" | "resources/read")
+                );
+                if let Some(name) = out.name.as_deref().filter(|_| named) {
+                    add(MCP_NAME, name);
+                }
+                for (name, value) in &out.headers {
+                    add(name, value);
+                }
+            }
+        }
+        headers
     }
 
     /// Handles the answer to one POST.
@@ -711,14 +761,16 @@ impl Inner {
         };
         tracing::info!(server = %self.label, "session expired (404); initializing again");
         let out = Outgoing::read(&init);
-        let response = self.send_authorized(&init, &out).await?;
+        let response = self.send_authorized(&Bytes::from(init), &out).await?;
         if !response.status().is_success() {
             return Err(http::response_error(&self.label, &self.url, response).await);
         }
         // Read the answer to completion (it may be a stream) before going on.
         let _ = http::read_body(&self.label, response, self.max_message_bytes).await;
         let note = INITIALIZED_NOTE;
-        let response = self.send_authorized(note, &Outgoing::read(note)).await?;
+        let response = self
+            .send_authorized(&Bytes::from_static(note), &Outgoing::read(note))
+            .await?;
         let _ = http::read_body(&self.label, response, 4096).await;
         Ok(())
     }
@@ -730,6 +782,21 @@ impl Inner {
 /// does not depend on the message layer).
 pub(crate) const INITIALIZED_NOTE: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// The client and URI for POSTs to `url` without reqwest, when there is a
+/// direct client ([`crate::net::direct::client`]) and the URL is one that
+/// client sends as reqwest would: http or https, no user info (reqwest turns
+/// that into an `Authorization` header).
+fn direct_route(url: &url::Url) -> Option<(&'static DirectClient, hyper::Uri)> {
+    if !matches!(url.scheme(), "http" | "https")
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return None;
+    }
+    let uri = url.as_str().parse::<hyper::Uri>().ok()?;
+    Some((crate::net::direct::client()?, uri))
+}
 
 /// Whether `body` is a JSON-RPC response to request `id`.
 fn is_response_to(body: &[u8], id: Option<u64>) -> bool {
