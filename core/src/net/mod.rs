@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -214,6 +215,45 @@ pub(crate) async fn read_body(
     Ok(body)
 }
 
+/// Reads a whole body from hyper's client, failing with PROTOCOL_ERROR past
+/// `max` bytes; a body that came in one piece is returned without a copy.
+pub(crate) async fn read_incoming(
+    label: &str,
+    mut body: hyper::body::Incoming,
+    max: usize,
+) -> Result<Bytes, Error> {
+    use http_body_util::BodyExt;
+    use hyper::body::Body;
+    if body.size_hint().lower() > max as u64 {
+        return Err(too_large(label, max));
+    }
+    let mut first = Bytes::new();
+    let mut joined: Option<Vec<u8>> = None;
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| Error::TransportClosed(format!("{label}: response body failed: {e}")))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
+        len += chunk.len();
+        if len > max {
+            return Err(too_large(label, max));
+        }
+        match &mut joined {
+            Some(all) => all.extend_from_slice(&chunk),
+            None if first.is_empty() => first = chunk,
+            None => {
+                let mut all = Vec::with_capacity(len);
+                all.extend_from_slice(&first);
+                all.extend_from_slice(&chunk);
+                joined = Some(all);
+            }
+        }
+    }
+    Ok(joined.map_or(first, Bytes::from))
+}
+
 fn too_large(label: &str, max: usize) -> Error {
     Error::ProtocolError(format!(
         "{label}: message exceeds the limit of {max} bytes (max_message_bytes)"
@@ -222,8 +262,13 @@ fn too_large(label: &str, max: usize) -> Error {
 
 /// The media type of a response, lower-cased, without parameters.
 pub(crate) fn content_type(response: &reqwest::Response) -> String {
-    response
-        .headers()
+    content_type_of(response.headers())
+}
+
+/// The media type in response headers `headers`, lower-cased, without
+/// parameters.
+pub(crate) fn content_type_of(headers: &HeaderMap) -> String {
+    headers
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())

@@ -10,6 +10,7 @@
 //! session, no GET stream; `MCP-Protocol-Version`, `Mcp-Method` and
 //! `Mcp-Name` headers on every request.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -65,7 +66,9 @@ struct Inner {
     max_message_bytes: usize,
     sink: Weak<dyn FrameSink>,
     state: Mutex<State>,
-    tasks: Mutex<Vec<AbortHandle>>,
+    /// The transport's tasks (one per message in flight, the GET stream),
+    /// aborted on close; each removes itself when it ends.
+    tasks: Mutex<HashMap<tokio::task::Id, AbortHandle>>,
     /// Answers and notifications whose POST has not completed ([`super::send_bound`]).
     notices: InFlight,
     closed: AtomicBool,
@@ -86,8 +89,11 @@ struct Inner {
 
 #[derive(Default)]
 struct State {
-    session_id: Option<String>,
+    /// The session's id as the server sent it (a visible-ASCII header value).
+    session_id: Option<HeaderValue>,
     protocol_version: Option<String>,
+    /// `protocol_version` as a header value, made once.
+    version_header: Option<HeaderValue>,
     /// The `initialize` request as sent, to re-initialize after a 404.
     initialize: Option<Vec<u8>>,
     get_stream_started: bool,
@@ -161,7 +167,7 @@ impl StreamableHttpTransport {
                 max_message_bytes,
                 sink,
                 state: Mutex::new(State::default()),
-                tasks: Mutex::new(Vec::new()),
+                tasks: Mutex::new(HashMap::new()),
                 notices: InFlight::default(),
                 closed: AtomicBool::new(false),
                 reinit: tokio::sync::Mutex::new(()),
@@ -205,11 +211,10 @@ impl Transport for StreamableHttpTransport {
             inner.handshake_done.send_replace(false);
         }
         let inner_for_task = inner.clone();
-        let task = inner.runtime.spawn(async move {
+        inner.spawn_tracked(&inner.runtime, async move {
             inner_for_task.deliver(message, out).await;
             drop(slot);
         });
-        inner.track(task.abort_handle());
         Ok(())
     }
 
@@ -219,12 +224,12 @@ impl Transport for StreamableHttpTransport {
             if inner.closed.swap(true, Ordering::SeqCst) {
                 return;
             }
-            for task in inner.tasks.lock().unwrap().drain(..) {
+            for (_, task) in inner.tasks.lock().unwrap().drain() {
                 task.abort();
             }
             let (session, version) = {
                 let state = inner.state.lock().unwrap();
-                (state.session_id.clone(), state.protocol_version.clone())
+                (state.session_id.clone(), state.version_header.clone())
             };
             if let Some(session) = session {
                 // Tell the server the session is over; a server that does
@@ -252,24 +257,38 @@ impl Transport for StreamableHttpTransport {
     }
 
     fn set_protocol_version(&self, version: Option<&str>) {
-        self.inner.state.lock().unwrap().protocol_version = version.map(str::to_owned);
+        let mut state = self.inner.state.lock().unwrap();
+        state.protocol_version = version.map(str::to_owned);
+        state.version_header = version.and_then(|v| HeaderValue::from_str(v).ok());
     }
 }
 
 impl Drop for StreamableHttpTransport {
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        for task in self.inner.tasks.lock().unwrap().drain(..) {
+        for (_, task) in self.inner.tasks.lock().unwrap().drain() {
             task.abort();
         }
     }
 }
 
 impl Inner {
-    fn track(&self, task: AbortHandle) {
+    /// Spawns `work` on `runtime` as one of the transport's tasks: listed
+    /// (under the lock, so before it can end) until it ends, aborted on close.
+    fn spawn_tracked(
+        self: &Arc<Self>,
+        runtime: &tokio::runtime::Handle,
+        work: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let this = self.clone();
         let mut tasks = self.tasks.lock().unwrap();
-        tasks.retain(|t| !t.is_finished());
-        tasks.push(task);
+        let task = runtime.spawn(async move {
+            work.await;
+            if let Some(id) = tokio::task::try_id() {
+                this.tasks.lock().unwrap().remove(&id);
+            }
+        });
+        tasks.insert(task.id(), task.abort_handle());
     }
 
     /// Fails request `id` (or logs, for a notification).
@@ -295,8 +314,10 @@ impl Inner {
             out.method.as_deref(),
             Some("initialize" | "notifications/initialized")
         ) {
-            let mut done = self.handshake_done.subscribe();
-            let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
+            if !*self.handshake_done.borrow() {
+                let mut done = self.handshake_done.subscribe();
+                let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
+            }
         }
         let session = self.state.lock().unwrap().session_id.clone();
         match self.send_authorized(&message, &out).await {
@@ -306,7 +327,7 @@ impl Inner {
                     && out.method.as_deref() != Some("initialize") =>
             {
                 // The server forgot the session: re-initialize once, retry once.
-                if let Err(e) = self.reinitialize(session.as_deref()).await {
+                if let Err(e) = self.reinitialize(session.as_ref()).await {
                     return self.fail(&out, e);
                 }
                 match self.send_authorized(&message, &out).await {
@@ -330,11 +351,7 @@ impl Inner {
     /// POSTs a message with the server's credentials; a 401 (or a 403
     /// `insufficient_scope`) runs the authorization and retries, a few
     /// times at most.
-    async fn send_authorized(
-        &self,
-        message: &Bytes,
-        out: &Outgoing,
-    ) -> Result<reqwest::Response, Error> {
+    async fn send_authorized(&self, message: &Bytes, out: &Outgoing) -> Result<Answer, Error> {
         let Some(auth) = &self.auth else {
             return self.post(message, out, Vec::new()).await;
         };
@@ -401,41 +418,44 @@ impl Inner {
         message: &Bytes,
         out: &Outgoing,
         auth: Vec<(&'static str, HeaderValue)>,
-    ) -> Result<reqwest::Response, Error> {
-        let headers = self.message_headers(out, auth);
+    ) -> Result<Answer, Error> {
         let response = match &self.direct {
             Some((client, uri)) => {
                 let mut request = hyper::Request::new(http_body_util::Full::new(message.clone()));
                 *request.method_mut() = hyper::Method::POST;
                 *request.uri_mut() = uri.clone();
-                *request.headers_mut() = headers.clone();
-                request
-                    .headers_mut()
-                    .entry(USER_AGENT)
-                    .or_insert(HeaderValue::from_static(http::USER_AGENT));
+                let headers = request.headers_mut();
+                // Room for ours and hyper's (`Host`, `Content-Length`).
+                *headers = self.message_headers(out, auth.clone(), 3);
+                if !headers.contains_key(USER_AGENT) {
+                    headers.append(USER_AGENT, HeaderValue::from_static(http::USER_AGENT));
+                }
                 match client.request(request).await {
                     // reqwest follows a redirect to the same origin.
                     Ok(response) if response.status().is_redirection() => {
                         drop(response);
-                        self.post_reqwest(message, headers).await?
+                        let headers = self.message_headers(out, auth, 0);
+                        Answer::Reqwest(self.post_reqwest(message, headers).await?)
                     }
-                    Ok(response) => reqwest::Response::from(response.map(reqwest::Body::wrap)),
+                    Ok(response) => Answer::Direct(response),
                     Err(e) => return Err(http::unreachable_error(&self.label, &self.url, &e)),
                 }
             }
-            None => self.post_reqwest(message, headers).await?,
+            None => {
+                let headers = self.message_headers(out, auth, 0);
+                Answer::Reqwest(self.post_reqwest(message, headers).await?)
+            }
         };
         // Only a successful answer assigns a session (a server may attach an
         // id to a refusal, e.g. a 400 to `server/discover`, and then drop it).
         if let Some(id) = response
             .headers()
             .get(SESSION_ID)
-            .filter(|_| response.status().is_success())
-            .and_then(|v| v.to_str().ok())
+            .filter(|v| response.status().is_success() && v.to_str().is_ok())
         {
             let mut state = self.state.lock().unwrap();
             if out.method.as_deref() == Some("initialize") || state.session_id.is_none() {
-                state.session_id = Some(id.to_owned());
+                state.session_id = Some(id.clone());
             }
         }
         Ok(response)
@@ -458,13 +478,29 @@ impl Inner {
 
     /// The headers of one POST: the configured ones, then (added, as
     /// reqwest's `header` does) the content type, `auth`'s, and this
-    /// message's.
-    fn message_headers(&self, out: &Outgoing, auth: Vec<(&'static str, HeaderValue)>) -> HeaderMap {
-        let (session, version) = {
+    /// message's; with room for `more`.
+    fn message_headers(
+        &self,
+        out: &Outgoing,
+        auth: Vec<(&'static str, HeaderValue)>,
+        more: usize,
+    ) -> HeaderMap {
+        let (session, version, stateless) = {
             let state = self.state.lock().unwrap();
-            (state.session_id.clone(), state.protocol_version.clone())
+            let stateless = state
+                .protocol_version
+                .as_deref()
+                .is_some_and(crate::protocol::is_stateless);
+            (
+                state.session_id.clone(),
+                state.version_header.clone(),
+                stateless,
+            )
         };
-        let mut headers = self.headers.clone();
+        let mut headers = HeaderMap::with_capacity(self.headers.len() + auth.len() + 4 + more);
+        for (name, value) in &self.headers {
+            headers.append(name, value.clone());
+        }
         headers.append(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.append(
             ACCEPT,
@@ -473,48 +509,75 @@ impl Inner {
         for (name, value) in auth {
             headers.append(name, value);
         }
-        let mut add = |name: &str, value: &str| {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
-                headers.append(name, value);
-            }
-        };
+        let initialize = out.method.as_deref() == Some("initialize");
         // `initialize` always opens a new session: never send an old id with it.
-        if let Some(session) = session.filter(|_| out.method.as_deref() != Some("initialize")) {
-            add(SESSION_ID, &session);
+        if let Some(session) = session.filter(|_| !initialize) {
+            headers.append(HeaderName::from_static(SESSION_ID), session);
         }
-        if let Some(version) = &version {
-            if out.method.as_deref() != Some("initialize") {
-                add(PROTOCOL_VERSION, version);
+        if let Some(version) = version.filter(|_| !initialize) {
+            headers.append(HeaderName::from_static(PROTOCOL_VERSION), version);
+        }
+        if stateless {
+            let mut add = |name: &str, value: &str| {
+                if let (Ok(name), Ok(value)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(value),
+                ) {
+                    headers.append(name, value);
+                }
+            };
+            if let Some(method) = &out.method {
+                add(MCP_METHOD, method);
             }
-            if crate::protocol::is_stateless(version) {
-                if let Some(method) = &out.method {
-                    add(MCP_METHOD, method);
-                }
-                let named = matches!(
-                    out.method.as_deref(),
-                    Some("tools/call" | "prompts/get" | "resources/read")
-                );
-                if let Some(name) = out.name.as_deref().filter(|_| named) {
-                    add(MCP_NAME, name);
-                }
-                for (name, value) in &out.headers {
-                    add(name, value);
-                }
+            let named = matches!(
+                out.method.as_deref(),
+                Some("tools/call" | "prompts/get" | "resources/read")
+            );
+            if let Some(name) = out.name.as_deref().filter(|_| named) {
+                add(MCP_NAME, name);
+            }
+            for (name, value) in &out.headers {
+                add(name, value);
             }
         }
         headers
     }
 
     /// Handles the answer to one POST.
-    async fn handle(&self, response: reqwest::Response, out: &Outgoing) {
+    async fn handle(&self, response: Answer, out: &Outgoing) {
         let status = response.status();
         if status == StatusCode::ACCEPTED {
             return;
         }
-        let kind = http::content_type(&response);
+        let kind = http::content_type_of(response.headers());
+        if status.is_success() && kind == "application/json" {
+            // The common answer, read without reqwest when it came without.
+            let body = match response {
+                Answer::Direct(r) => {
+                    http::read_incoming(&self.label, r.into_body(), self.max_message_bytes).await
+                }
+                Answer::Reqwest(r) => http::read_body(&self.label, r, self.max_message_bytes)
+                    .await
+                    .map(Bytes::from),
+            };
+            match body {
+                Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {
+                    if out.id.is_some() {
+                        self.fail(
+                            out,
+                            Error::ProtocolError(format!(
+                                "{}: empty response to a request",
+                                self.label
+                            )),
+                        );
+                    }
+                }
+                Ok(body) => self.frame(&body),
+                Err(e) => self.fail(out, e),
+            }
+            return;
+        }
+        let response = response.into_reqwest();
         if !status.is_success() {
             if status.is_redirection() {
                 let error = http::response_error(&self.label, &self.url, response).await;
@@ -534,23 +597,6 @@ impl Inner {
         }
         match kind.as_str() {
             "text/event-stream" => self.read_stream(response, out.id).await,
-            "application/json" => {
-                match http::read_body(&self.label, response, self.max_message_bytes).await {
-                    Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {
-                        if out.id.is_some() {
-                            self.fail(
-                                out,
-                                Error::ProtocolError(format!(
-                                    "{}: empty response to a request",
-                                    self.label
-                                )),
-                            );
-                        }
-                    }
-                    Ok(body) => self.frame(&body),
-                    Err(e) => self.fail(out, e),
-                }
-            }
             _ if out.id.is_none() => {}
             other => {
                 let body = http::read_body(&self.label, response, 4096)
@@ -706,7 +752,7 @@ impl Inner {
             state.get_stream_started = true;
         }
         let this = self.clone();
-        let task = tokio::spawn(async move {
+        self.spawn_tracked(&tokio::runtime::Handle::current(), async move {
             let mut position = StreamPosition::default();
             let mut failures = 0u32;
             while !this.closed.load(Ordering::SeqCst) {
@@ -738,16 +784,15 @@ impl Inner {
                 tokio::time::sleep(position.retry.unwrap_or(DEFAULT_RETRY) * failures.max(1)).await;
             }
         });
-        self.track(task.abort_handle());
     }
 
     /// Runs the saved `initialize` again for a new session. Its answer goes
     /// to the peer, which no longer waits for that id and ignores it.
-    async fn reinitialize(&self, stale: Option<&str>) -> Result<(), Error> {
+    async fn reinitialize(&self, stale: Option<&HeaderValue>) -> Result<(), Error> {
         let _one = self.reinit.lock().await;
         let init = {
             let mut state = self.state.lock().unwrap();
-            if state.session_id.as_deref() != stale {
+            if state.session_id.as_ref() != stale {
                 return Ok(()); // another request already did it
             }
             state.session_id = None;
@@ -763,15 +808,17 @@ impl Inner {
         let out = Outgoing::read(&init);
         let response = self.send_authorized(&Bytes::from(init), &out).await?;
         if !response.status().is_success() {
-            return Err(http::response_error(&self.label, &self.url, response).await);
+            return Err(
+                http::response_error(&self.label, &self.url, response.into_reqwest()).await,
+            );
         }
         // Read the answer to completion (it may be a stream) before going on.
-        let _ = http::read_body(&self.label, response, self.max_message_bytes).await;
+        let _ = http::read_body(&self.label, response.into_reqwest(), self.max_message_bytes).await;
         let note = INITIALIZED_NOTE;
         let response = self
             .send_authorized(&Bytes::from_static(note), &Outgoing::read(note))
             .await?;
-        let _ = http::read_body(&self.label, response, 4096).await;
+        let _ = http::read_body(&self.label, response.into_reqwest(), 4096).await;
         Ok(())
     }
 }
@@ -782,6 +829,36 @@ impl Inner {
 /// does not depend on the message layer).
 pub(crate) const INITIALIZED_NOTE: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n";
+
+/// The answer to a POST, from whichever client sent it ([`Inner::direct`]).
+enum Answer {
+    Direct(hyper::Response<hyper::body::Incoming>),
+    Reqwest(reqwest::Response),
+}
+
+impl Answer {
+    fn status(&self) -> StatusCode {
+        match self {
+            Answer::Direct(r) => r.status(),
+            Answer::Reqwest(r) => r.status(),
+        }
+    }
+
+    fn headers(&self) -> &HeaderMap {
+        match self {
+            Answer::Direct(r) => r.headers(),
+            Answer::Reqwest(r) => r.headers(),
+        }
+    }
+
+    /// As a reqwest response, for what is read that way (errors, streams).
+    fn into_reqwest(self) -> reqwest::Response {
+        match self {
+            Answer::Direct(r) => reqwest::Response::from(r.map(reqwest::Body::wrap)),
+            Answer::Reqwest(r) => r,
+        }
+    }
+}
 
 /// The client and URI for POSTs to `url` without reqwest, when there is a
 /// direct client ([`crate::net::direct::client`]) and the URL is one that
