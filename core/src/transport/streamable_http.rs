@@ -310,14 +310,13 @@ impl Inner {
     /// Sends one message and handles whatever comes back.
     async fn deliver(self: Arc<Self>, message: Vec<u8>, out: Outgoing) {
         let message = Bytes::from(message);
-        if !matches!(
+        let gated = !matches!(
             out.method.as_deref(),
             Some("initialize" | "notifications/initialized")
-        ) {
-            if !*self.handshake_done.borrow() {
-                let mut done = self.handshake_done.subscribe();
-                let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
-            }
+        );
+        if gated && !*self.handshake_done.borrow() {
+            let mut done = self.handshake_done.subscribe();
+            let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
         }
         let session = self.state.lock().unwrap().session_id.clone();
         match self.send_authorized(&message, &out).await {
