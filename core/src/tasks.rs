@@ -62,8 +62,12 @@ pub fn task_support(execution: Option<&Value>) -> TaskSupport {
 /// (`capabilities.tasks.requests.tools.call`); without it a client must
 /// not ask for a task.
 pub fn accepts_tool_tasks(capabilities: &Value) -> bool {
+    // Looked up on every call: `Value::pointer` would allocate per segment.
     capabilities
-        .pointer("/tasks/requests/tools/call")
+        .get("tasks")
+        .and_then(|c| c.get("requests"))
+        .and_then(|c| c.get("tools"))
+        .and_then(|c| c.get("call"))
         .is_some_and(|c| !c.is_null())
 }
 

@@ -519,7 +519,8 @@ async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Value>) -> V
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let arguments = params.get("arguments").filter(|a| !a.is_null());
     let progress = params
-        .pointer("/_meta/progressToken")
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
     #[cfg(feature = "sessions")]

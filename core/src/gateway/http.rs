@@ -417,7 +417,11 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         for msg in messages.iter().filter(|m| is_request(m)) {
             let key = msg["id"].to_string();
             routes.waiting.insert(key.clone(), stream.clone());
-            if let Some(token) = msg.pointer("/params/_meta/progressToken") {
+            let token = msg
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get("progressToken"));
+            if let Some(token) = token {
                 routes.tokens.insert(token.to_string(), key);
                 asked_for_progress = true;
             }
