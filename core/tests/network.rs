@@ -1056,6 +1056,46 @@ async fn sse_event_without_end_fails_at_the_size_limit() {
     within(10, "close", hub.close()).await;
 }
 
+/// A JSON answer that never ends (chunked, no length) or that declares a
+/// length past `max_message_bytes` fails the call with PROTOCOL_ERROR at
+/// the limit, not at the call's timeout and without reading it all; the
+/// connection stays usable.
+#[tokio::test]
+async fn json_answer_past_the_size_limit_fails_at_the_limit() {
+    for fault in ["json-endless", "json-huge"] {
+        let server = fault_server(fault, "call");
+        let extra = "max_message_bytes = 1048576\ntimeout_seconds = 60";
+        let hub = hub_with_demo(&[net_entry("big", "http", &server.http("/mcp"), extra)]).await;
+        assert_connected(&hub, "big", "http");
+        for _ in 0..2 {
+            let e = call_err(
+                &hub,
+                "mcp_big_work",
+                json!({}),
+                &opts(Duration::from_secs(60)),
+                90,
+            )
+            .await;
+            assert_eq!(e.code(), "PROTOCOL_ERROR", "{fault}: {e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("big") && msg.contains("1048576"),
+                "{fault}: {msg}"
+            );
+            assert_eq!(status(&hub, "big").state, "connected", "{fault}");
+        }
+        // Read up to the limit, not on: the endless server reports every
+        // 16 MiB it got rid of.
+        assert!(
+            !server.output().contains("MiB sent"),
+            "{fault}: {}",
+            server.output()
+        );
+        assert_demo_works(&hub).await;
+        within(10, "close", hub.close()).await;
+    }
+}
+
 /// The same over the legacy HTTP+SSE transport: the answer event on the
 /// GET stream never ends; the call fails with PROTOCOL_ERROR at the limit.
 #[tokio::test]

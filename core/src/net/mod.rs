@@ -189,41 +189,25 @@ pub(crate) fn status_error(
     }
 }
 
-/// Reads a whole body, failing with PROTOCOL_ERROR past `max` bytes.
+/// Reads a whole reqwest body, failing with PROTOCOL_ERROR past `max` bytes.
 pub(crate) async fn read_body(
     label: &str,
     response: reqwest::Response,
     max: usize,
 ) -> Result<Vec<u8>, Error> {
-    if response.content_length().is_some_and(|n| n > max as u64) {
-        return Err(too_large(label, max));
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            Error::TransportClosed(format!(
-                "{label}: response body failed: {}",
-                e.without_url()
-            ))
-        })?;
-        if body.len() + chunk.len() > max {
-            return Err(too_large(label, max));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+    let body = hyper::Response::<reqwest::Body>::from(response).into_body();
+    read_capped(label, body, max).await.map(Vec::from)
 }
 
-/// Reads a whole body from hyper's client, failing with PROTOCOL_ERROR past
-/// `max` bytes; a body that came in one piece is returned without a copy.
-pub(crate) async fn read_incoming(
-    label: &str,
-    mut body: hyper::body::Incoming,
-    max: usize,
-) -> Result<Bytes, Error> {
+/// Reads a whole body (hyper's, or reqwest's through [`read_body`]),
+/// failing with PROTOCOL_ERROR past `max` bytes; a body that came in one
+/// piece is returned without a copy.
+pub(crate) async fn read_capped<B>(label: &str, mut body: B, max: usize) -> Result<Bytes, Error>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
     use http_body_util::BodyExt;
-    use hyper::body::Body;
     if body.size_hint().lower() > max as u64 {
         return Err(too_large(label, max));
     }

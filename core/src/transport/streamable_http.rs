@@ -553,11 +553,12 @@ impl Inner {
             // The common answer, read without reqwest when it came without.
             let body = match response {
                 Answer::Direct(r) => {
-                    http::read_incoming(&self.label, r.into_body(), self.max_message_bytes).await
+                    http::read_capped(&self.label, r.into_body(), self.max_message_bytes).await
                 }
-                Answer::Reqwest(r) => http::read_body(&self.label, r, self.max_message_bytes)
-                    .await
-                    .map(Bytes::from),
+                Answer::Reqwest(r) => {
+                    let r = hyper::Response::<reqwest::Body>::from(r);
+                    http::read_capped(&self.label, r.into_body(), self.max_message_bytes).await
+                }
             };
             match body {
                 Ok(body) if body.iter().all(u8::is_ascii_whitespace) => {

@@ -23,6 +23,12 @@ with `--on all` every POST has the fault (so `initialize` fails).
   sse-endless  HTTP 200 text/event-stream: the start of the JSON-RPC response
             event (`data: {"jsonrpc":"2.0","id":N,"result":...`), then 64 KiB
             chunks of the same text, without end, until the client goes
+  json-endless  HTTP 200 application/json, chunked (no length): the start of
+            the JSON-RPC response, then 64 KiB chunks of the same text,
+            without end, until the client goes
+  json-huge HTTP 200 application/json with a Content-Length of 64 MiB:
+            the start of the JSON-RPC response, then filler up to that
+            length (for a client that checks the declared length first)
   silent    never answers: with --on all the TCP connection is accepted and
             nothing is ever sent (for any transport: HTTP, SSE GET, the
             WebSocket handshake); with --on call the tools/call POST is read
@@ -225,6 +231,36 @@ async def fault_response(writer, reader, msg):
             sent += len(filler)
             if sent % (16 << 20) == 0:
                 print(f"sse-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
+    elif fault in ("json-endless", "json-huge"):
+        start = f'{{"jsonrpc":"2.0","id":{json.dumps(msg.get("id"))},"result":{{"content":[{{"type":"text","text":"'.encode()
+        filler = b"x" * 65536
+        if fault == "json-huge":
+            length = 64 << 20
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {length}\r\n\r\n".encode()
+                + start
+            )
+            sent = len(start)
+            while sent < length:  # or until the client closes the connection
+                piece = filler[: length - sent]
+                writer.write(piece)
+                await writer.drain()
+                sent += len(piece)
+            return
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        writer.write(f"{len(start):x}\r\n".encode() + start + b"\r\n")
+        chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
+        sent = 0
+        while True:  # ends when the client closes the connection
+            writer.write(chunk)
+            await writer.drain()
+            sent += len(filler)
+            if sent % (16 << 20) == 0:
+                print(f"json-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
@@ -428,7 +464,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
