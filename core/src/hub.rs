@@ -551,10 +551,10 @@ impl Hub {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        // A lazy server named by the prefix starts now, so that the policy
-        // sees its tools.
-        self.inner.start_owners(name).await;
         if let Some(policy) = &opts.policy {
+            // A lazy server named by the prefix starts now, so that the
+            // policy sees its tools. (Without one, `route` starts it.)
+            self.inner.start_owners(name).await;
             return policy.call_tool(self, name, arguments, opts).await;
         }
         self.call_unchecked(name, arguments, opts).await
@@ -597,6 +597,10 @@ impl Hub {
         let Some((slot, tool)) = found else {
             return Err(self.unknown_tool(name));
         };
+        // The usual case first: no subscription, clock read or timer per call.
+        if let SlotState::Connected(c) = &*slot.state.read().unwrap() {
+            return Ok((c.clone(), tool));
+        }
         let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
         let mut changed = slot.changed.subscribe();
         loop {

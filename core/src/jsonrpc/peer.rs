@@ -18,6 +18,9 @@ use tokio::task::AbortHandle;
 use super::{
     codes, encode_notification, encode_request, encode_response, Incoming, Kind, RpcError,
 };
+use deadlines::{Arm, Deadline, Sweep};
+
+mod deadlines;
 use crate::error::Error;
 use crate::transport::{FrameSink, Transport};
 
@@ -94,9 +97,21 @@ type Reply = Result<Box<RawValue>, Error>;
 /// cannot make the host hold an unbounded number of handlers.
 pub const MAX_SERVER_REQUESTS: usize = 64;
 
+/// How a pending request ends, as its caller receives it.
+enum Answer {
+    /// The response (or why there will be none).
+    Reply(Reply),
+    /// The deadline sweeper found it due (the caller words the error: it
+    /// knows the method).
+    TimedOut,
+}
+
 struct Pending {
-    tx: oneshot::Sender<Reply>,
+    tx: oneshot::Sender<Answer>,
     progress: Option<Arc<ProgressState>>,
+    deadline: Deadline,
+    /// Tell the server when it times out (`RequestOptions::cancellable`).
+    cancellable: bool,
 }
 
 struct ProgressState {
@@ -114,6 +129,8 @@ struct Table {
     serving: HashMap<String, Option<AbortHandle>>,
     /// Set once the connection is gone; every later request fails with it.
     closed: Option<Error>,
+    /// The deadline sweeper's state ([`deadlines`]).
+    sweep: Sweep,
 }
 
 struct Shared {
@@ -127,6 +144,15 @@ struct Shared {
     me: Weak<Shared>,
     /// Flips to `true` once the connection is gone ([`Peer::closed`]).
     gone: tokio::sync::watch::Sender<bool>,
+    /// Wakes the deadline sweeper ([`deadlines`]).
+    sweep_wake: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // The sweeper may be waiting for a request that will never come.
+        self.sweep_wake.notify_one();
+    }
 }
 
 /// One JSON-RPC connection. Cheap to clone; clones share the connection.
@@ -149,6 +175,7 @@ impl Peer {
                 epoch: Instant::now(),
                 me: me.clone(),
                 gone: tokio::sync::watch::Sender::new(false),
+                sweep_wake: Arc::default(),
             }),
         }
     }
@@ -211,14 +238,15 @@ impl Peer {
         opts: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
         let line = encode_request(id, method, params)?;
-        let (tx, mut rx) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
         let progress = opts.track_progress.then(|| {
             Arc::new(ProgressState {
                 last_ms: AtomicU64::new(0),
                 callback: opts.on_progress.clone(),
             })
         });
-        {
+        let start = Instant::now();
+        let arm = {
             let mut table = self.shared.table.lock().unwrap();
             if let Some(err) = &table.closed {
                 return Err(err.clone());
@@ -227,9 +255,21 @@ impl Peer {
                 id,
                 Pending {
                     tx,
-                    progress: progress.clone(),
+                    progress,
+                    deadline: Deadline {
+                        start,
+                        timeout: opts.timeout,
+                        hard_stop: start + opts.max_total.max(opts.timeout),
+                    },
+                    cancellable: opts.cancellable,
                 },
             );
+            table.sweep.arm(start + opts.timeout)
+        };
+        match arm {
+            Arm::Nothing => {}
+            Arm::Wake => self.shared.sweep_wake.notify_one(),
+            Arm::Start => deadlines::start(&self.shared),
         }
         let mut guard = InFlight {
             shared: &self.shared,
@@ -242,39 +282,17 @@ impl Peer {
         } else {
             self.shared.send_with_headers(line, &opts.headers)?;
         }
-
-        let start = Instant::now();
-        let hard_stop = start + opts.max_total.max(opts.timeout);
-        let sleep = tokio::time::sleep(opts.timeout);
-        tokio::pin!(sleep);
-        loop {
-            tokio::select! {
-                biased;
-                reply = &mut rx => {
-                    guard.armed = false;
-                    return reply.unwrap_or_else(|_| Err(self.shared.gone()));
-                }
-                () = &mut sleep => {
-                    let now = Instant::now();
-                    if let Some(p) = &progress {
-                        let last = p.last_ms.load(Ordering::Relaxed);
-                        if last > 0 {
-                            let next = (self.shared.epoch + Duration::from_millis(last) + opts.timeout).min(hard_stop);
-                            if next > now {
-                                sleep.as_mut().reset(next.into());
-                                continue;
-                            }
-                        }
-                    }
-                    guard.cancel("timeout");
-                    let waited = now - start;
-                    return Err(Error::Timeout(format!(
-                        "{}: no response to '{method}' within {:.1} s",
-                        self.shared.label,
-                        waited.as_secs_f64()
-                    )));
-                }
-            }
+        let answer = rx.await;
+        // Whatever came, the request has left the table.
+        guard.armed = false;
+        match answer {
+            Ok(Answer::Reply(reply)) => reply,
+            Ok(Answer::TimedOut) => Err(Error::Timeout(format!(
+                "{}: no response to '{method}' within {:.1} s",
+                self.shared.label,
+                start.elapsed().as_secs_f64()
+            ))),
+            Err(_) => Err(self.shared.gone()),
         }
     }
 }
@@ -303,10 +321,7 @@ impl InFlight<'_> {
             .remove(&self.id)
             .is_some();
         if was_pending && self.cancellable {
-            let params = serde_json::json!({ "requestId": self.id, "reason": reason });
-            // The connection may already be gone; then there is no one to tell.
-            let _ = encode_notification("notifications/cancelled", Some(&params))
-                .and_then(|line| self.shared.send(line));
+            self.shared.send_cancelled(self.id, reason);
         }
     }
 }
@@ -318,6 +333,14 @@ impl Drop for InFlight<'_> {
 }
 
 impl Shared {
+    /// Tells the server that we no longer wait for request `id`.
+    fn send_cancelled(&self, id: u64, reason: &str) {
+        let params = serde_json::json!({ "requestId": id, "reason": reason });
+        // The connection may already be gone; then there is no one to tell.
+        let _ = encode_notification("notifications/cancelled", Some(&params))
+            .and_then(|line| self.send(line));
+    }
+
     fn send(&self, line: Vec<u8>) -> Result<(), Error> {
         match self.transport.get() {
             Some(t) => t.send(line),
@@ -351,7 +374,7 @@ impl Shared {
         let pending = self.table.lock().unwrap().pending.remove(&id);
         match pending {
             Some(p) => {
-                let _ = p.tx.send(reply);
+                let _ = p.tx.send(Answer::Reply(reply));
             }
             None => {
                 tracing::debug!(server = %self.label, id, "response to a request no longer waited for")
@@ -370,7 +393,7 @@ impl Shared {
             .map(|(_, p)| p)
             .collect();
         for p in drained {
-            let _ = p.tx.send(Err(error.clone()));
+            let _ = p.tx.send(Answer::Reply(Err(error.clone())));
         }
     }
 
@@ -581,12 +604,13 @@ impl FrameSink for Shared {
             )
         };
         for (_, p) in pending {
-            let _ = p.tx.send(Err(error.clone()));
+            let _ = p.tx.send(Answer::Reply(Err(error.clone())));
         }
         for handle in serving.into_values().flatten() {
             handle.abort();
         }
         self.gone.send_replace(true);
+        self.sweep_wake.notify_one();
     }
 }
 
