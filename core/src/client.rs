@@ -501,7 +501,9 @@ impl Client {
             )));
         }
         if self.wants_task(name, opts) {
-            return self.call_as_task(name, arguments, opts).await;
+            // Boxed: a task's polling loop would make every call's future
+            // (moved into its task whole) several times larger.
+            return Box::pin(self.call_as_task(name, arguments, opts)).await;
         }
         let raw = self.send_tools_call(name, arguments, None, opts).await?;
         ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
@@ -546,7 +548,7 @@ impl Client {
             if let Some(task) = task {
                 params["task"] = task.clone();
             }
-            self.rpc("tools/call", Some(params), &ropts).await
+            Box::pin(self.rpc("tools/call", Some(params), &ropts)).await
         } else {
             let id = peer.next_id();
             let params = Params {

@@ -554,7 +554,7 @@ impl Hub {
         if let Some(policy) = &opts.policy {
             // A lazy server named by the prefix starts now, so that the
             // policy sees its tools. (Without one, `route` starts it.)
-            self.inner.start_owners(name).await;
+            Box::pin(self.inner.start_owners(name)).await;
             return policy.call_tool(self, name, arguments, opts).await;
         }
         self.call_unchecked(name, arguments, opts).await
@@ -576,31 +576,48 @@ impl Hub {
     /// `timeout_seconds` when the call sets none); past it, the call fails
     /// with the error that took the server down.
     async fn route(&self, name: &str, opts: &CallOptions) -> Result<(Client, String), Error> {
-        let find = || {
-            let index = self.inner.index.read().unwrap();
-            index.by_name.get(name).map(|&i| {
-                (
-                    index.entries[i].slot.clone(),
-                    index.entries[i].tool().name.clone(),
-                )
-            })
-        };
-        let found = match find() {
+        // The usual case, a listed tool of a connected server, takes no
+        // subscription, clock read or timer, and keeps the caller's future
+        // small: the waiting is boxed (a call's future is moved into its
+        // task whole, so its size is paid on every call).
+        if let Some((slot, tool)) = self.find_tool(name) {
+            if let SlotState::Connected(c) = &*slot.state.read().unwrap() {
+                return Ok((c.clone(), tool));
+            }
+        }
+        Box::pin(self.route_waiting(name, opts)).await
+    }
+
+    /// The slot and server-side name of listed hub tool `name`.
+    fn find_tool(&self, name: &str) -> Option<(Arc<Slot>, String)> {
+        let index = self.inner.index.read().unwrap();
+        index.by_name.get(name).map(|&i| {
+            (
+                index.entries[i].slot.clone(),
+                index.entries[i].tool().name.clone(),
+            )
+        })
+    }
+
+    /// [`route`](Self::route) when the tool is not listed or its server is
+    /// not connected: starts a lazy server, waits for a restart.
+    async fn route_waiting(
+        &self,
+        name: &str,
+        opts: &CallOptions,
+    ) -> Result<(Client, String), Error> {
+        let found = match self.find_tool(name) {
             Some(found) => Some(found),
             // Not listed: maybe its lazy server has not started yet.
-            None if self.inner.start_owners(name).await => find(),
+            None if self.inner.start_owners(name).await => self.find_tool(name),
             // Not listed: maybe its server failed its first start and is
             // being restarted; wait for that like for any restart.
-            None if self.restarted_owner(name, opts).await => find(),
+            None if self.restarted_owner(name, opts).await => self.find_tool(name),
             None => None,
         };
         let Some((slot, tool)) = found else {
             return Err(self.unknown_tool(name));
         };
-        // The usual case first: no subscription, clock read or timer per call.
-        if let SlotState::Connected(c) = &*slot.state.read().unwrap() {
-            return Ok((c.clone(), tool));
-        }
         let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
         let mut changed = slot.changed.subscribe();
         loop {
