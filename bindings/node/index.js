@@ -54,8 +54,8 @@ const KIND_VOID = 3
 const KIND_PROGRESS = 4
 
 /**
- * The pending operations by id: a Map's subset (`get`, `set`, `delete`,
- * `size`, `keys`) on a plain object with integer keys.
+ * The pending operations by id: a Map's subset (`get`, `set` of a new id,
+ * `delete`, `size`, `keys`), as an open-addressing table on an array.
  *
  * Not a `Map`: a Map that entries keep entering and leaving replaces its
  * backing table every few operations, and V8 links each replaced table to
@@ -65,35 +65,90 @@ const KIND_PROGRESS = 4
  * next full one. In a process whose heap is more than a few megabytes (any
  * real application), 16 calls in flight then promoted about 3 MB per
  * scavenge and spent about 8% of the thread in the scavenger
- * (`node --trace-gc-nvp`); with this table nothing is promoted.
+ * (`node --trace-gc-nvp`). Nor a plain object with integer keys: its
+ * elements turn into a dictionary, and every store and delete goes through
+ * the runtime (about 5% of the thread). Here a slot is an array element:
+ * ids are consecutive, so `id & mask` spreads them without collisions
+ * unless one stays pending while the ids go round the table, and the table
+ * is rebuilt (into a new array, linked to nothing) when live and vacated
+ * slots fill half of it.
  */
 class PendingTable {
   constructor() {
-    /** @type {Record<number, {resolve: Function, reject: Function, onProgress?: Function, done?: Function, weak?: boolean}>} */
-    this.entries = Object.create(null)
+    /** @type {Array<{id: number} | undefined>} */
+    this.slots = new Array(MIN_SLOTS).fill(undefined)
+    this.mask = MIN_SLOTS - 1
     this.size = 0
+    /** Slots not `undefined`: live entries and VACATED marks. */
+    this.used = 0
   }
 
   get(id) {
-    return this.entries[id]
+    const slots = this.slots
+    const mask = this.mask
+    for (let i = id & mask; ; i = (i + 1) & mask) {
+      const e = slots[i]
+      if (e === undefined) return undefined
+      if (e.id === id) return e
+    }
   }
 
+  /** Adds `entry` (whose `id` is `id`) under an id not in the table. */
   set(id, entry) {
-    if (this.entries[id] === undefined) this.size++
-    this.entries[id] = entry
+    if ((this.used + 1) * 2 > this.slots.length) this.rebuild(this.size + 1)
+    const slots = this.slots
+    const mask = this.mask
+    let i = id & mask
+    // A new id is nowhere further on: the first vacated slot will do.
+    while (slots[i] !== undefined && slots[i] !== VACATED) i = (i + 1) & mask
+    if (slots[i] === undefined) this.used++
+    slots[i] = entry
+    this.size++
   }
 
   delete(id) {
-    if (this.entries[id] === undefined) return
-    this.size--
-    delete this.entries[id]
+    const slots = this.slots
+    const mask = this.mask
+    for (let i = id & mask; ; i = (i + 1) & mask) {
+      const e = slots[i]
+      if (e === undefined) return
+      if (e.id === id) {
+        // Later entries of the same probe run must stay reachable.
+        slots[i] = VACATED
+        this.size--
+        return
+      }
+    }
   }
 
   /** The ids, for the rare paths that visit them all. */
   keys() {
-    return Object.keys(this.entries).map(Number)
+    const ids = []
+    for (const e of this.slots) if (e !== undefined && e !== VACATED) ids.push(e.id)
+    return ids
+  }
+
+  /** Moves the live entries into a new array with room for `want` at a quarter full. */
+  rebuild(want) {
+    let length = MIN_SLOTS
+    while (length < want * 4) length *= 2
+    const old = this.slots
+    this.slots = new Array(length).fill(undefined)
+    this.mask = length - 1
+    this.size = 0
+    this.used = 0
+    for (const e of old) if (e !== undefined && e !== VACATED) this.set(e.id, e)
   }
 }
+
+/**
+ * The smallest table. With consecutive ids, a new entry mostly takes the
+ * slot its predecessor by the table's length vacated, so a steady number of
+ * calls in flight does not fill it.
+ */
+const MIN_SLOTS = 64
+/** A slot whose entry left: lookups go on past it, new entries may take it. */
+const VACATED = Object.freeze({ id: -1 })
 
 const pending = new PendingTable()
 /** How many entries of `pending` are weak (do not keep the process alive). */
@@ -204,7 +259,7 @@ function run(start, extra) {
   nextId = nextId >= 0xfffffffe ? 1 : nextId + 1
   const id = nextId
   return new Promise((resolve, reject) => {
-    const entry = { resolve, reject, onProgress: undefined, done: undefined }
+    const entry = { id, resolve, reject, onProgress: undefined, done: undefined }
     if (extra) {
       entry.onProgress = extra.onProgress
       entry.done = extra.done
@@ -653,6 +708,9 @@ class Hub extends EventEmitter {
     stayAwake()
     if (signal === undefined) {
       if (onProgress === undefined) {
+        if (timeoutMs === undefined && policy === null && !task) {
+          return run((id) => nativeHub.callToolPlain(id, name, argsText))
+        }
         return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task))
       }
       return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task), { onProgress })

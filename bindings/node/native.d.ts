@@ -116,6 +116,12 @@ export declare class NativeHub {
    */
   callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null): void
   /**
+   * [`call_tool`](Self::call_tool) without options (no timeout of its
+   * own, progress, cancellation, policy or task): the common call, with
+   * the fewest arguments to convert.
+   */
+  callToolPlain(id: number, name: string, args?: string | undefined | null): void
+  /**
    * Abandons pending call `id` (made with `cancellable`): its future is
    * dropped, which sends `notifications/cancelled` to the server. Nothing
    * is posted for it afterwards. Unknown ids are ignored.

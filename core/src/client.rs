@@ -509,6 +509,28 @@ impl Client {
         ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
     }
 
+    /// [`call_tool`](Self::call_tool) with the arguments as checked JSON
+    /// text of an object ([`Hub::call_tool_json`](crate::Hub::call_tool_json)
+    /// checks it): a plain call sends the text as it is; a task, or a
+    /// stateless server (whose `Mcp-Param` headers come from the
+    /// arguments), takes the parsed way.
+    pub(crate) async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: &RawValue,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        if self.inner.stateless.is_some() || self.wants_task(name, opts) {
+            let arguments: Value = serde_json::from_str(arguments.get())
+                .map_err(|e| Error::InvalidInput(format!("arguments of tool '{name}': {e}")))?;
+            return Box::pin(self.call_tool(name, Some(&arguments), opts)).await;
+        }
+        let mut ropts = self.request_options(opts);
+        ropts.track_progress = true;
+        let raw = self.peer_tools_call(name, arguments, None, &ropts).await?;
+        ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
+    }
+
     /// Sends one `tools/call` (with `params.task` when `task` is set) and
     /// returns its raw result.
     async fn send_tools_call(
@@ -518,21 +540,6 @@ impl Client {
         task: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        #[derive(Serialize)]
-        struct Meta {
-            #[serde(rename = "progressToken")]
-            progress_token: u64,
-        }
-        #[derive(Serialize)]
-        struct Params<'a> {
-            name: &'a str,
-            arguments: &'a Value,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            task: Option<&'a Value>,
-            #[serde(rename = "_meta")]
-            meta: Meta,
-        }
-        let peer = &self.inner.peer;
         let mut ropts = self.request_options(opts);
         ropts.track_progress = true;
         if self.inner.stateless.is_some() {
@@ -550,15 +557,44 @@ impl Client {
             }
             Box::pin(self.rpc("tools/call", Some(params), &ropts)).await
         } else {
-            let id = peer.next_id();
-            let params = Params {
-                name,
-                arguments,
-                task,
-                meta: Meta { progress_token: id },
-            };
-            peer.request(id, "tools/call", Some(&params), &ropts).await
+            self.peer_tools_call(name, arguments, task, &ropts).await
         }
+    }
+
+    /// Sends one `tools/call` on the session's connection (not the
+    /// stateless revision), its id doubling as the progress token.
+    /// `arguments` is a JSON object: a [`Value`] or checked [`RawValue`]
+    /// text.
+    async fn peer_tools_call<A: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        arguments: &A,
+        task: Option<&Value>,
+        ropts: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        #[derive(Serialize)]
+        struct Meta {
+            #[serde(rename = "progressToken")]
+            progress_token: u64,
+        }
+        #[derive(Serialize)]
+        struct Params<'a, A: ?Sized> {
+            name: &'a str,
+            arguments: &'a A,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            task: Option<&'a Value>,
+            #[serde(rename = "_meta")]
+            meta: Meta,
+        }
+        let peer = &self.inner.peer;
+        let id = peer.next_id();
+        let params = Params {
+            name,
+            arguments,
+            task,
+            meta: Meta { progress_token: id },
+        };
+        peer.request(id, "tools/call", Some(&params), ropts).await
     }
 
     /// Sends any request and returns its result as JSON.

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult, ToolRouter};
@@ -558,6 +559,40 @@ impl Hub {
             return policy.call_tool(self, name, arguments, opts).await;
         }
         self.call_unchecked(name, arguments, opts).await
+    }
+
+    /// [`Hub::call_tool`] with the arguments as JSON text: an object, or
+    /// `None` for `{}`. For front ends that hold the arguments as text
+    /// (Node's `callTool`): the text is checked, then sent as it is, not
+    /// parsed into a [`Value`] and written again, unless the call needs the
+    /// parsed form (a policy, a task, a stateless server, or text spread over
+    /// several lines, which a stdio message cannot carry). Text that is not
+    /// a JSON object is `INVALID_INPUT` naming the tool.
+    pub async fn call_tool_json(
+        &self,
+        name: &str,
+        arguments: Option<&str>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let Some(text) = arguments else {
+            return self.call_tool(name, None, opts).await;
+        };
+        let raw: &RawValue = serde_json::from_str(text).map_err(|e| {
+            Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
+        })?;
+        if !raw.get().starts_with('{') {
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        if opts.policy.is_some() || raw.get().contains(['\n', '\r']) {
+            let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
+                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
+            })?;
+            return Box::pin(self.call_tool(name, Some(&value), opts)).await;
+        }
+        let (client, tool) = self.route(name, opts).await?;
+        client.call_tool_raw(&tool, raw, opts).await
     }
 
     /// [`Hub::call_tool`] without the policy (the policy's own way in).

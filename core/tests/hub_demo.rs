@@ -550,3 +550,61 @@ async fn large_requests_larger_than_the_pipe_are_written_whole() {
     futures::future::join_all(calls).await;
     hub.close().await;
 }
+
+#[tokio::test]
+async fn arguments_as_json_text_go_out_as_sent_and_bad_text_names_the_tool() {
+    let hub = demo_hub("").await;
+    let opts = CallOptions::default();
+    // Compact text is sent as it is; text over several lines (which a
+    // stdio message cannot carry) is parsed and written again.
+    for text in [
+        r#"{"text":"h\u00e9llo \"quoted\"\nline"}"#,
+        "{\n  \"text\": \"h\\u00e9llo \\\"quoted\\\"\\nline\"\n}\n",
+        " \t{\"text\":\"h\\u00e9llo \\\"quoted\\\"\\nline\"} ",
+    ] {
+        let echo = hub
+            .call_tool_json("mcp_demo_echo", Some(text), &opts)
+            .await
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(
+            echo.value()["content"][0]["text"],
+            "héllo \"quoted\"\nline",
+            "{text:?}"
+        );
+    }
+    let sum = hub
+        .call_tool_json("mcp_demo_add", Some(r#"{"a":2,"b":3}"#), &opts)
+        .await
+        .unwrap();
+    assert_eq!(sum.value()["structuredContent"], json!({"sum": 5}));
+    // None means {}: the server's own validation answers.
+    let empty = hub.call_tool_json("mcp_demo_add", None, &opts).await;
+    assert!(
+        empty.as_ref().map_or(true, |r| r.is_error()),
+        "{:?}",
+        empty.map(|r| r.json().to_owned())
+    );
+    for (text, why) in [
+        ("[1, 2]", "must be a JSON object"),
+        ("\"text\"", "must be a JSON object"),
+        ("{\"text\": ", "are not JSON"),
+        ("{} {}", "are not JSON"),
+    ] {
+        let err = hub
+            .call_tool_json("mcp_demo_echo", Some(text), &opts)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), "INVALID_INPUT", "{text:?}: {err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("'mcp_demo_echo'") && msg.contains(why),
+            "{text:?}: {msg}"
+        );
+    }
+    // The server is still fine.
+    let echo = hub
+        .call_tool_json("mcp_demo_echo", Some(r#"{"text":"again"}"#), &opts)
+        .await
+        .unwrap();
+    assert_eq!(echo.value()["content"][0]["text"], "again");
+}

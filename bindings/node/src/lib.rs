@@ -358,63 +358,10 @@ fn runtime() -> Result<&'static tokio::runtime::Handle, Error> {
             let handle = rt.handle().clone();
             // Never dropped: see above.
             std::mem::forget(rt);
-            handle.spawn(pacemaker::beat());
             Ok(handle)
         })
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// Keeps one timer of the runtime due within a second while calls are being
-/// made. Every call registers its timeout timer from the JavaScript thread,
-/// and tokio wakes its timer driver when a new timer is due before the
-/// earliest one the driver sleeps for: with a beat always due sooner than
-/// any call's timeout (unless a call asks for less than a second), no call
-/// has to wake the runtime for that. After ten idle beats it stops until
-/// the next call.
-mod pacemaker {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
-
-    use tokio::sync::Notify;
-
-    const BEAT: Duration = Duration::from_secs(1);
-    const IDLE_BEATS: u32 = 10;
-
-    static BUSY: AtomicBool = AtomicBool::new(false);
-    static ASLEEP: AtomicBool = AtomicBool::new(false);
-    static WAKE: Notify = Notify::const_new();
-
-    /// Notes a call (any thread; cheap).
-    pub(super) fn touch() {
-        if !BUSY.load(Ordering::Relaxed) {
-            BUSY.store(true, Ordering::Relaxed);
-        }
-        if ASLEEP.load(Ordering::Relaxed) && ASLEEP.swap(false, Ordering::AcqRel) {
-            WAKE.notify_one();
-        }
-    }
-
-    /// The beat, on the runtime for as long as the process lives.
-    pub(super) async fn beat() {
-        let mut idle = 0;
-        loop {
-            tokio::time::sleep(BEAT).await;
-            if BUSY.swap(false, Ordering::Relaxed) {
-                idle = 0;
-                continue;
-            }
-            idle += 1;
-            if idle >= IDLE_BEATS {
-                let wake = WAKE.notified();
-                tokio::pin!(wake);
-                wake.as_mut().enable();
-                ASLEEP.store(true, Ordering::Release);
-                wake.await;
-                idle = 0;
-            }
-        }
-    }
 }
 
 /// The config `index.js` handed over; `kind` says what `config` is:
@@ -640,6 +587,34 @@ impl NativeHub {
             .expect("a NativeHub holds its hub until dropped")
     }
 
+    /// Starts call `id`: polls its future once on this (the JavaScript)
+    /// thread, which writes the request; the runtime wakes the rest (see
+    /// the crate docs). A `cancellable` call is registered for
+    /// [`cancel`](NativeHub::cancel).
+    fn start_call(&self, id: u32, cancellable: bool, call: CallFuture) {
+        let task = Arc::new(CallTask {
+            id,
+            sink: self.sink.clone(),
+            future: Mutex::new(Some(call)),
+            queued: AtomicBool::new(false),
+            cancellable: cancellable.then(|| self.cancellable.clone()),
+        });
+        if cancellable {
+            self.cancellable
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, task.clone());
+        }
+        let rt = match runtime() {
+            Ok(rt) => rt,
+            Err(e) => return self.sink.post(id, Outcome::Failed(error_json(&e))),
+        };
+        let _guard = rt.enter();
+        if let Some(outcome) = task.poll() {
+            self.sink.post(id, outcome);
+        }
+    }
+
     fn op<F, Fut>(&self, id: u32, f: F)
     where
         F: FnOnce(Hub) -> Fut,
@@ -725,7 +700,6 @@ impl NativeHub {
         let hub = self.hub();
         let call: CallFuture = Box::pin(async move {
             let timeout = timeout_option(timeout_ms)?;
-            let args = parse_object("args", args)?;
             let opts = CallOptions {
                 timeout,
                 on_progress,
@@ -733,32 +707,24 @@ impl NativeHub {
                 task: task.unwrap_or(false),
                 ..CallOptions::default()
             };
-            let result = hub.call_tool(&name, args.as_ref(), &opts).await?;
+            let result = hub.call_tool_json(&name, args.as_deref(), &opts).await?;
             Ok(Outcome::Tool(result))
         });
-        let task = Arc::new(CallTask {
-            id,
-            sink: self.sink.clone(),
-            future: Mutex::new(Some(call)),
-            queued: AtomicBool::new(false),
-            cancellable: cancellable.then(|| self.cancellable.clone()),
+        self.start_call(id, cancellable, call);
+    }
+
+    /// [`call_tool`](Self::call_tool) without options (no timeout of its
+    /// own, progress, cancellation, policy or task): the common call, with
+    /// the fewest arguments to convert.
+    #[napi]
+    pub fn call_tool_plain(&self, id: u32, name: String, args: Option<String>) {
+        let hub = self.hub();
+        let call: CallFuture = Box::pin(async move {
+            let opts = CallOptions::default();
+            let result = hub.call_tool_json(&name, args.as_deref(), &opts).await?;
+            Ok(Outcome::Tool(result))
         });
-        if cancellable {
-            self.cancellable
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, task.clone());
-        }
-        let rt = match runtime() {
-            Ok(rt) => rt,
-            Err(e) => return self.sink.post(id, Outcome::Failed(error_json(&e))),
-        };
-        // The first poll writes the request; the runtime wakes the rest.
-        pacemaker::touch();
-        let _guard = rt.enter();
-        if let Some(outcome) = task.poll() {
-            self.sink.post(id, outcome);
-        }
+        self.start_call(id, false, call);
     }
 
     /// Abandons pending call `id` (made with `cancellable`): its future is

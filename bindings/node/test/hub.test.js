@@ -286,3 +286,44 @@ test('engine work does not block the event loop', T, async () => {
     await hub.close()
   }
 })
+
+test('many calls in flight, some aborted, one long one pending while the ids go round: each promise gets its own answer', T, async () => {
+  const hub = await Hub.connect(h.demoConfig())
+  try {
+    // Pending for the whole test: its slot must stay findable however many
+    // ids pass it (the pending table probes past it).
+    const long = new AbortController()
+    const slow = hub.callTool('mcp_demo_slow', { seconds: 30 }, { signal: long.signal })
+    const slowOutcome = slow.then(
+      () => 'resolved',
+      (err) => err.code,
+    )
+    for (let wave = 0; wave < 20; wave++) {
+      const calls = []
+      for (let i = 0; i < 100; i++) {
+        const text = `wave ${wave} call ${i}`
+        if (i % 3 === 0) {
+          const ac = new AbortController()
+          const p = hub.callTool('mcp_demo_echo', { text }, { signal: ac.signal })
+          ac.abort()
+          calls.push(
+            p.then(
+              (r) => assert.equal(r.content[0].text, text),
+              (err) => assert.equal(err.code, 'CANCELLED', String(err)),
+            ),
+          )
+        } else {
+          calls.push(hub.callTool('mcp_demo_echo', { text }).then((r) => assert.equal(r.content[0].text, text)))
+        }
+      }
+      await Promise.all(calls)
+    }
+    long.abort()
+    assert.equal(await slowOutcome, 'CANCELLED')
+    // The engine is still answering.
+    const r = await hub.callTool('mcp_demo_echo', { text: 'after' })
+    assert.equal(r.content[0].text, 'after')
+  } finally {
+    await hub.close()
+  }
+})
