@@ -277,7 +277,12 @@ fi
 # ------------------------------------------------------------------ gateway
 if wants gateway; then
   log "gateway: cargo bench -p mcpmux-core --bench gateway (server-everything, and mcpmux's own HTTP server)"
-  if run gateway env MCPMUX_DEMO_SERVER="$DEMO_SERVER" \
+  # The gateway is the mcpmux command of this checkout: built here, because
+  # the bench only builds it when it is missing (a cargo build started from
+  # inside a cargo bench sees cargo's run-time environment and rebuilds
+  # half the dependency tree, each time).
+  if run gateway-build cargo build --release --locked -p mcpmux-cli \
+    && run gateway env MCPMUX_DEMO_SERVER="$DEMO_SERVER" MCPMUX_BIN="$T/release/mcpmux" \
     cargo bench --locked -p mcpmux-core --bench gateway; then
     # Per downstream server, three lines: "direct ... N calls/s",
     # "gateway ... M calls/s ...", then "<label>: ratio gateway/direct R

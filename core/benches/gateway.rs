@@ -321,6 +321,17 @@ impl Drop for Server {
     }
 }
 
+/// Whether `path` exists and was built before the running bench binary
+/// (which cargo rebuilt when the code changed).
+fn is_older_than_this_bench(path: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let this = std::env::current_exe().ok();
+    match (modified(path), this.as_deref().and_then(modified)) {
+        (Some(binary), Some(bench)) => binary < bench,
+        _ => false,
+    }
+}
+
 /// A loopback port free right now.
 fn free_port() -> Res<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
@@ -339,6 +350,15 @@ fn binary(
         return Ok(PathBuf::from(path));
     }
     let path = target_dir.join("release").join(name);
+    if is_older_than_this_bench(&path) {
+        let _ = writeln!(
+            std::io::stderr(),
+            "[gateway bench] warning: {} is older than this bench and may not be this \
+             checkout's code: `cargo build --release -p {package}` first, or set ${env_var} \
+             (benches/run.sh does)",
+            path.display()
+        );
+    }
     if !path.exists() {
         let _ = writeln!(
             std::io::stderr(),
