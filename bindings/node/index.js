@@ -309,8 +309,14 @@ function stayAwake() {
 }
 
 function keepTurning() {
-  if (pending.size > weakPending && performance.now() < awakeUntil) setImmediate(keepTurning)
-  else awake = false
+  const waiting = pending.size - weakPending
+  if (waiting > 0 && performance.now() < awakeUntil) {
+    // A single call waiting (one after another): read its answer here,
+    // instead of waiting for an engine thread to read it and wake this one.
+    // With more in flight the engine threads read in parallel with this one.
+    if (waiting === 1) dispatcher.readNow()
+    setImmediate(keepTurning)
+  } else awake = false
 }
 
 /** Settles pending operation `id` now (used on abort); true if it was pending. */

@@ -25,6 +25,15 @@ export declare class Dispatcher {
    */
   constructor(onBatch: (batch: string, hubs: NativeHub[] | undefined) => void)
   /**
+   * Reads, without blocking, what the stdio server this thread last
+   * sent a call to has answered (core's `runtime::read_followed`): the
+   * wrapper calls it while it stays awake for a single pending call, so
+   * the answer does not first have to wake an engine thread. What it
+   * reads completes as usual (a batch on the next turn). JavaScript
+   * thread only.
+   */
+  readNow(): void
+  /**
    * Keeps the Node process alive until [`release`](Self::release)
    * (called by the wrapper when the first operation becomes pending).
    * JavaScript thread only.

@@ -653,7 +653,7 @@ impl Hub {
         let Some((slot, tool)) = found else {
             return Err(self.unknown_tool(name));
         };
-        let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
+        let deadline = crate::runtime::deadline_after(opts.timeout.unwrap_or(slot.config.timeout));
         let mut changed = slot.changed.subscribe();
         loop {
             let last = match &*slot.state.read().unwrap() {
@@ -697,7 +697,7 @@ impl Hub {
         else {
             return false;
         };
-        let deadline = tokio::time::Instant::now() + opts.timeout.unwrap_or(slot.config.timeout);
+        let deadline = crate::runtime::deadline_after(opts.timeout.unwrap_or(slot.config.timeout));
         let mut changed = slot.changed.subscribe();
         loop {
             match &*slot.state.read().unwrap() {

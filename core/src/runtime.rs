@@ -19,7 +19,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -97,6 +97,16 @@ pub const STAY_AWAKE_ENV: &str = "MCPMUX_STAY_AWAKE_US";
 
 /// [`stay_awake`] when [`STAY_AWAKE_ENV`] is unset.
 ///
+/// The furthest a deadline is put (about 30 years on). A Rust caller may
+/// ask for any [`Duration`] as a timeout, and adding one that the clock
+/// cannot hold to an `Instant` panics.
+pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+/// Now plus `wait`, with `wait` capped at [`FAR_FUTURE`].
+pub(crate) fn deadline_after(wait: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + wait.min(FAR_FUTURE)
+}
+
 /// A fast server answers a call within tens of microseconds. Letting the
 /// waiting thread sleep for that long costs two extra context switches and
 /// a wake-up issued by the engine thread that read the answer (measured on
@@ -187,17 +197,45 @@ pub(crate) trait ReadNow: Send + Sync {
 thread_local! {
     /// Whether this thread is inside [`block_on`].
     static IN_BLOCK_ON: Cell<bool> = const { Cell::new(false) };
-    /// The reader of the last request this thread sent inside [`block_on`].
-    static FOLLOWED: RefCell<Option<Arc<dyn ReadNow>>> = const { RefCell::new(None) };
+    /// Whether this thread is an event loop that reads answers itself
+    /// ([`follow_on_this_thread`]).
+    static EVENT_LOOP: Cell<bool> = const { Cell::new(false) };
+    /// The reader of the last request this thread sent inside [`block_on`]
+    /// or as an event loop. Weak: an event loop's lasts for as long as the
+    /// thread, and must not keep a closed server's pipe open.
+    static FOLLOWED: RefCell<Option<Weak<dyn ReadNow>>> = const { RefCell::new(None) };
 }
 
 /// Called by a transport after this thread sent a request on it: inside
-/// [`block_on`], the thread reads the answer itself while it waits.
-/// Elsewhere (an engine thread, an event loop) it does nothing.
-pub(crate) fn offer_reader(reader: impl FnOnce() -> Arc<dyn ReadNow>) {
-    if IN_BLOCK_ON.with(Cell::get) {
+/// [`block_on`] or on an event loop ([`follow_on_this_thread`]), the thread
+/// reads the answer itself while it waits. Elsewhere (an engine thread) it
+/// does nothing.
+pub(crate) fn offer_reader(reader: impl FnOnce() -> Weak<dyn ReadNow>) {
+    if IN_BLOCK_ON.with(Cell::get) || EVENT_LOOP.with(Cell::get) {
         let reader = reader();
         FOLLOWED.with(|f| *f.borrow_mut() = Some(reader));
+    }
+}
+
+/// Marks the calling thread, for the rest of its life, as an event loop
+/// that stays awake while its calls are pending (Node's JavaScript thread):
+/// a stdio transport that this thread sends a request on then offers its
+/// stdout, and [`read_followed`] reads it. Must not be an engine thread.
+pub fn follow_on_this_thread() {
+    EVENT_LOOP.with(|f| f.set(true));
+}
+
+/// On an event loop thread ([`follow_on_this_thread`]): reads, without
+/// blocking, what the stdio server this thread last sent a request to has
+/// written, unless an engine thread is reading it at that moment. Its
+/// messages are handed out as the engine's reader task would hand them
+/// out, on this thread: wakers of the calls they answer run here. Call it
+/// inside the runtime's context (a server request it reads starts a task).
+/// So an answer that is already there reaches the loop without first
+/// waking an engine thread.
+pub fn read_followed() {
+    if let Some(reader) = followed() {
+        reader.read_now();
     }
 }
 
@@ -226,10 +264,11 @@ impl Drop for Following {
     }
 }
 
-/// The reader this thread follows, if any (a clone: reading may send, and
-/// sending offers a reader again).
+/// The reader this thread follows, if it is still there (a strong
+/// reference outside the cell: reading may send, and sending offers a
+/// reader again).
 fn followed() -> Option<Arc<dyn ReadNow>> {
-    FOLLOWED.with(|f| f.borrow().clone())
+    FOLLOWED.with(|f| f.borrow().as_ref().and_then(Weak::upgrade))
 }
 
 /// The calling thread of [`block_on`], as its future's waker sees it.

@@ -608,3 +608,23 @@ async fn arguments_as_json_text_go_out_as_sent_and_bad_text_names_the_tool() {
         .unwrap();
     assert_eq!(echo.value()["content"][0]["text"], "again");
 }
+
+#[tokio::test]
+async fn a_timeout_past_what_the_clock_can_hold_is_accepted() {
+    let hub = demo_hub("").await;
+    let opts = CallOptions {
+        timeout: Some(Duration::MAX),
+        max_total_timeout: Some(Duration::MAX),
+        ..CallOptions::default()
+    };
+    let echo = hub
+        .call_tool("mcp_demo_echo", Some(&json!({"text": "far"})), &opts)
+        .await
+        .unwrap();
+    assert_eq!(echo.value()["content"][0]["text"], "far");
+    let echo = hub
+        .call_tool_json("mcp_demo_echo", Some(r#"{"text":"far"}"#), &opts)
+        .await
+        .unwrap();
+    assert_eq!(echo.value()["content"][0]["text"], "far");
+}

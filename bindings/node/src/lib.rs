@@ -464,7 +464,24 @@ impl Dispatcher {
             })?;
         let sink = Arc::new(Sink { shared, tsfn });
         let _ = sink.shared.sink.set(Arc::downgrade(&sink));
+        // This is the JavaScript thread: it may read its calls' answers
+        // itself while it stays awake (`readNow`).
+        mcpmux_core::runtime::follow_on_this_thread();
         Ok(Dispatcher { sink })
+    }
+
+    /// Reads, without blocking, what the stdio server this thread last
+    /// sent a call to has answered (core's `runtime::read_followed`): the
+    /// wrapper calls it while it stays awake for a single pending call, so
+    /// the answer does not first have to wake an engine thread. What it
+    /// reads completes as usual (a batch on the next turn). JavaScript
+    /// thread only.
+    #[napi]
+    pub fn read_now(&self) {
+        let Ok(rt) = runtime() else { return };
+        let _guard = rt.enter();
+        // A panic here would be a bug; the engine's reader task still reads.
+        let _ = std::panic::catch_unwind(mcpmux_core::runtime::read_followed);
     }
 
     /// Keeps the Node process alive until [`release`](Self::release)

@@ -327,3 +327,19 @@ test('many calls in flight, some aborted, one long one pending while the ids go 
     await hub.close()
   }
 })
+
+test('a server that asks the client something during each call, one call after another: every ask is answered', T, async () => {
+  // One call at a time: the JavaScript thread reads the server's output
+  // itself while it waits (readNow), so the server's own requests (here a
+  // ping) are read, and answered, from this thread too.
+  const hub = await Hub.connect({ mcpServers: { asker: h.fault('asks_client.py') } })
+  try {
+    for (let i = 0; i < 200; i++) {
+      const r = await hub.callTool('mcp_asker_ping_client', {})
+      assert.equal(r.isError ?? false, false, JSON.stringify(r))
+      assert.deepEqual(JSON.parse(r.content[0].text), { result: {} }, `call ${i}`)
+    }
+  } finally {
+    await hub.close()
+  }
+})

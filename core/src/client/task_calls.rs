@@ -139,7 +139,7 @@ impl Client {
         arguments: &Value,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        let deadline = Instant::now() + self.total_time(opts);
+        let deadline = crate::runtime::deadline_after(self.total_time(opts));
         let creating = {
             let (client, name, arguments, opts) = (
                 self.clone(),
@@ -257,7 +257,7 @@ impl Client {
         task_id: &str,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        let deadline = Instant::now() + self.total_time(opts);
+        let deadline = crate::runtime::deadline_after(self.total_time(opts));
         let task = self.get_task_within(task_id, deadline).await?;
         self.wait_task(task, deadline, "").await
     }

@@ -246,6 +246,8 @@ impl Peer {
             })
         });
         let start = Instant::now();
+        let deadline = Deadline::new(start, opts.timeout, opts.max_total);
+        let first = deadline.first();
         let arm = {
             let mut table = self.shared.table.lock().unwrap();
             if let Some(err) = &table.closed {
@@ -256,15 +258,11 @@ impl Peer {
                 Pending {
                     tx,
                     progress,
-                    deadline: Deadline {
-                        start,
-                        timeout: opts.timeout,
-                        hard_stop: start + opts.max_total.max(opts.timeout),
-                    },
+                    deadline,
                     cancellable: opts.cancellable,
                 },
             );
-            table.sweep.arm(start + opts.timeout)
+            table.sweep.arm(first)
         };
         match arm {
             Arm::Nothing => {}

@@ -204,7 +204,9 @@ impl Transport for StdioTransport {
     fn send(&self, message: Vec<u8>) -> Result<(), Error> {
         match self.stdin.send(&message) {
             Ok(()) => {
-                crate::runtime::offer_reader(|| self.stdout.clone());
+                crate::runtime::offer_reader(|| {
+                    Arc::downgrade(&self.stdout) as std::sync::Weak<dyn crate::runtime::ReadNow>
+                });
                 Ok(())
             }
             Err(Closed::Gone) => {

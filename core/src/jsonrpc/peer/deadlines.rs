@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{Answer, Pending, ProgressState, Shared};
+use crate::runtime::FAR_FUTURE;
 
 /// When one request times out.
 pub(super) struct Deadline {
@@ -32,16 +33,36 @@ pub(super) struct Deadline {
     pub(super) hard_stop: Instant,
 }
 
+/// `start + wait`, or [`FAR_FUTURE`] from `start` when that is sooner (a
+/// Rust caller may ask for any timeout).
+pub(super) fn after(start: Instant, wait: Duration) -> Instant {
+    start + wait.min(FAR_FUTURE)
+}
+
 impl Deadline {
+    /// The deadline of a request sent at `start`.
+    pub(super) fn new(start: Instant, timeout: Duration, max_total: Duration) -> Deadline {
+        Deadline {
+            start,
+            timeout,
+            hard_stop: after(start, max_total.max(timeout)),
+        }
+    }
+
+    /// When the request is due if no progress comes.
+    pub(super) fn first(&self) -> Instant {
+        after(self.start, self.timeout)
+    }
+
     /// When the request is due, given its progress (milliseconds since
     /// `epoch` of the last notification, 0 for none).
     fn due(&self, epoch: Instant, progress: Option<&ProgressState>) -> Instant {
-        let first = self.start + self.timeout;
+        let first = self.first();
         let last = progress.map_or(0, |p| p.last_ms.load(Ordering::Relaxed));
         if last == 0 {
             return first;
         }
-        let extended = (epoch + Duration::from_millis(last) + self.timeout).min(self.hard_stop);
+        let extended = after(epoch + Duration::from_millis(last), self.timeout).min(self.hard_stop);
         first.max(extended)
     }
 }
@@ -288,6 +309,25 @@ mod tests {
             "{waited:?}"
         );
         assert_eq!(cancelled_ids(&transport), vec![(1, "timeout".to_owned())]);
+    }
+
+    #[tokio::test]
+    async fn a_timeout_past_what_the_clock_can_hold_does_not_panic() {
+        let (peer, _transport) = peer();
+        let mut o = opts(0);
+        o.timeout = Duration::MAX;
+        o.max_total = Duration::MAX;
+        o.track_progress = true;
+        let p = peer.clone();
+        let call = tokio::spawn(async move { request(&p, &o).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let sink = peer.sink().upgrade().unwrap();
+        sink.on_frame(
+            br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
+        );
+        sink.on_frame(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let (r, _) = call.await.expect("the request panicked");
+        assert_eq!(r.unwrap().get(), "{}");
     }
 
     #[tokio::test]
