@@ -186,6 +186,20 @@ def http_response(status, reason, content_type, body, extra=()):
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
+async def endless_chunks(writer, label):
+    """Writes 64 KiB chunks of a chunked body until the client closes the
+    connection, noting each 16 MiB sent on stderr (the tests look for it)."""
+    filler = b"x" * 65536
+    chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
+    sent = 0
+    while True:
+        writer.write(chunk)
+        await writer.drain()
+        sent += len(filler)
+        if sent % (16 << 20) == 0:
+            print(f"{label}: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
+
+
 async def fault_response(writer, reader, msg):
     """Writes the configured fault for `msg`; returns when the exchange is over."""
     fault = args.fault
@@ -222,19 +236,11 @@ async def fault_response(writer, reader, msg):
         )
         start = f'event: message\ndata: {{"jsonrpc":"2.0","id":{json.dumps(msg.get("id"))},"result":{{"content":[{{"type":"text","text":"'
         writer.write(f"{len(start):x}\r\n{start}\r\n".encode())
-        filler = b"x" * 65536
-        chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
-        sent = 0
-        while True:  # ends when the client closes the connection
-            writer.write(chunk)
-            await writer.drain()
-            sent += len(filler)
-            if sent % (16 << 20) == 0:
-                print(f"sse-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
+        await endless_chunks(writer, "sse-endless")
     elif fault in ("json-endless", "json-huge"):
         start = f'{{"jsonrpc":"2.0","id":{json.dumps(msg.get("id"))},"result":{{"content":[{{"type":"text","text":"'.encode()
-        filler = b"x" * 65536
         if fault == "json-huge":
+            filler = b"x" * 65536
             length = 64 << 20
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -253,14 +259,7 @@ async def fault_response(writer, reader, msg):
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         writer.write(f"{len(start):x}\r\n".encode() + start + b"\r\n")
-        chunk = f"{len(filler):x}\r\n".encode() + filler + b"\r\n"
-        sent = 0
-        while True:  # ends when the client closes the connection
-            writer.write(chunk)
-            await writer.drain()
-            sent += len(filler)
-            if sent % (16 << 20) == 0:
-                print(f"json-endless: {sent >> 20} MiB sent", file=sys.stderr, flush=True)
+        await endless_chunks(writer, "json-endless")
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
