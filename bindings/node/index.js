@@ -314,7 +314,11 @@ function keepTurning() {
     // A single call waiting (one after another): read its answer here,
     // instead of waiting for an engine thread to read it and wake this one.
     // With more in flight the engine threads read in parallel with this one.
-    if (waiting === 1) dispatcher.readNow()
+    if (waiting === 1) {
+      // What it finished comes back at once (no wake-up of this thread).
+      const read = dispatcher.readNow()
+      if (read !== null) onBatch(read[0], read[1])
+    }
     setImmediate(keepTurning)
   } else awake = false
 }

@@ -28,11 +28,13 @@ export declare class Dispatcher {
    * Reads, without blocking, what the stdio server this thread last
    * sent a call to has answered (core's `runtime::read_followed`): the
    * wrapper calls it while it stays awake for a single pending call, so
-   * the answer does not first have to wake an engine thread. What it
-   * reads completes as usual (a batch on the next turn). JavaScript
-   * thread only.
+   * the answer does not first have to wake an engine thread. Returns
+   * what is finished now, the two arguments `onBatch` takes (the
+   * wrapper hands them to it at once, without waiting for the
+   * threadsafe function's wake-up), or `null` when nothing is.
+   * JavaScript thread only.
    */
-  readNow(): void
+  readNow(): [string, NativeHub[] | undefined] | null
   /**
    * Keeps the Node process alive until [`release`](Self::release)
    * (called by the wrapper when the first operation becomes pending).

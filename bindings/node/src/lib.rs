@@ -70,6 +70,7 @@ mod session;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -160,6 +161,27 @@ impl Shared {
     fn queue(&self) -> MutexGuard<'_, Queue> {
         self.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Takes everything queued, polling the woken calls: what is finished.
+    /// JavaScript thread, inside the runtime's context.
+    fn take_done(&self) -> Vec<Completion> {
+        let Queue { mut done, ready } = std::mem::take(&mut *self.queue());
+        for task in ready {
+            if let Some(outcome) = task.poll() {
+                done.push(Completion {
+                    id: task.id,
+                    outcome,
+                });
+            }
+        }
+        done
+    }
+}
+
+thread_local! {
+    /// Set on the JavaScript thread inside [`Dispatcher::read_now`], which
+    /// takes what it queues itself: no threadsafe-function wake-up for that.
+    static READING_NOW: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The queue plus the threadsafe function that wakes JavaScript.
@@ -180,7 +202,8 @@ impl Sink {
     }
 
     /// Wakes the JavaScript thread when the queue was empty (otherwise a
-    /// wake-up is already on its way).
+    /// wake-up is already on its way), unless this is the JavaScript thread
+    /// inside `readNow`, which takes the queue right after.
     fn push(&self, add: impl FnOnce(&mut Queue)) {
         let was_empty = {
             let mut queue = self.shared.queue();
@@ -188,7 +211,7 @@ impl Sink {
             add(&mut queue);
             was_empty
         };
-        if was_empty {
+        if was_empty && !READING_NOW.with(Cell::get) {
             // Fails only while the environment is being torn down, when no
             // one is left to settle.
             let _ = self.tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
@@ -328,6 +351,31 @@ impl JsValuesTupleIntoVec for Batch {
     }
 }
 
+/// A [`Batch`] returned from a call on the JavaScript thread instead of
+/// passed to `onBatch` by the threadsafe function: the same two values, as
+/// a two-element array.
+pub struct ReadBatch(Batch);
+
+impl ToNapiValue for ReadBatch {
+    unsafe fn to_napi_value(env: sys::napi_env, val: Self) -> napi::Result<sys::napi_value> {
+        let values = val.0.into_vec(env)?;
+        let mut array = std::ptr::null_mut();
+        // SAFETY: `env` is the live environment of this call; `array` and
+        // the values are handles in its current scope.
+        unsafe {
+            check(sys::napi_create_array_with_length(
+                env,
+                values.len(),
+                &mut array,
+            ))?;
+            for (i, value) in values.into_iter().enumerate() {
+                check(sys::napi_set_element(env, array, i as u32, value))?;
+            }
+        }
+        Ok(array)
+    }
+}
+
 fn check(status: sys::napi_status) -> napi::Result<()> {
     if status == sys::Status::napi_ok {
         Ok(())
@@ -447,18 +495,8 @@ impl Dispatcher {
             .callee_handled::<false>()
             .weak::<true>()
             .build_callback(move |_ctx| {
-                let Queue { mut done, ready } = std::mem::take(&mut *for_js.queue());
-                if !ready.is_empty() {
-                    let _guard = runtime().ok().map(|rt| rt.enter());
-                    for task in ready {
-                        if let Some(outcome) = task.poll() {
-                            done.push(Completion {
-                                id: task.id,
-                                outcome,
-                            });
-                        }
-                    }
-                }
+                let _guard = runtime().ok().map(|rt| rt.enter());
+                let done = for_js.take_done();
                 let sink = for_js.sink.get().and_then(Weak::upgrade);
                 Ok(Batch { items: done, sink })
             })?;
@@ -473,15 +511,27 @@ impl Dispatcher {
     /// Reads, without blocking, what the stdio server this thread last
     /// sent a call to has answered (core's `runtime::read_followed`): the
     /// wrapper calls it while it stays awake for a single pending call, so
-    /// the answer does not first have to wake an engine thread. What it
-    /// reads completes as usual (a batch on the next turn). JavaScript
-    /// thread only.
-    #[napi]
-    pub fn read_now(&self) {
-        let Ok(rt) = runtime() else { return };
+    /// the answer does not first have to wake an engine thread. Returns
+    /// what is finished now, the two arguments `onBatch` takes (the
+    /// wrapper hands them to it at once, without waiting for the
+    /// threadsafe function's wake-up), or `null` when nothing is.
+    /// JavaScript thread only.
+    #[napi(ts_return_type = "[string, NativeHub[] | undefined] | null")]
+    pub fn read_now(&self) -> Option<ReadBatch> {
+        let rt = runtime().ok()?;
         let _guard = rt.enter();
-        // A panic here would be a bug; the engine's reader task still reads.
+        READING_NOW.with(|r| r.set(true));
+        // A panic here would be a bug; the engine's reader task still
+        // reads, and the flag must not stay set.
         let _ = std::panic::catch_unwind(mcpmux_core::runtime::read_followed);
+        READING_NOW.with(|r| r.set(false));
+        let items = self.sink.shared.take_done();
+        (!items.is_empty()).then(|| {
+            ReadBatch(Batch {
+                items,
+                sink: Some(self.sink.clone()),
+            })
+        })
     }
 
     /// Keeps the Node process alive until [`release`](Self::release)

@@ -22,7 +22,14 @@
 //! Cancelling the awaiting task calls [`Pending::cancel`], which drops the
 //! engine's future: that cancels the request (the server is sent
 //! `notifications/cancelled`).
+//!
+//! While one call is waiting, the Python layer's stay-awake turns call
+//! [`Bridge::read_now`]: the loop's thread reads the stdio server's answer
+//! itself (core's `runtime::read_followed`) and delivers what that
+//! completes at once, so a fast answer needs neither an engine thread nor
+//! a byte through the pipe.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
@@ -122,13 +129,22 @@ struct Inner {
     write: OwnedFd,
 }
 
+thread_local! {
+    /// Set on the loop's thread inside [`Bridge::read_now`], which delivers
+    /// what it queues itself: no byte through the pipe for that.
+    static READING_NOW: Cell<bool> = const { Cell::new(false) };
+}
+
 impl Inner {
     /// Queues `item`; wakes the loop if the bridge was idle. Any thread, no GIL.
     fn push(&self, item: Item) {
         let wake = {
             let mut q = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
             q.items.push(item);
-            !std::mem::replace(&mut q.signalled, true)
+            // Inside `read_now` the items are taken right after: `signalled`
+            // stays as it is (a byte written by another thread is still
+            // drained, finding nothing or what came since).
+            !READING_NOW.with(Cell::get) && !std::mem::replace(&mut q.signalled, true)
         };
         if wake {
             // SAFETY: `write` is open while `self` lives. A full pipe
@@ -190,9 +206,6 @@ impl Bridge {
     /// exception from one item is reported to `sys.unraisablehook` and
     /// does not stop the others.
     fn drain(&self, py: Python<'_>) {
-        // Engine objects dropped here (a hub whose connect was cancelled,
-        // say) may need the runtime.
-        let _enter = runtime::get().ok().map(|rt| rt.enter());
         let mut buf = [0u8; 64];
         // One byte per wake-up is written, so one read nearly always empties
         // the pipe; read again only when the buffer came back full.
@@ -209,20 +222,57 @@ impl Bridge {
             q.signalled = false;
             std::mem::take(&mut q.items)
         };
-        for item in items {
-            match item {
-                Item::Done { future, result } => {
-                    let future = future.into_bound(py);
-                    if let Err(e) = deliver(py, &future, result) {
-                        e.write_unraisable(py, Some(&future));
-                    }
+        deliver_items(py, items);
+    }
+
+    /// Reads, without blocking, what the stdio server this thread last sent
+    /// a call to has answered (core's `runtime::read_followed`) and delivers
+    /// what that completes, as [`drain`](Self::drain) would. Called by the
+    /// Python layer on the loop's thread while one call waits and the loop
+    /// stays awake; does nothing when an engine thread is reading that
+    /// server at the moment.
+    fn read_now(&self, py: Python<'_>) {
+        let Ok(rt) = runtime::get() else { return };
+        let items = {
+            let _enter = rt.enter();
+            READING_NOW.with(|r| r.set(true));
+            // A panic here would be a bug; the engine's reader task still
+            // reads, and the flag must not stay set.
+            let _ = std::panic::catch_unwind(mcpmux_core::runtime::read_followed);
+            READING_NOW.with(|r| r.set(false));
+            let mut q = self
+                .inner
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            std::mem::take(&mut q.items)
+        };
+        if !items.is_empty() {
+            deliver_items(py, items);
+        }
+    }
+}
+
+/// Delivers queued items on the loop's thread (GIL held): results and
+/// exceptions, polls of woken calls, progress callbacks. An exception from
+/// one item is reported to `sys.unraisablehook` and does not stop the others.
+fn deliver_items(py: Python<'_>, items: Vec<Item>) {
+    // Engine objects dropped here (a hub whose connect was cancelled, say)
+    // may need the runtime.
+    let _enter = runtime::get().ok().map(|rt| rt.enter());
+    for item in items {
+        match item {
+            Item::Done { future, result } => {
+                let future = future.into_bound(py);
+                if let Err(e) = deliver(py, &future, result) {
+                    e.write_unraisable(py, Some(&future));
                 }
-                Item::Poll(call) => {
-                    call.poll(py);
-                }
-                Item::Progress { callback, update } => {
-                    call_progress(py, &callback, update);
-                }
+            }
+            Item::Poll(call) => {
+                call.poll(py);
+            }
+            Item::Progress { callback, update } => {
+                call_progress(py, &callback, update);
             }
         }
     }
@@ -424,6 +474,9 @@ pub fn submit(
     let op = guarded(op);
     let work = match exec {
         Exec::Here => {
+            // The loop's thread: a stdio transport it sends on offers its
+            // stdout to `Bridge::read_now`.
+            mcpmux_core::runtime::follow_on_this_thread();
             let call = Arc::new(Call {
                 op: Mutex::new(Some(op)),
                 future,

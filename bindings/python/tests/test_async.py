@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import pytest
 
 import mcpmux
-from conftest import config, demo, everything
+from conftest import config, demo, everything, fault
 
 
 async def test_connect_await_and_call():
@@ -33,7 +34,6 @@ async def test_async_with_closes():
         assert (await hub.call_tool("mcp_demo_echo", {"text": "x"}))["content"][0]["text"] == "x"
     assert hub.closed
     # connect is a real coroutine: tasks and wait_for take it
-    # connect is a coroutine too: tasks and wait_for take it
     hub2 = await asyncio.wait_for(asyncio.create_task(mcpmux.AsyncHub.connect(config(demo=demo()))), 30)
     async with hub2:
         assert not hub2.closed
@@ -41,6 +41,30 @@ async def test_async_with_closes():
     async with await mcpmux.AsyncHub.connect(config(demo=demo())) as hub3:
         assert not hub3.closed
     assert hub3.closed
+
+
+async def test_a_server_asking_during_each_sequential_call_is_answered():
+    # One call at a time: the loop's thread reads the server's output itself
+    # while it waits (Bridge.read_now), so the server's own requests (here a
+    # ping in the middle of each call) are read, and answered, from there.
+    async with mcpmux.AsyncHub.connect(config(asker=fault("asks_client.py"))) as hub:
+        for i in range(200):
+            result = await asyncio.wait_for(hub.call_tool("mcp_asker_ping_client", {}), 10)
+            assert not result.get("isError", False), result
+            assert json.loads(result["content"][0]["text"]) == {"result": {}}, f"call {i}"
+
+
+async def test_sequential_calls_on_two_servers_get_their_own_answers():
+    # The loop reads the server it sent to last; a call to the other server
+    # in between must still be answered by its own server.
+    async with mcpmux.AsyncHub.connect(config(demo=demo(), everything=everything())) as hub:
+        for i in range(100):
+            if i % 3 == 0:
+                r = await hub.call_tool("mcp_everything_echo", {"message": f"m{i}"})
+                assert r["content"][0]["text"] == f"Echo: m{i}"
+            else:
+                r = await hub.call_tool("mcp_demo_echo", {"text": f"t{i}"})
+                assert r["content"][0]["text"] == f"t{i}"
 
 
 async def test_200_concurrent_calls_on_two_servers():

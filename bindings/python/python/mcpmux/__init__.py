@@ -592,10 +592,11 @@ _perf_counter = time.perf_counter
 class _LoopAwake:
     """Keeps one event loop turning while its tool calls may answer soon."""
 
-    __slots__ = ("_loop", "_until", "_turning", "waiting")
+    __slots__ = ("_loop", "_bridge", "_until", "_turning", "waiting")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, bridge: Any) -> None:
         self._loop = loop
+        self._bridge = bridge
         self._until = 0.0
         self._turning = False
         self.waiting = 0
@@ -609,7 +610,14 @@ class _LoopAwake:
             self._loop.call_soon(self._turn)
 
     def _turn(self) -> None:
-        if self.waiting > 0 and _perf_counter() < self._until:
+        waiting = self.waiting
+        if waiting > 0 and _perf_counter() < self._until:
+            # A single call waiting (one after another): read its answer
+            # on this thread instead of waiting for an engine thread to read
+            # it and wake the loop. With more in flight the engine threads
+            # read in parallel with the loop.
+            if waiting == 1:
+                self._bridge.read_now()
             self._loop.call_soon(self._turn)
         else:
             self._turning = False
@@ -753,7 +761,7 @@ class AsyncHub:
         self._bridge = _bridge_for(loop)
         # One per hub and loop (the hub holds its loop already; a map keyed
         # by loop would keep every loop alive through its value).
-        self._awake = _LoopAwake(loop)
+        self._awake = _LoopAwake(loop, self._bridge)
         self._loop = loop
 
     def _aio(self) -> "tuple[asyncio.Future[Any], Any]":
