@@ -22,6 +22,9 @@
 #            Node are compared with that same floor (same server, same run;
 #            the stdio bench's latency section runs for it when --only
 #            leaves rust out)
+#   async floor  the floor's loop in a task on the bench's tokio runtime,
+#            through tokio's pipes: what any client on an async runtime pays
+#            (its thread waits in epoll_wait, not in read; informational)
 #   ceiling  the same raw pipe with 64 requests outstanding (a writer and a
 #            reader thread)
 #   SDK      the official MCP SDK of that language (Python `mcp`,
@@ -170,6 +173,10 @@ if wants rust; then
       read -r ours ref <<< "$(figure "mean latency (µs)")"
       FLOORS[$server]="$ref"
       row "Rust Hub: sequential latency, mean (µs)" "$server" "$ours" "$ref" floor "<=1.1"
+      read -r ours ref <<< "$(figure "p50 latency (µs)")"
+      row "Rust Hub: sequential latency, p50 (µs)" "$server" "$ours" "$ref" "floor p50" "-"
+      read -r ours ref <<< "$(figure "mean latency (µs), async floor")"
+      row "Rust Hub: sequential latency, mean (µs)" "$server" "$ours" "$ref" "async floor" "-"
       read -r ours ref <<< "$(figure "throughput (calls/s)")"
       row "Rust Hub: calls/s, 64 in flight" "$server" "$ours" "$ref" ceiling ">=75%"
       if [ "$server" = demo ]; then
@@ -384,6 +391,13 @@ invocation="bash benches/run.sh"
   echo "  bench interleaved with its own calls. Python and Node are compared with the same"
   echo "  floor (same server, same run); their latency is 1 / their best round's"
   echo "  sequential calls/s."
+  echo "- **async floor**: the floor's loop in a task on the Rust bench's tokio runtime,"
+  echo "  through tokio's pipes: what any client on an async runtime pays before doing any"
+  echo "  work (its thread sleeps in \\`epoll_wait\\`, not in \\`read\\`). Informational."
+  echo "- **floor p50**: the floor's median call, next to mcpmux's median call: on a VM"
+  echo "  where waking an idle vCPU costs tens of µs, calls are either fast (client and"
+  echo "  server take turns on one CPU) or slow (each wake-up crosses CPUs), and the mean"
+  echo "  depends on how often the scheduler picks each; the median shows the fast case."
   echo "- **ceiling**: the same raw pipe with 64 requests outstanding (writer and reader"
   echo "  threads)."
   echo "- **Python SDK** / **TypeScript SDK**: the official MCP SDK client of that language"

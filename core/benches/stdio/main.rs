@@ -10,6 +10,9 @@
 //!    *floor*: a blocking loop on a std thread that spawns the same server,
 //!    does the `initialize` handshake by hand, then writes one request line
 //!    and reads one response line per call. Target: mean ≤ 1.2× floor.
+//!    Also printed next to the *async floor*: the same loop in a task on
+//!    the bench's runtime, through tokio's pipes (what any async client
+//!    pays: its thread sleeps in `epoll_wait`, not in `read`).
 //! 2. **Throughput with 64 calls in flight** on one connection (64 tokio
 //!    tasks calling in a loop), against the *ceiling*: the same raw pipe driven
 //!    by a writer thread (at most 64 requests outstanding) and a reader.
