@@ -319,7 +319,8 @@ export interface ConnectOptions {
 export interface ServerStateEvent {
   type: 'server_state'
   server: string
-  state: 'connected' | 'failed' | 'restarting' | 'disabled'
+  /** `removed`: a reload closed the server (its name left the config). */
+  state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'removed'
   /** Why, when `failed` or `restarting`. */
   error?: string
   /** The error's stable code, with `error`. */

@@ -34,7 +34,8 @@ pub enum HubEvent {
     ServerState {
         /// The configured server name.
         server: String,
-        /// `connected`, `failed`, `restarting` or `disabled`.
+        /// `connected`, `failed`, `restarting` or `disabled`; `removed`
+        /// when a reload closed a server whose name left the config.
         state: String,
         /// Why, when the state is `failed` or `restarting`.
         #[serde(skip_serializing_if = "Option::is_none")]

@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 /// Only catches hangs.
 const HANG: Duration = Duration::from_secs(60);
 
-/// The next event matching `want` (as JSON).
-async fn next_event(stream: &mut EventStream, want: impl Fn(&Value) -> bool) -> Value {
+/// The next event matching `want` (as JSON); `want` sees every event up to it.
+async fn next_event(stream: &mut EventStream, mut want: impl FnMut(&Value) -> bool) -> Value {
     tokio::time::timeout(HANG, async {
         loop {
             match stream.recv().await {
@@ -121,8 +121,9 @@ async fn reload_keeps_unchanged_servers_and_replaces_the_rest() {
         assert_eq!(r.value()["content"][0]["text"], "hi");
     }
 
-    // The host was told: the removed server's tools went, the added one
-    // connected and its tools came.
+    // The host was told: the removed server's tools went and it was
+    // removed (the changed one, which kept its name, was not), the added
+    // one connected and its tools came.
     let removed = next_event(&mut stream, |e| {
         e["type"] == "tools_changed"
             && e["server"] == "gone"
@@ -136,10 +137,18 @@ async fn reload_keeps_unchanged_servers_and_replaces_the_rest() {
             .contains(&json!("mcp_gone_echo")),
         "{removed}"
     );
+    let mut removals = Vec::new();
     next_event(&mut stream, |e| {
+        if e["type"] == "server_state" && e["state"] == "removed" {
+            removals.push(e.clone());
+        }
         e["type"] == "server_state" && e["server"] == "added" && e["state"] == "connected"
     })
     .await;
+    assert_eq!(
+        removals,
+        [json!({"type": "server_state", "server": "gone", "state": "removed", "attempt": 0})]
+    );
     let came = next_event(&mut stream, |e| {
         e["type"] == "tools_changed" && e["server"] == "added"
     })

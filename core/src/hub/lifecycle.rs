@@ -13,6 +13,7 @@ use super::{closed, state_event, Hub, HubInner, Slot, SlotState};
 use crate::client::Client;
 use crate::config::Config;
 use crate::error::Error;
+use crate::events::HubEvent;
 use crate::tool_names;
 
 impl HubInner {
@@ -74,7 +75,8 @@ impl Hub {
     /// whose entry changed is closed and started again from its new entry.
     /// Tool names are recomputed from the new config, and the host hears of
     /// it all through [`Hub::events`] (`server_state` of each started
-    /// server, `tools_changed` for the tools that went and came). Returns
+    /// server and `removed` of each server whose name left the config,
+    /// `tools_changed` for the tools that went and came). Returns
     /// once the new servers have connected or failed (each within its
     /// `timeout_seconds`), like [`Hub::connect`]; a server that fails is
     /// marked failed and the reload goes on. On a closed hub it is
@@ -123,6 +125,21 @@ impl Hub {
         // Closed before their replacements start: a changed server may
         // need the same port or files.
         futures::future::join_all(clients.iter().map(Client::close)).await;
+        // Servers whose name left the config are gone for good (a changed
+        // one keeps its name and reports its new start instead).
+        let current = self.config();
+        for (slot, _) in old.iter().zip(&kept).filter(|(_, kept)| !**kept) {
+            let name = &slot.config.name;
+            if !current.servers.iter().any(|s| s.name == *name) {
+                inner.options.events.send(HubEvent::ServerState {
+                    server: name.clone(),
+                    state: "removed".to_owned(),
+                    error: None,
+                    code: None,
+                    attempt: 0,
+                });
+            }
+        }
         for slot in &fresh {
             if !slot.config.enabled {
                 if let Some(event) = state_event(&slot.config.name, &SlotState::Disabled, 0) {
