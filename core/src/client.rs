@@ -118,6 +118,13 @@ pub trait ToolRouter: Send + Sync {
     /// The tool offered under the hub-wide `name`, if any.
     fn tool(&self, name: &str) -> Option<HubTool>;
 
+    /// [`tool`](Self::tool), shared: a router that keeps its tools built
+    /// (the hub does) hands out the same one on every call instead of a
+    /// new copy. What a policy looks up on each call.
+    fn tool_shared(&self, name: &str) -> Option<Arc<HubTool>> {
+        self.tool(name).map(Arc::new)
+    }
+
     /// Calls `name` with no policy applied (`opts.policy` is ignored).
     fn call_unchecked<'a>(
         &'a self,

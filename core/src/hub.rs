@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, Weak};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -248,9 +248,19 @@ struct IndexEntry {
     server: String,
     tools: Arc<Vec<protocol::Tool>>,
     pos: usize,
+    /// The tool as a [`HubTool`], built on first use by a policy's call
+    /// (which looks its tool up on every call) and kept for as long as
+    /// this index: a changed tool list builds a new one.
+    shared: OnceLock<Arc<HubTool>>,
 }
 
 impl IndexEntry {
+    fn shared_tool(&self) -> Arc<HubTool> {
+        self.shared
+            .get_or_init(|| Arc::new(self.to_hub_tool()))
+            .clone()
+    }
+
     fn tool(&self) -> &protocol::Tool {
         &self.tools[self.pos]
     }
@@ -1063,6 +1073,7 @@ impl HubInner {
                     server: (*server).to_owned(),
                     tools: tools.clone(),
                     pos,
+                    shared: OnceLock::new(),
                 });
             }
         }
@@ -1148,6 +1159,14 @@ impl ToolRouter for Hub {
 
     fn tool(&self, name: &str) -> Option<HubTool> {
         Hub::tool(self, name)
+    }
+
+    fn tool_shared(&self, name: &str) -> Option<Arc<HubTool>> {
+        let index = self.inner.index.read().unwrap();
+        index
+            .by_name
+            .get(name)
+            .map(|&i| index.entries[i].shared_tool())
     }
 
     fn call_unchecked<'a>(

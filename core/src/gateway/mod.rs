@@ -230,7 +230,8 @@ impl Gateway {
     /// Runs on every call: it looks the name up, never lists the tools.
     fn resolve(&self, name: &str) -> Option<String> {
         if !self.inner.options.no_prefix {
-            return self.inner.hub.tool(name).map(|t| t.name);
+            return crate::client::ToolRouter::tool_shared(&self.inner.hub, name)
+                .map(|t| t.name.clone());
         }
         // With --no-prefix the config has exactly one enabled server.
         let hub = &self.inner.hub;

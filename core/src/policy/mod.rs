@@ -431,7 +431,7 @@ impl SessionPolicy {
     ) -> Outcome {
         let started = Instant::now();
         let time = audit::rfc3339(SystemTime::now());
-        let tool = hub.tool(name);
+        let tool = hub.tool_shared(name);
         let server = tool.as_ref().map(|t| t.server.clone());
         let tool_name = tool
             .as_ref()
@@ -439,7 +439,7 @@ impl SessionPolicy {
         let mut bytes = 0u64;
         let mut truncated = false;
         let outcome = self
-            .run_inner(hub, name, tool.as_ref(), arguments, opts, &mut bytes)
+            .run_inner(hub, name, tool.as_deref(), arguments, opts, &mut bytes)
             .await;
         let (status, redactions, code) = match &outcome {
             Outcome::Refused(e, status) => (*status, 0, Some(e.code())),
