@@ -719,8 +719,10 @@ void mcpmux_policy_free(struct mcpmux_policy *policy);
 /**
  * Adds an audit listener: `cb(user_data, event_json)` is called once for
  * every later call made with the policy (see mcpmux_audit_fn), on an
- * engine thread of the engine `hub` runs on. There is no way to remove
- * it; `user_data` must stay usable from engine threads until the engine
+ * engine thread of the engine `hub` runs on. Events wait in a queue of
+ * 10000 while `cb` runs; past that (a callback that blocks), newer events
+ * are dropped for this listener (mcpmux_policy_audit_json() and the audit
+ * file keep them). There is no way to remove it; `user_data` must stay usable from engine threads until the engine
  * is freed (events of calls that ended before mcpmux_policy_free() may
  * still be delivered after it). Does not block; any thread.
  *

@@ -5,6 +5,7 @@ use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use mcpmux_core::policy::audit::LISTENER_QUEUE;
 use mcpmux_core::policy::SessionPolicy;
 
 use crate::error::{mcpmux_error, mcpmux_status};
@@ -113,8 +114,10 @@ pub unsafe extern "C" fn mcpmux_policy_free(policy: *mut mcpmux_policy) {
 
 /// Adds an audit listener: `cb(user_data, event_json)` is called once for
 /// every later call made with the policy (see mcpmux_audit_fn), on an
-/// engine thread of the engine `hub` runs on. There is no way to remove
-/// it; `user_data` must stay usable from engine threads until the engine
+/// engine thread of the engine `hub` runs on. Events wait in a queue of
+/// 10000 while `cb` runs; past that (a callback that blocks), newer events
+/// are dropped for this listener (mcpmux_policy_audit_json() and the audit
+/// file keep them). There is no way to remove it; `user_data` must stay usable from engine threads until the engine
 /// is freed (events of calls that ended before mcpmux_policy_free() may
 /// still be delivered after it). Does not block; any thread.
 ///
@@ -144,7 +147,9 @@ pub unsafe extern "C" fn mcpmux_policy_on_audit(
             // One task delivers the events in order on an engine thread, so
             // that callbacks never run on the caller's thread (a blocking
             // call runs its future there) and the call is not held up.
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+            // Bounded: past LISTENER_QUEUE events a callback has not taken
+            // (it blocks), newer ones are dropped for it.
+            let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(LISTENER_QUEUE);
             // Refused once the engine shut down. The task holds no unit of
             // work: an engine may shut down while a policy is still alive.
             drop(hub.shared.begin()?);
@@ -155,7 +160,7 @@ pub unsafe extern "C" fn mcpmux_policy_on_audit(
             });
             policy.policy.on_audit(move |event| {
                 if let Ok(json) = serde_json::to_string(event) {
-                    let _ = tx.send(json);
+                    let _ = tx.try_send(json);
                 }
             });
             Ok(())

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use mcpmux_core::policy::audit::LISTENER_QUEUE;
 use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
 use napi::bindgen_prelude::Function;
@@ -48,15 +49,17 @@ pub(crate) fn new_policy(
     let policy = SessionPolicy::for_hub(&hub, settings.as_ref(), audit_path.map(Into::into))
         .map_err(|e| fail(&e))?;
     if let Some(f) = on_audit {
-        let tsfn: ThreadsafeFunction<String, (), String, Status, false, true> = f
+        let tsfn: ThreadsafeFunction<String, (), String, Status, false, true, LISTENER_QUEUE> = f
             .build_threadsafe_function::<String>()
             .callee_handled::<false>()
             .weak::<true>()
+            .max_queue_size::<LISTENER_QUEUE>()
             .build_callback(|ctx| Ok(ctx.value))?;
         policy.on_audit(move |event| {
             if let Ok(json) = serde_json::to_string(event) {
-                // Non-blocking: the queue is unbounded; a closing
-                // environment just drops the event.
+                // Non-blocking: past LISTENER_QUEUE events the JavaScript
+                // thread has not taken (QueueFull), or once the environment
+                // is closing, the event is dropped for this listener.
                 let _ = tsfn.call(json, ThreadsafeFunctionCallMode::NonBlocking);
             }
         });

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use mcpmux_core::policy::audit::LISTENER_QUEUE;
 use mcpmux_core::policy::SessionPolicy;
 use pyo3::prelude::*;
 
@@ -66,9 +67,12 @@ impl NativePolicy {
             let sink = queue.clone();
             policy.on_audit(move |event| {
                 if let Ok(json) = serde_json::to_string(event) {
-                    sink.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push_back(json);
+                    let mut queue = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                    // Taken after each call; the bound is for events the
+                    // Python layer never gets to take.
+                    if queue.len() < LISTENER_QUEUE {
+                        queue.push_back(json);
+                    }
                 }
             });
             queue

@@ -74,6 +74,12 @@ pub type AuditListener = Arc<dyn Fn(&AuditEvent) + Send + Sync>;
 /// How many events `AuditLog::events` keeps in memory.
 pub const MEMORY_EVENTS: usize = 10_000;
 
+/// How many events a front end keeps queued for one host audit listener
+/// that has not taken them yet (a C callback that blocks, a JavaScript
+/// thread that is busy). Past it, newer events are dropped for that
+/// listener only: `audit.jsonl` and [`MEMORY_EVENTS`] keep them.
+pub const LISTENER_QUEUE: usize = 10_000;
+
 /// Where events go: the file, the listeners, and a bounded memory log.
 pub(crate) struct AuditLog {
     file: Option<(PathBuf, Mutex<File>)>,
