@@ -66,7 +66,7 @@ pub(crate) fn bench_latency(
         ours.mean_us(),
         floor.mean_us(),
         "floor",
-        Target::AtMost(1.2),
+        Target::AtMost(1.1),
     ));
     report.row(Row::info(
         "mean latency (µs), async floor",

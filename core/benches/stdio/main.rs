@@ -9,14 +9,14 @@
 //!    one call at a time from a task (mean, p50, p99, calls/s), against the
 //!    *floor*: a blocking loop on a std thread that spawns the same server,
 //!    does the `initialize` handshake by hand, then writes one request line
-//!    and reads one response line per call. Target: mean ≤ 1.2× floor.
+//!    and reads one response line per call. Target: mean ≤ 1.1× floor.
 //!    Also printed next to the *async floor*: the same loop in a task on
 //!    the bench's runtime, through tokio's pipes (what any async client
 //!    pays: its thread sleeps in `epoll_wait`, not in `read`).
 //! 2. **Throughput with 64 calls in flight** on one connection (64 tokio
 //!    tasks calling in a loop), against the *ceiling*: the same raw pipe driven
 //!    by a writer thread (at most 64 requests outstanding) and a reader.
-//!    Target: ≥ 50% of the ceiling.
+//!    Target: ≥ 75% of the ceiling.
 //! 3. **Connect time** — wall time of `Hub::connect` for 1 and for 20 servers
 //!    (the demo server with `DEMO_INIT_DELAY_MS=200`: a sleep, not work),
 //!    median of 3, then `close`. Target: 20 servers ≤ 1.5× one server. Also

@@ -53,7 +53,7 @@ pub(crate) fn bench_throughput(
         total / ours.as_secs_f64(),
         total / ceiling.as_secs_f64(),
         "ceiling",
-        Target::AtLeast(0.5),
+        Target::AtLeast(0.75),
     ));
     report.row(Row::info(
         "client CPU per call (µs)",
