@@ -95,18 +95,23 @@ fn decide(
 /// answer stays awake before it sleeps, in microseconds ([`stay_awake`]).
 pub const STAY_AWAKE_ENV: &str = "MCPMUX_STAY_AWAKE_US";
 
-/// [`stay_awake`] when [`STAY_AWAKE_ENV`] is unset.
-///
 /// The furthest a deadline is put (about 30 years on). A Rust caller may
 /// ask for any [`Duration`] as a timeout, and adding one that the clock
 /// cannot hold to an `Instant` panics.
 pub(crate) const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
 
-/// Now plus `wait`, with `wait` capped at [`FAR_FUTURE`].
-pub(crate) fn deadline_after(wait: Duration) -> tokio::time::Instant {
-    tokio::time::Instant::now() + wait.min(FAR_FUTURE)
+/// `wait`, capped at [`FAR_FUTURE`]: safe to add to any `Instant`.
+pub(crate) fn capped(wait: Duration) -> Duration {
+    wait.min(FAR_FUTURE)
 }
 
+/// Now plus `wait` (capped), on tokio's clock.
+pub(crate) fn deadline_after(wait: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + capped(wait)
+}
+
+/// [`stay_awake`] when [`STAY_AWAKE_ENV`] is unset.
+///
 /// A fast server answers a call within tens of microseconds. Letting the
 /// waiting thread sleep for that long costs two extra context switches and
 /// a wake-up issued by the engine thread that read the answer (measured on

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{Answer, Pending, ProgressState, Shared};
-use crate::runtime::FAR_FUTURE;
+use crate::runtime::capped;
 
 /// When one request times out.
 pub(super) struct Deadline {
@@ -33,10 +33,10 @@ pub(super) struct Deadline {
     pub(super) hard_stop: Instant,
 }
 
-/// `start + wait`, or [`FAR_FUTURE`] from `start` when that is sooner (a
-/// Rust caller may ask for any timeout).
+/// `start + wait`, with `wait` capped (a Rust caller may ask for any
+/// timeout).
 pub(super) fn after(start: Instant, wait: Duration) -> Instant {
-    start + wait.min(FAR_FUTURE)
+    start + capped(wait)
 }
 
 impl Deadline {
