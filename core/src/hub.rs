@@ -587,19 +587,22 @@ impl Hub {
         let Some(text) = arguments else {
             return self.call_tool(name, None, opts).await;
         };
-        let raw: &RawValue = serde_json::from_str(text).map_err(|e| {
-            Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
-        })?;
-        if !raw.get().starts_with('{') {
-            return Err(Error::InvalidInput(format!(
-                "arguments of tool '{name}' must be a JSON object"
-            )));
-        }
-        if opts.policy.is_some() || raw.get().contains(['\n', '\r']) {
-            let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
-                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
-            })?;
+        let not_json =
+            |e| Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"));
+        let not_object =
+            || Error::InvalidInput(format!("arguments of tool '{name}' must be a JSON object"));
+        // Parsed once, either way: as a `Value` when the call needs one,
+        // else only checked.
+        if opts.policy.is_some() || text.trim().contains(['\n', '\r']) {
+            let value: Value = serde_json::from_str(text).map_err(not_json)?;
+            if !value.is_object() {
+                return Err(not_object());
+            }
             return Box::pin(self.call_tool(name, Some(&value), opts)).await;
+        }
+        let raw: &RawValue = serde_json::from_str(text).map_err(not_json)?;
+        if !raw.get().starts_with('{') {
+            return Err(not_object());
         }
         let (client, tool) = self.route(name, opts).await?;
         client.call_tool_raw(&tool, raw, opts).await
