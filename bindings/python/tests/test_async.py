@@ -54,6 +54,23 @@ async def test_a_server_asking_during_each_sequential_call_is_answered():
             assert json.loads(result["content"][0]["text"]) == {"result": {}}, f"call {i}"
 
 
+async def test_hostile_output_read_by_the_loop_itself_is_capped_and_the_hub_goes_on():
+    # One call at a time, so the loop's own reads (Bridge.read_now) take the
+    # servers' output: a 2 MB answer, and an answer that never ends, must
+    # both fail at the 1 MB cap (not hang, not time out), and the servers
+    # stay connected for the next call.
+    cap = {"max_message_bytes": 1000000}
+    servers = config(
+        huge=fault("huge_line.py", env={"HUGE_LINE_BYTES": "2000000"}, **cap),
+        endless=fault("endless_line.py", timeout_seconds=60, **cap),
+    )
+    async with mcpmux.AsyncHub.connect(servers) as hub:
+        for tool in ["mcp_huge_flood", "mcp_endless_endless", "mcp_huge_flood"]:
+            with pytest.raises(mcpmux.ProtocolError, match="exceeds the limit of 1000000 bytes"):
+                await asyncio.wait_for(hub.call_tool(tool), 30)
+        assert [s["state"] for s in await hub.servers()] == ["connected", "connected"]
+
+
 async def test_sequential_calls_on_two_servers_get_their_own_answers():
     # The loop reads the server it sent to last; a call to the other server
     # in between must still be answered by its own server.
