@@ -128,8 +128,10 @@ pub const MAX_STAY_AWAKE_US: u64 = 10_000;
 /// microseconds, `0` to sleep at once, else [`DEFAULT_STAY_AWAKE`].
 ///
 /// Every front end follows it: [`block_on`] (Python's blocking `Hub`, C's
-/// synchronous functions, the CLI's commands), Node's `callTool` and Python's
-/// `AsyncHub.call_tool`. Read once per process. A bad value is
+/// synchronous functions, the CLI's commands), Node's `callTool`, Python's
+/// `AsyncHub.call_tool`, and a task on an engine thread (the Rust API)
+/// whose stdio call is alone in flight, when its connection has measured
+/// staying awake to be faster than sleeping. Read once per process. A bad value is
 /// `INVALID_INPUT` from [`builder`] (so from the first call that needs the
 /// runtime); here it counts as unset.
 pub fn stay_awake() -> Duration {
@@ -220,6 +222,13 @@ pub(crate) fn offer_reader(reader: impl FnOnce() -> Weak<dyn ReadNow>) {
         let reader = reader();
         FOLLOWED.with(|f| *f.borrow_mut() = Some(reader));
     }
+}
+
+/// Whether the calling thread reads the answers to its requests itself
+/// while it waits: inside [`block_on`], or an event loop
+/// ([`follow_on_this_thread`]).
+pub(crate) fn reads_its_answers() -> bool {
+    IN_BLOCK_ON.with(Cell::get) || EVENT_LOOP.with(Cell::get)
 }
 
 /// Marks the calling thread, for the rest of its life, as an event loop

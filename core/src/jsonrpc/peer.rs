@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -18,8 +19,10 @@ use tokio::task::AbortHandle;
 use super::{
     codes, encode_notification, encode_request, encode_response, Incoming, Kind, RpcError,
 };
+use awake::{Wait, WaitChoice};
 use deadlines::{Arm, Deadline, Sweep};
 
+mod awake;
 mod deadlines;
 use crate::error::Error;
 use crate::transport::{FrameSink, Transport};
@@ -36,9 +39,10 @@ pub struct ProgressUpdate {
 }
 
 /// Called for each progress notification of a request, on the connection's
-/// reader task (or, for stdio, on a thread in `runtime::block_on` that
-/// reads the connection while it waits): it must return quickly and must
-/// not block.
+/// reader task (or, for stdio, on a thread or task that reads the
+/// connection while it waits for its answer: one in `runtime::block_on`,
+/// an event loop, a lone call's task): it must return quickly and must not
+/// block.
 pub type ProgressCallback = Arc<dyn Fn(ProgressUpdate) + Send + Sync>;
 
 /// How one request is run.
@@ -84,9 +88,10 @@ pub trait Inbound: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<serde_json::Value, RpcError>>;
 
     /// A notification from the server (other than progress and cancellation,
-    /// which the peer handles). Runs on the reader task, or on a blocking
-    /// caller's thread that reads the answer to its request itself
-    /// (`runtime::block_on`); must not block.
+    /// which the peer handles). Runs on the reader task, or on a caller's
+    /// thread or task that reads the answer to its request itself
+    /// (`runtime::block_on`, an event loop, a lone call's task); must not
+    /// block.
     fn on_notification(&self, method: &str, params: Option<&RawValue>);
 }
 
@@ -146,6 +151,8 @@ struct Shared {
     gone: tokio::sync::watch::Sender<bool>,
     /// Wakes the deadline sweeper ([`deadlines`]).
     sweep_wake: Arc<tokio::sync::Notify>,
+    /// How a lone call waits for its answer ([`awake`]).
+    wait_choice: WaitChoice,
 }
 
 impl Drop for Shared {
@@ -176,6 +183,7 @@ impl Peer {
                 me: me.clone(),
                 gone: tokio::sync::watch::Sender::new(false),
                 sweep_wake: Arc::default(),
+                wait_choice: WaitChoice::default(),
             }),
         }
     }
@@ -248,7 +256,7 @@ impl Peer {
         let start = Instant::now();
         let deadline = Deadline::new(start, opts.timeout, opts.max_total);
         let first = deadline.first();
-        let arm = {
+        let (arm, alone) = {
             let mut table = self.shared.table.lock().unwrap();
             if let Some(err) = &table.closed {
                 return Err(err.clone());
@@ -262,7 +270,7 @@ impl Peer {
                     cancellable: opts.cancellable,
                 },
             );
-            table.sweep.arm(first)
+            (table.sweep.arm(first), table.pending.len() == 1)
         };
         match arm {
             Arm::Nothing => {}
@@ -280,7 +288,11 @@ impl Peer {
         } else {
             self.shared.send_with_headers(line, &opts.headers)?;
         }
-        let answer = rx.await;
+        let answer = if alone {
+            self.shared.wait_alone(rx, start).await
+        } else {
+            rx.await
+        };
         // Whatever came, the request has left the table.
         guard.armed = false;
         match answer {
@@ -357,6 +369,44 @@ impl Shared {
                 self.label
             ))),
         }
+    }
+
+    /// Waits for the answer to the only request in flight, sent at `sent`:
+    /// asleep or awake, as [`awake`] chooses for this connection, on a task
+    /// of an engine thread whose transport can be read by the caller
+    /// (stdio); otherwise asleep. Awake, the task reads the transport itself
+    /// and yields to the thread's other tasks in turn, for up to
+    /// [`stay_awake`](crate::runtime::stay_awake), then sleeps.
+    async fn wait_alone(
+        &self,
+        mut rx: oneshot::Receiver<Answer>,
+        sent: Instant,
+    ) -> Result<Answer, oneshot::error::RecvError> {
+        let window = crate::runtime::stay_awake();
+        let transport = match self.transport.get() {
+            Some(t) if !window.is_zero() && !crate::runtime::reads_its_answers() => t,
+            _ => return rx.await,
+        };
+        let how = self.wait_choice.next();
+        let answer = match how {
+            Wait::Asleep => rx.await,
+            Wait::Awake => loop {
+                if let Poll::Ready(answer) = futures::poll!(&mut rx) {
+                    break answer;
+                }
+                if !transport.read_now() || sent.elapsed() >= window {
+                    break rx.await;
+                }
+                if let Poll::Ready(answer) = futures::poll!(&mut rx) {
+                    break answer;
+                }
+                // Deferred: runs the thread's other tasks and polls its I/O
+                // driver, without waking another thread.
+                tokio::task::yield_now().await;
+            },
+        };
+        self.wait_choice.record(how, sent.elapsed(), window * 4);
+        answer
     }
 
     fn gone(&self) -> Error {

@@ -106,11 +106,21 @@ pub trait Transport: Send + Sync + 'static {
     fn set_protocol_version(&self, version: Option<&str>) {
         let _ = version;
     }
+
+    /// Reads, without blocking, what the server has written and hands it to
+    /// the sink on the calling thread, when this transport can (stdio:
+    /// unless its reader task is reading at that moment). Returns whether
+    /// it can; the others return `false` and read only on their own tasks.
+    fn read_now(&self) -> bool {
+        false
+    }
 }
 
 /// Receives what a transport reads. Called on the transport's reader task,
-/// or (stdio) on a thread waiting in [`crate::runtime::block_on`] that reads
-/// the answer to its request itself: never two at once, always in order.
+/// or (stdio) on a caller that reads the answer to its request itself (a
+/// thread waiting in [`crate::runtime::block_on`], an event loop, a task
+/// whose call is alone in flight, through [`Transport::read_now`]): never
+/// two at once, always in order.
 pub trait FrameSink: Send + Sync + 'static {
     /// One complete message (without the line terminator). Must not block.
     fn on_frame(&self, frame: &[u8]);

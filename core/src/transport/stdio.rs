@@ -229,6 +229,11 @@ impl Transport for StdioTransport {
         }
     }
 
+    fn read_now(&self) -> bool {
+        crate::runtime::ReadNow::read_now(&*self.stdout);
+        true
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             self.closing.store(true, Ordering::SeqCst);

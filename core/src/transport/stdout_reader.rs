@@ -3,9 +3,11 @@
 //!
 //! Normally the transport's reader task reads it: it waits for the pipe to
 //! become readable, then reads and hands out messages. But a blocking caller
-//! ([`crate::runtime::block_on`]: Python's `Hub`, the C ABI) that has just
-//! written a request and waits for its answer is awake anyway; while it
-//! waits, it reads the pipe itself ([`StdoutReader::read_now`]), so the
+//! ([`crate::runtime::block_on`]: Python's `Hub`, the C ABI), an event
+//! loop (Python's `AsyncHub`, Node), or a task whose call is alone in
+//! flight and that chose to stay awake (`jsonrpc::peer::awake`), having
+//! just written a request, is awake anyway; while it waits, it reads the
+//! pipe itself ([`StdoutReader::read_now`]), so the
 //! answer reaches it without first waking an engine thread (on a small VM,
 //! that wake-up costs about as much as the round trip to a fast server).
 //!
