@@ -210,6 +210,13 @@ impl Slot {
         matches!(*self.state.read().unwrap(), SlotState::Idle)
     }
 
+    /// Whether `name` is under this server's prefix `mcp_<server>_`: a name
+    /// it would list, or did (what a name says of its owner before the
+    /// server has listed its tools).
+    fn prefixes(&self, name: &str) -> bool {
+        name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", self.config.name)))
+    }
+
     fn client(&self) -> Option<Client> {
         match &*self.state.read().unwrap() {
             SlotState::Connected(c) => Some(c.clone()),
@@ -699,15 +706,7 @@ impl Hub {
     /// whether it did. For a server that never listed tools: its names are
     /// unknown until it comes up.
     async fn restarted_owner(&self, name: &str, opts: &CallOptions) -> bool {
-        let slots = self.inner.slots();
-        let Some(slot) = slots
-            .iter()
-            .filter(|slot| {
-                name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", slot.config.name)))
-            })
-            .max_by_key(|slot| slot.config.name.len())
-            .cloned()
-        else {
+        let Some(slot) = self.inner.prefix_owner(name) else {
             return false;
         };
         let deadline = crate::runtime::deadline_after(opts.timeout.unwrap_or(slot.config.timeout));
@@ -732,14 +731,7 @@ impl Hub {
         // gets that server's own error (CONNECT_FAILED, AUTH_REQUIRED, ...):
         // the caller's fix is the server, not the name. The longest prefix
         // wins (server `a_b` over server `a`).
-        let slots = self.inner.slots();
-        let owner = slots
-            .iter()
-            .filter(|slot| {
-                name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", slot.config.name)))
-            })
-            .max_by_key(|slot| slot.config.name.len());
-        if let Some(slot) = owner {
+        if let Some(slot) = self.inner.prefix_owner(name) {
             let server = &slot.config.name;
             let failed = |e: &Error| {
                 e.clone().context(format!(
@@ -1039,6 +1031,16 @@ impl HubInner {
     /// The current server list (cheap: shared, replaced whole by a reload).
     fn slots(&self) -> Arc<Vec<Arc<Slot>>> {
         self.slots.read().unwrap().clone()
+    }
+
+    /// The server whose prefix `name` is under, the longest such (server
+    /// `a_b` over server `a`).
+    fn prefix_owner(&self, name: &str) -> Option<Arc<Slot>> {
+        self.slots()
+            .iter()
+            .filter(|slot| slot.prefixes(name))
+            .max_by_key(|slot| slot.config.name.len())
+            .cloned()
     }
 
     /// Recomputes hub names after any server's tool list changed.

@@ -14,7 +14,6 @@ use crate::client::Client;
 use crate::config::Config;
 use crate::error::Error;
 use crate::events::HubEvent;
-use crate::tool_names;
 
 impl HubInner {
     /// Starts server `slot` when it is `idle` and hands it to a supervisor;
@@ -49,10 +48,7 @@ impl HubInner {
         let mut owners: Vec<Arc<Slot>> = self
             .slots()
             .iter()
-            .filter(|s| {
-                s.is_idle()
-                    && name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", s.config.name)))
-            })
+            .filter(|s| s.is_idle() && s.prefixes(name))
             .cloned()
             .collect();
         owners.sort_by_key(|s| std::cmp::Reverse(s.config.name.len()));
