@@ -8,8 +8,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
@@ -88,15 +87,7 @@ fn blocking_callers_and_tasks_share_one_stdio_connection() {
 
     // Progress notifications reach a blocking caller's callback, then its
     // answer, whichever thread read them.
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counter = seen.clone();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(20)),
-        on_progress: Some(Arc::new(move |_| {
-            counter.fetch_add(1, Ordering::SeqCst);
-        })),
-        ..CallOptions::default()
-    };
+    let (seen, opts) = counting_progress();
     let slow = block_on(
         rt.handle(),
         hub.call_tool(

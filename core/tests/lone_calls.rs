@@ -9,8 +9,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::*;
@@ -73,15 +72,7 @@ fn lone_calls_from_tasks_get_their_own_answers_both_ways() {
 
         // Progress notifications reach the callback of a lone call, then
         // its answer (on a fresh hub: its second call waits awake first).
-        let seen = Arc::new(AtomicUsize::new(0));
-        let counter = seen.clone();
-        let opts = CallOptions {
-            timeout: Some(Duration::from_secs(20)),
-            on_progress: Some(Arc::new(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-            })),
-            ..CallOptions::default()
-        };
+        let (seen, opts) = counting_progress();
         let fresh: Hub = rt
             .block_on(Hub::connect(config(&[demo_entry("demo", "")])))
             .unwrap();

@@ -683,3 +683,20 @@ impl Peer {
         }
     }
 }
+
+/// For the tests of this module's parts: a peer whose server sends nothing
+/// that needs handling (requests are refused, notifications ignored).
+#[cfg(test)]
+struct NoInbound;
+
+#[cfg(test)]
+impl Inbound for NoInbound {
+    fn on_request(
+        &self,
+        _: &str,
+        _: Option<&RawValue>,
+    ) -> BoxFuture<'static, Result<serde_json::Value, RpcError>> {
+        Box::pin(async { Err(RpcError::new(-32601, "no")) })
+    }
+    fn on_notification(&self, _: &str, _: Option<&RawValue>) {}
+}

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
-use mcpmux_core::Config;
+use mcpmux_core::{CallOptions, Config};
 
 /// Points `XDG_STATE_HOME` (where the session key lives) at a directory
 /// of the build, once per test binary, so session tests never touch the
@@ -109,6 +109,21 @@ pub fn demo_entry(name: &str, extra: &str) -> String {
 /// A Python fault/test server entry.
 pub fn script_entry(name: &str, script: &str, extra: &str) -> String {
     stdio_entry(name, &python(), &[&server_script(script)], extra)
+}
+
+/// Call options with a 20 s timeout whose progress callback counts the
+/// notifications into the returned counter.
+pub fn counting_progress() -> (std::sync::Arc<std::sync::atomic::AtomicUsize>, CallOptions) {
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    let opts = CallOptions {
+        timeout: Some(Duration::from_secs(20)),
+        on_progress: Some(std::sync::Arc::new(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        })),
+        ..CallOptions::default()
+    };
+    (seen, opts)
 }
 
 /// Parses a config made of entries.

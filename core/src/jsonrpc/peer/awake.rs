@@ -97,12 +97,11 @@ mod tests {
     use std::sync::{Arc, Mutex, OnceLock, Weak};
 
     use futures::future::BoxFuture;
-    use serde_json::value::RawValue;
     use serde_json::Value;
 
     use super::*;
     use crate::error::Error;
-    use crate::jsonrpc::{Inbound, Peer, RequestOptions, RpcError};
+    use crate::jsonrpc::{Peer, RequestOptions};
     use crate::transport::{FrameSink, Transport};
 
     /// A stdio-like transport: a request sent is answered by the first
@@ -155,22 +154,9 @@ mod tests {
         }
     }
 
-    struct NoInbound;
-
-    impl Inbound for NoInbound {
-        fn on_request(
-            &self,
-            _: &str,
-            _: Option<&RawValue>,
-        ) -> BoxFuture<'static, Result<Value, RpcError>> {
-            Box::pin(async { Err(RpcError::new(-32601, "no")) })
-        }
-        fn on_notification(&self, _: &str, _: Option<&RawValue>) {}
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_call_waits_awake_where_its_own_read_answers_sooner() {
-        let peer = Peer::new("test", Arc::new(NoInbound));
+        let peer = Peer::new("test", Arc::new(super::super::NoInbound));
         let transport = Arc::new(Answering::default());
         let _ = transport.sink.set(peer.sink());
         peer.attach(transport.clone());

@@ -182,7 +182,7 @@ mod tests {
 
     use super::*;
     use crate::error::Error;
-    use crate::jsonrpc::{Inbound, Peer, RequestOptions, RpcError};
+    use crate::jsonrpc::{Peer, RequestOptions};
     use crate::transport::Transport;
 
     /// A transport that records what is sent and never answers.
@@ -204,21 +204,8 @@ mod tests {
         }
     }
 
-    struct NoInbound;
-
-    impl Inbound for NoInbound {
-        fn on_request(
-            &self,
-            _: &str,
-            _: Option<&RawValue>,
-        ) -> BoxFuture<'static, Result<Value, RpcError>> {
-            Box::pin(async { Err(RpcError::new(-32601, "no")) })
-        }
-        fn on_notification(&self, _: &str, _: Option<&RawValue>) {}
-    }
-
     fn peer() -> (Peer, Arc<Silent>) {
-        let peer = Peer::new("test", Arc::new(NoInbound));
+        let peer = Peer::new("test", Arc::new(super::super::NoInbound));
         let transport = Arc::new(Silent::default());
         peer.attach(transport.clone());
         (peer, transport)
