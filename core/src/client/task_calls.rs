@@ -343,7 +343,14 @@ impl Client {
             if Instant::now() >= deadline {
                 continue;
             }
-            task = self.get_task_within(&task.task_id, deadline).await?;
+            task = match self.get_task_within(&task.task_id, deadline).await {
+                Ok(task) => task,
+                // A poll sent just before the call's deadline times out
+                // with it: that is the call's total time running out (said
+                // at the top of the loop), not a silent server.
+                Err(Error::Timeout(_)) if Instant::now() >= deadline => continue,
+                Err(e) => return Err(e),
+            };
         }
     }
 
