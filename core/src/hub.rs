@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -309,6 +309,11 @@ struct HubInner {
     /// Held by [`Hub::reload`]: one reload at a time.
     reloading: tokio::sync::Mutex<()>,
     index: RwLock<Arc<ToolIndex>>,
+    /// Held by [`HubInner::rebuild_index`] from reading the servers' state
+    /// to storing the index built from it: rebuilds run on whichever thread
+    /// saw a change (a connect, a restart, a `list_changed` refresh), and
+    /// without it one built from older state could be stored last.
+    rebuilding: Mutex<()>,
     options: ClientOptions,
 }
 
@@ -353,6 +358,7 @@ impl Hub {
                 )),
                 reloading: tokio::sync::Mutex::new(()),
                 index: RwLock::new(Arc::default()),
+                rebuilding: Mutex::new(()),
                 options: ClientOptions {
                     client_info: options.client_info,
                     handlers: options.handlers,
@@ -1045,6 +1051,7 @@ impl HubInner {
 
     /// Recomputes hub names after any server's tool list changed.
     fn rebuild_index(&self) {
+        let _one_at_a_time = self.rebuilding.lock().unwrap_or_else(|p| p.into_inner());
         // A restarting server keeps its tools, under the same names.
         let slots = self.slots();
         type Listed<'a> = (&'a Arc<Slot>, &'a str, Arc<Vec<protocol::Tool>>);

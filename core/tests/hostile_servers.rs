@@ -163,6 +163,30 @@ async fn a_storm_of_list_changed_refreshes_the_tools_a_few_times() {
     close_and_check(hub, &tag).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_changed_while_connecting_never_loses_the_tools() {
+    let _case = start_case().await;
+    // The refresh that `list_changed` starts and the connect that follows
+    // both rebuild the tool list, on different threads: whichever order
+    // they finish in, the server's tools must be listed once it is
+    // connected.
+    for round in 0..20 {
+        let tag = marker(&format!("early-{round}"));
+        let env = ", LIST_CHANGED_AT_START = \"3\"";
+        let entry = hostile("early", "list_changed_storm.py", &tag, env, "");
+        let hub = Hub::connect(config(&[entry])).await.unwrap();
+        assert_eq!(status(&hub, "early").state, "connected");
+        let count = no_hang(
+            "count",
+            hub.call_tool("mcp_early_count", None, &CallOptions::default()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert!(text(&count).parse::<u64>().unwrap() >= 1);
+        close_and_check(hub, &tag).await;
+    }
+}
+
 /// A server whose `list` never ends, in `mode`; `pages` ends it after that
 /// many pages (so code without bounds gets an answer, not a hang).
 fn endless(tag: &str, list: &str, mode: &str, pages: u32, extra: &str) -> String {

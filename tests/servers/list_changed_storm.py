@@ -9,6 +9,11 @@ call's result (text "sent N"), while the main thread goes on answering. On
 `tools/call` of `count` it answers with the number of `tools/list` requests
 received so far (as text). A client that refreshes its tool list once per
 notification sends about STORM_CHANGES `tools/list` requests.
+
+With LIST_CHANGED_AT_START=N it also sends N `notifications/tools/list_changed`
+when the client says it is initialized, while the client is still
+connecting (@modelcontextprotocol/server-everything registers tools then, and
+announces them so).
 """
 import os
 import sys
@@ -22,6 +27,7 @@ TOOLS = [
     _mini.tool("count", "How many tools/list requests came so far."),
 ]
 CHANGES = int(os.environ.get("STORM_CHANGES", "1000000"))
+AT_START = int(os.environ.get("LIST_CHANGED_AT_START", "0"))
 LOCK = threading.Lock()
 LISTED = [0]
 
@@ -49,6 +55,9 @@ def main():
         msg = _mini.read_message()
         if msg is None:
             return
+        if msg.get("method") == "notifications/initialized":
+            for _ in range(AT_START):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
         if not _mini.is_request(msg):
             continue
         rid = msg["id"]
