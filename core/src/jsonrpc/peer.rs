@@ -384,7 +384,13 @@ impl Shared {
     ) -> Result<Answer, oneshot::error::RecvError> {
         let window = crate::runtime::stay_awake();
         let transport = match self.transport.get() {
-            Some(t) if !window.is_zero() && !crate::runtime::reads_its_answers() => t,
+            Some(t)
+                if t.can_read_now()
+                    && !window.is_zero()
+                    && !crate::runtime::reads_its_answers() =>
+            {
+                t
+            }
             _ => return rx.await,
         };
         let how = self.wait_choice.next();
@@ -394,7 +400,8 @@ impl Shared {
                 if let Poll::Ready(answer) = futures::poll!(&mut rx) {
                     break answer;
                 }
-                if !transport.read_now() || sent.elapsed() >= window {
+                transport.read_now();
+                if sent.elapsed() >= window {
                     break rx.await;
                 }
                 if let Poll::Ready(answer) = futures::poll!(&mut rx) {

@@ -107,13 +107,19 @@ pub trait Transport: Send + Sync + 'static {
         let _ = version;
     }
 
-    /// Reads, without blocking, what the server has written and hands it to
-    /// the sink on the calling thread, when this transport can (stdio:
-    /// unless its reader task is reading at that moment). Returns whether
-    /// it can; the others return `false` and read only on their own tasks.
-    fn read_now(&self) -> bool {
+    /// Whether [`read_now`](Transport::read_now) reads anything: `true`
+    /// for stdio; the others read only on their own tasks. A lone call
+    /// asks this before it considers waiting awake, so a transport that
+    /// cannot be read by its caller never spends a poll on it.
+    fn can_read_now(&self) -> bool {
         false
     }
+
+    /// Reads, without blocking, what the server has written and hands it to
+    /// the sink on the calling thread (stdio: unless its reader task is
+    /// reading at that moment). Does nothing where
+    /// [`can_read_now`](Transport::can_read_now) is `false`.
+    fn read_now(&self) {}
 }
 
 /// Receives what a transport reads. Called on the transport's reader task,

@@ -229,9 +229,12 @@ impl Transport for StdioTransport {
         }
     }
 
-    fn read_now(&self) -> bool {
-        crate::runtime::ReadNow::read_now(&*self.stdout);
+    fn can_read_now(&self) -> bool {
         true
+    }
+
+    fn read_now(&self) {
+        crate::runtime::ReadNow::read_now(&*self.stdout);
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {

@@ -113,6 +113,8 @@ mod tests {
         unanswered: Arc<Mutex<Vec<u64>>>,
         /// The ids answered by `read_now`, in order.
         by_read_now: Mutex<Vec<u64>>,
+        /// Says it cannot be read by its caller (like HTTP, SSE, WebSocket).
+        unreadable: bool,
     }
 
     fn answer(sink: &Weak<dyn FrameSink>, id: u64) {
@@ -145,13 +147,15 @@ mod tests {
         fn close(&self) -> BoxFuture<'_, ()> {
             Box::pin(async {})
         }
-        fn read_now(&self) -> bool {
+        fn can_read_now(&self) -> bool {
+            !self.unreadable
+        }
+        fn read_now(&self) {
             let ids = std::mem::take(&mut *self.unanswered.lock().unwrap());
             for id in ids {
                 self.by_read_now.lock().unwrap().push(id);
                 answer(self.sink.get().unwrap(), id);
             }
-            true
         }
     }
 
@@ -185,6 +189,33 @@ mod tests {
         assert!(!read.contains(&ids[0]), "the first call slept: {read:?}");
         assert!(read.contains(&ids[1]), "the second call read: {read:?}");
         assert!(read.len() < calls, "{} of {calls} read", read.len());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_transport_its_caller_cannot_read_is_never_read_nor_measured() {
+        let peer = Peer::new("test", Arc::new(super::super::NoInbound));
+        let transport = Arc::new(Answering {
+            unreadable: true,
+            ..Answering::default()
+        });
+        let _ = transport.sink.set(peer.sink());
+        peer.attach(transport.clone());
+        let p = peer.clone();
+        tokio::spawn(async move {
+            let opts = RequestOptions::default();
+            for _ in 0..4 {
+                let id = p.next_id();
+                p.request::<Value>(id, "tools/call", None, &opts)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        assert!(transport.by_read_now.lock().unwrap().is_empty());
+        let choice = &peer.shared.wait_choice;
+        assert_eq!(choice.calls.load(Ordering::Relaxed), 0, "no choice made");
+        assert_eq!(choice.asleep_ns.load(Ordering::Relaxed), 0, "no sample");
     }
 
     const CAP: Duration = Duration::from_micros(240);
