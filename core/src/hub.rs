@@ -586,36 +586,50 @@ impl Hub {
 
     /// [`Hub::call_tool`] with the arguments as JSON text: an object, or
     /// `None` for `{}`. For front ends that hold the arguments as text
-    /// (Node's `callTool`): the text is checked, then sent as it is, not
-    /// parsed into a [`Value`] and written again, unless the call needs the
-    /// parsed form (a policy, a task, a stateless server, or text spread over
-    /// several lines, which a stdio message cannot carry). Text that is not
-    /// a JSON object is `INVALID_INPUT` naming the tool.
+    /// (Node's `callTool`): the text is checked, then passed on as
+    /// [`Hub::call_tool_raw`] describes. Text that is not a JSON object is
+    /// `INVALID_INPUT` naming the tool.
     pub async fn call_tool_json(
         &self,
         name: &str,
         arguments: Option<&str>,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        let Some(text) = arguments else {
+        let raw = match arguments {
+            Some(text) => Some(serde_json::from_str::<&RawValue>(text).map_err(|e| {
+                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
+            })?),
+            None => None,
+        };
+        self.call_tool_raw(name, raw, opts).await
+    }
+
+    /// [`Hub::call_tool`] with arguments that are already known to be JSON
+    /// (`None` for `{}`), for front ends that checked the text themselves
+    /// (the C ABI's `args_json`): sent as they are, not parsed into a
+    /// [`Value`] and written again, unless the call needs the parsed form
+    /// (a policy, a task, a stateless server, or text spread over several
+    /// lines, which a stdio message cannot carry). JSON that is not an
+    /// object is `INVALID_INPUT` naming the tool.
+    pub async fn call_tool_raw(
+        &self,
+        name: &str,
+        arguments: Option<&RawValue>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let Some(raw) = arguments else {
             return self.call_tool(name, None, opts).await;
         };
-        let not_json =
-            |e| Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"));
-        let not_object =
-            || Error::InvalidInput(format!("arguments of tool '{name}' must be a JSON object"));
-        // Parsed once, either way: as a `Value` when the call needs one,
-        // else only checked.
-        if opts.policy.is_some() || text.trim().contains(['\n', '\r']) {
-            let value: Value = serde_json::from_str(text).map_err(not_json)?;
-            if !value.is_object() {
-                return Err(not_object());
-            }
-            return Box::pin(self.call_tool(name, Some(&value), opts)).await;
-        }
-        let raw: &RawValue = serde_json::from_str(text).map_err(not_json)?;
         if !raw.get().starts_with('{') {
-            return Err(not_object());
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        if opts.policy.is_some() || raw.get().contains(['\n', '\r']) {
+            let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
+                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
+            })?;
+            return Box::pin(self.call_tool(name, Some(&value), opts)).await;
         }
         let (client, tool) = self.route(name, opts).await?;
         client.call_tool_raw(&tool, raw, opts).await

@@ -610,6 +610,32 @@ async fn arguments_as_json_text_go_out_as_sent_and_bad_text_names_the_tool() {
 }
 
 #[tokio::test]
+async fn arguments_already_checked_as_json_go_out_as_they_are() {
+    use serde_json::value::RawValue;
+    let hub = demo_hub("").await;
+    let opts = CallOptions::default();
+    for text in [r#"{"text":"one line"}"#, "{\n\"text\": \"one line\"\n}"] {
+        let raw: &RawValue = serde_json::from_str(text).unwrap();
+        let echo = hub
+            .call_tool_raw("mcp_demo_echo", Some(raw), &opts)
+            .await
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        assert_eq!(echo.value()["content"][0]["text"], "one line", "{text:?}");
+    }
+    let raw: &RawValue = serde_json::from_str("[1, 2]").unwrap();
+    let err = hub
+        .call_tool_raw("mcp_demo_echo", Some(raw), &opts)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "INVALID_INPUT");
+    assert!(
+        err.to_string()
+            .contains("'mcp_demo_echo' must be a JSON object"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn a_timeout_past_what_the_clock_can_hold_is_accepted() {
     let hub = demo_hub("").await;
     let opts = CallOptions {

@@ -7,11 +7,12 @@ use std::sync::Mutex;
 
 use futures::FutureExt;
 use mcpmux_core::{Error, ToolResult};
+use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use crate::engine::Work;
 use crate::error::{mcpmux_error, mcpmux_status};
-use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments};
+use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments_raw};
 use crate::util::{c_string, guard_status, guard_value, panic_error, write_out, Args};
 
 /// The callback of an asynchronous call. Called exactly once, on an engine
@@ -118,7 +119,7 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool_async(
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
             let name = args.str("name", name)?.to_owned();
-            let arguments = tool_arguments(args, args_json)?;
+            let arguments = tool_arguments_raw(args, args_json)?.map(RawValue::to_owned);
             let opts = call_options(args, args.opt_object("options_json", options_json)?)?;
             let Some(cb) = cb else {
                 return Err(args.invalid("cb", "is NULL"));
@@ -150,12 +151,13 @@ async fn run(
     work: Work,
     hub: mcpmux_core::Hub,
     name: String,
-    arguments: Option<serde_json::Value>,
+    arguments: Option<Box<RawValue>>,
     opts: mcpmux_core::CallOptions,
     cancel: oneshot::Receiver<()>,
     mut delivery: Delivery,
 ) {
-    let call = AssertUnwindSafe(hub.call_tool(&name, arguments.as_ref(), &opts)).catch_unwind();
+    let call =
+        AssertUnwindSafe(hub.call_tool_raw(&name, arguments.as_deref(), &opts)).catch_unwind();
     // A dropped sender (the handle freed without cancelling, or never
     // asked for) is not a cancellation.
     let cancelled = async {

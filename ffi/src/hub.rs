@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::engine::{mcpmux_engine, Shared};
@@ -114,6 +115,29 @@ pub(crate) unsafe fn tool_arguments(
         Some(v) if !v.is_object() => Err(args.invalid("args_json", "must be a JSON object")),
         other => Ok(other),
     }
+}
+
+/// Reads `args_json` of a tool call as it is, for core's
+/// `Hub::call_tool_raw`: NULL or the text of a JSON object, checked but not
+/// parsed into a value (the call sends it on unchanged).
+///
+/// # Safety
+/// `args_json` is NULL or a NUL-terminated string that outlives the
+/// returned reference.
+pub(crate) unsafe fn tool_arguments_raw<'a>(
+    args: Args,
+    args_json: *const c_char,
+) -> Result<Option<&'a RawValue>, Error> {
+    // SAFETY: forwarded.
+    let Some(text) = unsafe { args.opt_str("args_json", args_json) }? else {
+        return Ok(None);
+    };
+    let raw: &RawValue = serde_json::from_str(text)
+        .map_err(|e| args.invalid("args_json", format!("is not valid JSON: {e}")))?;
+    if !raw.get().starts_with('{') {
+        return Err(args.invalid("args_json", "must be a JSON object"));
+    }
+    Ok(Some(raw))
 }
 
 /// Connects `config` on `engine` and returns the boxed hub.
@@ -458,12 +482,12 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool(
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
             let name = args.str("name", name)?;
-            let arguments = tool_arguments(args, args_json)?;
+            let arguments = tool_arguments_raw(args, args_json)?;
             let opts = call_options(args, args.opt_object("options_json", options_json)?)?;
             args.non_null("out_json", out_json)?;
             let result = hub
                 .shared
-                .block_on(args, hub.hub.call_tool(name, arguments.as_ref(), &opts))??;
+                .block_on(args, hub.hub.call_tool_raw(name, arguments, &opts))??;
             write_out(out_json, c_string(result.json())?);
             Ok(())
         })
