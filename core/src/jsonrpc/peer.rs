@@ -559,27 +559,16 @@ impl Shared {
     }
 }
 
-impl FrameSink for Shared {
-    fn on_frame(&self, frame: &[u8]) {
-        let trimmed = frame.trim_ascii();
-        if trimmed.is_empty() {
-            return;
-        }
-        if trimmed[0] == b'[' {
-            // A JSON-RPC batch (2025-03-26): handle each member.
-            match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
-                Ok(items) => items.iter().for_each(|m| self.on_frame(m.get().as_bytes())),
-                Err(_) => self.protocol_violation("sent a line that is not JSON-RPC"),
-            }
-            return;
-        }
+impl Shared {
+    /// One message of a line or of a batch (never a batch itself).
+    fn on_message(&self, trimmed: &[u8]) {
         let msg: Incoming = match serde_json::from_slice(trimmed) {
             Ok(m) => m,
             Err(_) => {
-                let preview: String =
-                    String::from_utf8_lossy(&trimmed[..trimmed.len().min(80)]).into_owned();
-                return self
-                    .protocol_violation(&format!("sent a line that is not JSON-RPC: {preview:?}"));
+                return self.protocol_violation(&format!(
+                    "sent a line that is not JSON-RPC: {:?}",
+                    preview(trimmed)
+                ));
             }
         };
         match msg.kind() {
@@ -617,10 +606,43 @@ impl FrameSink for Shared {
                 if let (Some(err), None) = (&msg.error, msg.id) {
                     // An error with a null id: the server could not read
                     // something; it names no request of ours to fail.
-                    return tracing::warn!(server = %self.label, code = err.code, "server error without id: {}", err.message);
+                    return tracing::warn!(server = %self.label, code = err.code, "server error without id: {}", crate::secrets::redact(&err.message));
                 }
                 self.protocol_violation("sent a message that is not JSON-RPC 2.0")
             }
+        }
+    }
+}
+
+/// The start of a line a server should not have sent, for an error
+/// message: at most 80 characters, with known secrets replaced (redacted
+/// before it is cut, so that a secret across the cut is not half shown).
+fn preview(line: &[u8]) -> String {
+    let head = String::from_utf8_lossy(&line[..line.len().min(4096)]);
+    crate::secrets::redact(&head).chars().take(80).collect()
+}
+
+impl FrameSink for Shared {
+    fn on_frame(&self, frame: &[u8]) {
+        let trimmed = frame.trim_ascii();
+        if trimmed.is_empty() {
+            return;
+        }
+        if trimmed[0] != b'[' {
+            return self.on_message(trimmed);
+        }
+        // A JSON-RPC batch (2025-03-26): handle each member. Not
+        // recursively: a batch nested a hundred thousand deep (a few
+        // hundred kilobytes) would overflow the reading thread's stack and
+        // abort the host.
+        match serde_json::from_slice::<Vec<&RawValue>>(trimmed) {
+            Ok(items) if items.iter().any(|m| m.get().starts_with('[')) => {
+                self.protocol_violation("sent a batch inside a batch")
+            }
+            Ok(items) => items
+                .iter()
+                .for_each(|m| self.on_message(m.get().as_bytes())),
+            Err(_) => self.protocol_violation("sent a line that is not JSON-RPC"),
         }
     }
 
@@ -706,4 +728,102 @@ impl Inbound for NoInbound {
         Box::pin(async { Err(RpcError::new(-32601, "no")) })
     }
     fn on_notification(&self, _: &str, _: Option<&RawValue>) {}
+}
+
+/// For the tests of this module's parts: a transport that records what is
+/// sent and never answers.
+#[cfg(test)]
+#[derive(Default)]
+struct Silent {
+    sent: Mutex<Vec<serde_json::Value>>,
+}
+
+#[cfg(test)]
+impl Transport for Silent {
+    fn send(&self, message: Vec<u8>) -> Result<(), Error> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(&message).unwrap());
+        Ok(())
+    }
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+
+    fn peer() -> Peer {
+        let peer = Peer::new("test", Arc::new(NoInbound));
+        peer.attach(Arc::new(Silent::default()));
+        peer
+    }
+
+    #[tokio::test]
+    async fn a_batch_answers_each_of_its_requests() {
+        let peer = peer();
+        let (a, b) = (peer.next_id(), peer.next_id());
+        let opts = RequestOptions::default();
+        let calls = futures::future::join(
+            peer.request::<Value>(a, "ping", None, &opts),
+            peer.request::<Value>(b, "ping", None, &opts),
+        );
+        let batch = format!(
+            r#" [{{"jsonrpc":"2.0","id":{b},"result":{{"n":2}}}}, {{"jsonrpc":"2.0","id":{a},"result":{{"n":1}}}}] "#
+        );
+        let sink = peer.sink().upgrade().unwrap();
+        let answer = async {
+            tokio::task::yield_now().await;
+            sink.on_frame(batch.as_bytes());
+        };
+        let ((ra, rb), ()) = futures::future::join(calls, answer).await;
+        assert_eq!(ra.unwrap().get(), r#"{"n":1}"#);
+        assert_eq!(rb.unwrap().get(), r#"{"n":2}"#);
+    }
+
+    #[tokio::test]
+    async fn a_batch_nested_deep_is_a_protocol_error_not_a_stack_overflow() {
+        let peer = peer();
+        let id = peer.next_id();
+        let opts = RequestOptions::default();
+        // 200 000 levels: a few hundred kilobytes, far under any message
+        // cap; handled recursively, this overflows a 2 MiB stack.
+        let depth = 200_000;
+        let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let sink = peer.sink().upgrade().unwrap();
+        let answer = async {
+            tokio::task::yield_now().await;
+            sink.on_frame(nested.as_bytes());
+        };
+        let (reply, ()) =
+            futures::future::join(peer.request::<Value>(id, "ping", None, &opts), answer).await;
+        let err = reply.unwrap_err();
+        assert_eq!(err.code(), "PROTOCOL_ERROR", "{err}");
+        assert!(err.to_string().contains("batch inside a batch"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_line_that_is_not_json_rpc_is_shown_without_known_secrets() {
+        crate::secrets::register(["tok-preview-5f2a9c"]);
+        let peer = peer();
+        let id = peer.next_id();
+        let opts = RequestOptions::default();
+        // The secret crosses the 80-character cut: its first 8 would show.
+        let line = format!("{}Authorization: Bearer tok-preview-5f2a9c", "x".repeat(50));
+        let sink = peer.sink().upgrade().unwrap();
+        let answer = async {
+            tokio::task::yield_now().await;
+            sink.on_frame(line.as_bytes());
+        };
+        let (reply, ()) =
+            futures::future::join(peer.request::<Value>(id, "ping", None, &opts), answer).await;
+        let err = reply.unwrap_err().to_string();
+        assert!(err.contains("not JSON-RPC"), "{err}");
+        assert!(!err.contains("tok-prev"), "{err}");
+    }
 }

@@ -185,24 +185,7 @@ mod tests {
     use crate::jsonrpc::{Peer, RequestOptions};
     use crate::transport::Transport;
 
-    /// A transport that records what is sent and never answers.
-    #[derive(Default)]
-    struct Silent {
-        sent: Mutex<Vec<Value>>,
-    }
-
-    impl Transport for Silent {
-        fn send(&self, message: Vec<u8>) -> Result<(), Error> {
-            self.sent
-                .lock()
-                .unwrap()
-                .push(serde_json::from_slice(&message).unwrap());
-            Ok(())
-        }
-        fn close(&self) -> BoxFuture<'_, ()> {
-            Box::pin(async {})
-        }
-    }
+    use super::super::Silent;
 
     fn peer() -> (Peer, Arc<Silent>) {
         let peer = Peer::new("test", Arc::new(super::super::NoInbound));
