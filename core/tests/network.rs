@@ -1184,14 +1184,41 @@ async fn server_that_never_answers_a_call_times_out() {
         "{:?}",
         start.elapsed()
     );
-    // The server is told the request is abandoned.
-    assert!(
-        server
-            .wait_output("method notifications/cancelled", Duration::from_secs(5))
-            .await,
-        "{}",
-        server.output()
-    );
+    // The server is told the request is abandoned, and its connection,
+    // which the server holds without answering, is let go.
+    for line in ["method notifications/cancelled", "method <client gone>"] {
+        assert!(
+            server.wait_output(line, Duration::from_secs(10)).await,
+            "{line}: {}",
+            server.output()
+        );
+    }
+    assert_demo_works(&hub).await;
+    within(10, "close", hub.close()).await;
+}
+
+/// A server that answers a call on an event stream and then holds the
+/// stream open: the call returns, and the stream is let go at once rather
+/// than read (by a task, on a connection) for as long as the server likes.
+#[tokio::test]
+async fn a_stream_held_open_after_its_answer_is_let_go() {
+    let server = fault_server("sse-linger", "call");
+    let hub = hub_with_demo(&[net_entry("linger", "http", &server.http("/mcp"), "")]).await;
+    assert_connected(&hub, "linger", "http");
+    for _ in 0..3 {
+        let result = hub
+            .call_tool("mcp_linger_work", Some(&json!({})), &CallOptions::default())
+            .await
+            .unwrap();
+        assert_eq!(result.value()["content"][0]["text"], "answered");
+    }
+    // Each of the three streams is let go while the hub stays up.
+    let gone = || server.output().matches("method <client gone>").count();
+    let start = Instant::now();
+    while gone() < 3 && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(gone(), 3, "{}", server.output());
     assert_demo_works(&hub).await;
     within(10, "close", hub.close()).await;
 }

@@ -18,6 +18,11 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+/// The longest reconnection time a stream may ask for: a server's `retry`
+/// of a day would otherwise leave a dead stream unnoticed, and its
+/// reconnect task asleep, for that long.
+pub const MAX_RETRY: Duration = Duration::from_secs(60);
+
 /// How much of an oversized event's data is kept, to find its request id.
 const HEAD: usize = 1024;
 
@@ -138,7 +143,8 @@ impl SseParser {
         &self.last_event_id
     }
 
-    /// The reconnection time the stream asked for (`retry` field), if any.
+    /// The reconnection time the stream asked for (`retry` field), if any,
+    /// at most [`MAX_RETRY`].
     pub fn retry(&self) -> Option<Duration> {
         self.retry
     }
@@ -210,7 +216,7 @@ impl SseParser {
                     .ok()
                     .and_then(|v| v.parse::<u64>().ok())
                 {
-                    self.retry = Some(Duration::from_millis(ms));
+                    self.retry = Some(Duration::from_millis(ms).min(MAX_RETRY));
                 }
             }
             _ => {}

@@ -50,6 +50,15 @@ const MAX_AUTH_ROUNDS: u32 = 3;
 /// be delivered and for the GET stream to open.
 const HANDSHAKE_GATE: Duration = Duration::from_secs(3);
 
+/// How often a request's task looks whether its request is still waited
+/// for: once it is not (answered, timed out, cancelled), the task ends and
+/// drops its connection, whatever the server still holds open.
+const ABANDON_CHECK: Duration = Duration::from_secs(1);
+
+/// How long sending one notification or answer (which no caller waits
+/// for) may take, response included.
+const NOTICE_TIME: Duration = Duration::from_secs(30);
+
 /// A Streamable HTTP connection to one server. Owned by its peer.
 pub struct StreamableHttpTransport {
     inner: Arc<Inner>,
@@ -233,19 +242,23 @@ impl Transport for StreamableHttpTransport {
             };
             if let Some(session) = session {
                 // Tell the server the session is over; a server that does
-                // not support it answers 405, which is fine.
-                let mut request = inner
-                    .http
-                    .delete(inner.url.clone())
-                    .headers(inner.headers.clone())
-                    .header(SESSION_ID, session);
-                for (name, value) in inner.auth_headers("DELETE").await {
-                    request = request.header(name, value);
-                }
-                if let Some(version) = version {
-                    request = request.header(PROTOCOL_VERSION, version);
-                }
-                let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
+                // not support it answers 405, which is fine. Credentials
+                // included (a token refresh may hang too), it gets 2 s.
+                let delete = async {
+                    let mut request = inner
+                        .http
+                        .delete(inner.url.clone())
+                        .headers(inner.headers.clone())
+                        .header(SESSION_ID, session);
+                    for (name, value) in inner.auth_headers("DELETE").await {
+                        request = request.header(name, value);
+                    }
+                    if let Some(version) = version {
+                        request = request.header(PROTOCOL_VERSION, version);
+                    }
+                    let _ = request.send().await;
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(2), delete).await;
             }
             if let Some(sink) = inner.sink.upgrade() {
                 sink.on_closed(Error::TransportClosed(format!(
@@ -318,8 +331,42 @@ impl Inner {
             let mut done = self.handshake_done.subscribe();
             let _ = tokio::time::timeout(HANDSHAKE_GATE, done.wait_for(|done| *done)).await;
         }
+        let exchange = self.exchange(&message, &out);
+        match out.id {
+            Some(id) => {
+                tokio::select! {
+                    () = exchange => {}
+                    () = self.abandoned(id) => {}
+                }
+            }
+            None => {
+                if tokio::time::timeout(NOTICE_TIME, exchange).await.is_err() {
+                    let method = out.method.as_deref().unwrap_or("an answer");
+                    tracing::warn!(server = %self.label, "sending {method} took over {} s; given up", NOTICE_TIME.as_secs());
+                }
+            }
+        }
+        if out.method.as_deref() == Some("notifications/initialized") {
+            self.start_get_stream();
+        }
+    }
+
+    /// Resolves once request `id` is no longer waited for (answered, timed
+    /// out, cancelled, or its peer gone), looking every [`ABANDON_CHECK`].
+    async fn abandoned(&self, id: u64) {
+        loop {
+            tokio::time::sleep(ABANDON_CHECK).await;
+            if !self.sink.upgrade().is_some_and(|s| s.is_waiting(id)) {
+                return;
+            }
+        }
+    }
+
+    /// POSTs one message and handles the answer, re-initializing once when
+    /// the server forgot the session.
+    async fn exchange(&self, message: &Bytes, out: &Outgoing) {
         let session = self.state.lock().unwrap().session_id.clone();
-        match self.send_authorized(&message, &out).await {
+        match self.send_authorized(message, out).await {
             Ok(response)
                 if response.status() == StatusCode::NOT_FOUND
                     && session.is_some()
@@ -327,18 +374,15 @@ impl Inner {
             {
                 // The server forgot the session: re-initialize once, retry once.
                 if let Err(e) = self.reinitialize(session.as_ref()).await {
-                    return self.fail(&out, e);
+                    return self.fail(out, e);
                 }
-                match self.send_authorized(&message, &out).await {
-                    Ok(response) => self.handle(response, &out).await,
-                    Err(e) => self.fail(&out, e),
+                match self.send_authorized(message, out).await {
+                    Ok(response) => self.handle(response, out).await,
+                    Err(e) => self.fail(out, e),
                 }
             }
-            Ok(response) => self.handle(response, &out).await,
-            Err(e) => self.fail(&out, e),
-        }
-        if out.method.as_deref() == Some("notifications/initialized") {
-            self.start_get_stream();
+            Ok(response) => self.handle(response, out).await,
+            Err(e) => self.fail(out, e),
         }
     }
 
@@ -672,9 +716,10 @@ impl Inner {
     }
 
     /// Hands every message event of a stream to the sink. `request` is the
-    /// request a POST's stream answers: an event over `max_message_bytes`
-    /// fails it (PROTOCOL_ERROR) as soon as the event passes the limit, and
-    /// the rest of the stream is not read.
+    /// request a POST's stream answers: the stream is read until that
+    /// request is answered, and an event over `max_message_bytes` fails it
+    /// (PROTOCOL_ERROR) as soon as the event passes the limit; the rest of
+    /// the stream is not read.
     async fn pump(
         &self,
         response: reqwest::Response,
@@ -689,6 +734,12 @@ impl Inner {
                 Item::Event(event) => {
                     if event.event == "message" && !event.data.trim().is_empty() {
                         self.frame(event.data.as_bytes());
+                        // Answered (or abandoned): what the server still
+                        // holds open is not read, and its connection goes.
+                        let waiting = |id| self.sink.upgrade().is_some_and(|s| s.is_waiting(id));
+                        if request.is_some_and(|id| !waiting(id)) {
+                            return;
+                        }
                     }
                 }
                 Item::Oversized { size, head } => {

@@ -33,7 +33,12 @@ with `--on all` every POST has the fault (so `initialize` fails).
             nothing is ever sent (for any transport: HTTP, SSE GET, the
             WebSocket handshake); with --on call the tools/call POST is read
             and never answered (the connection is held until the client goes)
+  sse-linger  HTTP 200 text/event-stream: the whole JSON-RPC response event,
+            then the stream is held open (never ended)
   notfound  HTTP 404 text/plain "no such path" to every request
+
+The faults that hold a connection (silent, sse-linger) log `method <client
+gone>` once the client has closed it.
 
 Legacy HTTP+SSE fault (--on is ignored):
 
@@ -263,6 +268,19 @@ async def fault_response(writer, reader, msg):
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
+        log_method("<client gone>")
+        return
+    elif fault == "sse-linger":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        done = result(msg.get("id"), {"content": [{"type": "text", "text": "answered"}]})
+        event = f"event: message\ndata: {json.dumps(done)}\n\n".encode()
+        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        await writer.drain()
+        await reader.read()  # hold the stream until the client goes
+        log_method("<client gone>")
         return
     await writer.drain()
 
@@ -463,7 +481,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
