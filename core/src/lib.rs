@@ -34,6 +34,7 @@ pub mod config;
 pub(crate) mod elicitation;
 pub mod error;
 pub mod events;
+pub(crate) mod files;
 pub mod fuzzing;
 pub mod gateway;
 pub mod hub;

@@ -60,6 +60,7 @@ const LAYERS: &[&[&str]] = &[
         "param_headers",
         "elicitation",
         "runtime",
+        "files",
     ],
     &["protocol"],
     &["error"],

@@ -214,3 +214,241 @@ async fn a_state_file_moved_to_another_round_or_session_does_not_verify() {
     assert_eq!(v["round"], 1);
     assert!(v["mac"].as_str().unwrap().starts_with("hmac-sha256:"));
 }
+
+// ------------------------------------------------ tampered files on disk
+
+/// A finished round 1, ready for `wait`, `reply` and `end`.
+async fn finished(ctx: &SessionContext, wd: &tempfile::TempDir) -> PathBuf {
+    let dir = begin(ctx, wd).await;
+    let mut st = state::read_state(&dir, 1).unwrap();
+    st.status = "completed".into();
+    st.finished_at = Some(st.started_at);
+    state::write_state(&dir, 1, &st).unwrap();
+    dir
+}
+
+/// Runs `verb` on a thread of its own and gives up after 20 s: a verb that
+/// blocks in `open(2)` (a FIFO) never returns to an async timeout. On
+/// giving up, `unblock` is run (so the stuck thread can end) and the test
+/// fails.
+fn verb_on_thread(
+    ctx: &SessionContext,
+    verb: &'static str,
+    params: serde_json::Value,
+    unblock: impl FnOnce(),
+) -> Result<serde_json::Value, mcpmux_core::Error> {
+    let ctx = ctx.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(rt.block_on(session::call(&ctx, verb, &params)));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(r) => r,
+        Err(_) => {
+            unblock();
+            panic!("{verb} did not return within 20 s (blocked on a FIFO?)");
+        }
+    }
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Opens a FIFO for reading and writing without blocking: whoever waits
+/// in `open(2)` on it goes on.
+fn release_fifo(path: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    std::mem::forget(f);
+}
+
+#[tokio::test]
+async fn an_appended_session_file_that_is_a_symlink_is_refused() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let dir = finished(&ctx, &wd).await;
+    for name in ["round-001/events.jsonl", "audit.jsonl", "runner.lock"] {
+        let victim = outside.path().join(name.replace('/', "-"));
+        std::fs::write(&victim, "keep me\n").unwrap();
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+    }
+    let e = session::store::append_jsonl(&dir.join("round-001/events.jsonl"), &json!({"a": 1}))
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("events.jsonl"), "{e}");
+    // `wait` reads the events, `end` takes the runner lock: neither follows
+    // the links.
+    let e = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("events.jsonl"), "{e}");
+    let e = session::store::RunnerLock::try_acquire(&dir).err().unwrap();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("runner.lock"), "{e}");
+    for name in ["round-001-events.jsonl", "audit.jsonl", "runner.lock"] {
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join(name)).unwrap(),
+            "keep me\n",
+            "{name} outside the session was changed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_fifo_in_a_session_is_an_error_not_a_hang() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+
+    // runner.lock: `wait` on a round whose runner is gone takes the lock.
+    let dir = begin(&ctx, &wd).await;
+    let mut st = state::read_state(&dir, 1).unwrap();
+    st.spawned_at = 0.0;
+    state::write_state(&dir, 1, &st).unwrap();
+    let lock = dir.join("runner.lock");
+    mkfifo(&lock);
+    let r = verb_on_thread(
+        &ctx,
+        "wait",
+        json!({"session_dir": dir, "max_wait_seconds": 0}),
+        || release_fifo(&lock),
+    );
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("runner.lock"), "{e}");
+
+    // events.jsonl, read by `wait`; session.json, read by every verb.
+    for name in ["round-001/events.jsonl", "session.json"] {
+        let dir = finished(&ctx, &wd).await;
+        let fifo = dir.join(name);
+        mkfifo(&fifo);
+        let r = verb_on_thread(
+            &ctx,
+            "wait",
+            json!({"session_dir": dir, "max_wait_seconds": 0}),
+            || release_fifo(&fifo),
+        );
+        let e = r.unwrap_err();
+        assert_eq!(e.code(), "INVALID_SESSION", "{name}: {e}");
+        assert!(e.to_string().contains(name), "{name}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_file_over_its_size_cap_is_invalid_session() {
+    use session::store::{MAX_CURSOR_BYTES, MAX_EVENTS_BYTES, MAX_JSON_BYTES, MAX_THREAD_BYTES};
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let cases: [(&str, u64, &str); 4] = [
+        ("round-001/events.jsonl", MAX_EVENTS_BYTES, "wait"),
+        ("round-001/wait-cursor", MAX_CURSOR_BYTES, "wait"),
+        ("round-001/result.json", MAX_JSON_BYTES, "wait"),
+        ("thread.json", MAX_THREAD_BYTES, "reply"),
+    ];
+    for (name, cap, verb) in cases {
+        let dir = finished(&ctx, &wd).await;
+        // Sparse, one byte over the cap: no disk is used.
+        std::fs::File::create(dir.join(name))
+            .unwrap()
+            .set_len(cap + 1)
+            .unwrap();
+        let params = match verb {
+            "wait" => json!({"session_dir": dir, "max_wait_seconds": 0}),
+            _ => json!({"session_dir": dir, "input": "x"}),
+        };
+        let e = session::call(&ctx, verb, &params).await;
+        let e = match (name, e) {
+            // An unreadable result reads as none (see the next test):
+            // `wait` reports the round without it.
+            ("round-001/result.json", Ok(w)) => {
+                assert_eq!(w["review"]["verdict"], serde_json::Value::Null, "{w:#}");
+                let bytes = std::fs::metadata(dir.join(name)).unwrap().len();
+                assert_eq!(bytes, cap + 1, "the result was not kept");
+                continue;
+            }
+            (_, r) => r.unwrap_err(),
+        };
+        assert_eq!(e.code(), "INVALID_SESSION", "{name}: {e}");
+        assert!(e.to_string().contains(name), "{name}: {e}");
+        assert!(e.to_string().contains("larger than"), "{name}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn a_round_directory_that_is_a_symlink_is_refused() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+
+    // The next round's directory, made in advance: reply must not write
+    // the round's files into the directory it leads to.
+    let dir = finished(&ctx, &wd).await;
+    std::os::unix::fs::symlink(other.path(), dir.join("round-002")).unwrap();
+    let e = session::reply(&ctx, &json!({"session_dir": dir, "input": "x"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("round-002"), "{e}");
+    assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
+    assert_eq!(state::read_spec(&dir).unwrap().round, 1);
+
+    // The current round's directory, moved away and linked back: `wait`
+    // must not write its cursor there.
+    let dir = finished(&ctx, &wd).await;
+    let moved = other.path().join("moved");
+    std::fs::rename(dir.join("round-001"), &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, dir.join("round-001")).unwrap();
+    let before: Vec<_> = std::fs::read_dir(&moved)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let e = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("round-001"), "{e}");
+    let after: Vec<_> = std::fs::read_dir(&moved)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        before, after,
+        "wait wrote into the directory a round links to"
+    );
+}
+
+#[tokio::test]
+async fn a_result_that_is_not_json_does_not_stop_wait_or_end() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let dir = finished(&ctx, &wd).await;
+    let result = dir.join("round-001/result.json");
+    std::fs::write(&result, "{not json").unwrap();
+    let w = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0}))
+        .await
+        .unwrap();
+    assert_eq!(w["status"], "completed", "{w:#}");
+    let e = session::end(&ctx, &json!({"session_dir": dir}))
+        .await
+        .unwrap();
+    assert_eq!(e["status"], "ended", "{e:#}");
+    // The file is left as it was.
+    assert_eq!(std::fs::read_to_string(&result).unwrap(), "{not json");
+}

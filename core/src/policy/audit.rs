@@ -88,21 +88,22 @@ pub(crate) struct AuditLog {
 }
 
 impl AuditLog {
-    /// Opens (creating or appending to) `path`.
+    /// Opens (creating or appending to) `path`: a regular file, never
+    /// through a symlink and never blocking on a FIFO (see
+    /// [`crate::files::open_regular`]): it may be `<session_dir>/audit.jsonl`
+    /// in a repository someone else wrote.
     pub(crate) fn open(path: Option<PathBuf>) -> Result<AuditLog, Error> {
         let file = match path {
             None => None,
             Some(path) => {
-                let file = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)
-                    .map_err(|e| {
-                        Error::InvalidInput(format!(
-                            "cannot open the audit log {}: {e}",
-                            path.display()
-                        ))
-                    })?;
+                let file =
+                    crate::files::open_regular(&path, OpenOptions::new().create(true).append(true))
+                        .map_err(|e| {
+                            Error::InvalidInput(format!(
+                                "cannot open the audit log {}: {e}",
+                                path.display()
+                            ))
+                        })?;
                 Some((path, Mutex::new(file)))
             }
         };
@@ -244,5 +245,17 @@ mod tests {
         );
         assert_eq!(*seen.lock().unwrap(), vec![AuditStatus::LimitExceeded]);
         assert_eq!(read_audit_log(&path).unwrap(), log.events());
+    }
+
+    #[test]
+    fn a_symlink_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("elsewhere");
+        std::fs::write(&target, "keep\n").unwrap();
+        let path = dir.path().join("audit.jsonl");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let e = AuditLog::open(Some(path)).err().unwrap();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
     }
 }

@@ -115,7 +115,7 @@ async fn turns(
     let max_turns = spec.settings.max_turns;
     loop {
         let mut st = state::read_state(dir, n)?;
-        let thread: Vec<Message> = store::read_json(&Paths(dir).thread())?;
+        let thread: Vec<Message> = store::read_json(&Paths(dir).thread(), store::MAX_THREAD_BYTES)?;
         // Count from the transcript itself: it is the one file written
         // atomically with each turn, so a runner killed between writing it
         // and state.json still resumes with the right counts.

@@ -16,6 +16,7 @@ use super::review;
 use super::runner::{set_thread_id, Finish, Progress};
 use super::settings::Settings;
 use super::state::{self, Paths, Spec};
+use super::store;
 use crate::error::Error;
 
 /// Finds `program` the way a shell would (a path, or a name on `PATH`).
@@ -71,10 +72,12 @@ pub async fn run(dir: &Path, spec: &Spec, progress: &Progress) -> Result<Finish,
             settings.command
         )));
     };
-    let prompt = std::fs::read_to_string(Paths(dir).round(n, "prompt.md")).map_err(|e| {
+    let prompt_path = Paths(dir).round(n, "prompt.md");
+    let prompt = store::read_file(&prompt_path, store::MAX_PROMPT_BYTES)?;
+    let prompt = String::from_utf8(prompt).map_err(|e| {
         Error::InvalidSession(format!(
-            "cannot read {}: {e}",
-            Paths(dir).round(n, "prompt.md").display()
+            "not a readable session: {}: {e}",
+            prompt_path.display()
         ))
     })?;
     // Round 1 restarts from scratch; later rounds resume the thread.

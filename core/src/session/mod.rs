@@ -204,9 +204,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             .and_then(|c| c.source.as_deref())
             .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned())),
     };
-    let rd = store::round_dir(&dir, 1);
-    std::fs::create_dir(&rd)
-        .map_err(|e| Error::Internal(format!("cannot create {}: {e}", rd.display())))?;
+    let rd = store::create_round_dir(&dir, 1)?;
     store::write_atomic(&rd.join("input.md"), input.as_bytes())?;
     store::write_atomic(&rd.join("prompt.md"), prompt.as_bytes())?;
     store::write_json(&Paths(&dir).thread(), &vec![Message::user(prompt)])?;
@@ -340,11 +338,10 @@ fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         }
         Runner::Detached { program, args } => {
             use std::os::unix::process::CommandExt;
-            let log = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("runner.log"))
-                .map_err(|e| Error::Internal(format!("cannot open runner.log: {e}")))?;
+            let log = store::open_file(
+                &dir.join("runner.log"),
+                std::fs::OpenOptions::new().create(true).append(true),
+            )?;
             // The canonical path: `end` recognizes its runner by this last
             // argument (see `process`).
             let dir = dir.canonicalize().map_err(|e| {
@@ -443,10 +440,10 @@ pub async fn wait(ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
 
 fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
     let n = spec.round;
-    let result: Option<RoundResult> = if st.status == RoundStatus::Running {
+    let result = if st.status == RoundStatus::Running {
         None
     } else {
-        store::read_json_opt(&Paths(dir).round(n, "result.json"))?
+        read_result(dir, n)
     };
     let review = result
         .as_ref()
@@ -491,14 +488,28 @@ fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
     Ok(out)
 }
 
+/// The result of round `n`. A missing one is `None`, and so is one that
+/// cannot be read (not JSON, too large, not a regular file): a warning
+/// names it and the file is left as it is, so `wait` and `end` still work
+/// on a session whose result was damaged.
+fn read_result(dir: &Path, n: u32) -> Option<RoundResult> {
+    let path = Paths(dir).round(n, "result.json");
+    match store::read_json_opt(&path, store::MAX_JSON_BYTES) {
+        Ok(result) => result,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "the round's result is ignored: {e}");
+            None
+        }
+    }
+}
+
 /// The events of round `n` after the wait cursor, advancing the cursor.
 fn activities(dir: &Path, n: u32) -> Result<Vec<Value>, Error> {
     let cursor_path = Paths(dir).round(n, "wait-cursor");
-    let seen: usize = std::fs::read_to_string(&cursor_path)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+    let seen: usize = store::read_file_opt(&cursor_path, store::MAX_CURSOR_BYTES)?
+        .and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok())
         .unwrap_or(0);
-    let all = store::read_jsonl(&Paths(dir).round(n, "events.jsonl"));
+    let all = store::read_jsonl(&Paths(dir).round(n, "events.jsonl"))?;
     let new: Vec<Value> = all.iter().skip(seen).cloned().collect();
     if all.len() != seen {
         store::write_atomic(&cursor_path, all.len().to_string().as_bytes())?;
@@ -561,12 +572,11 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
                 spec.round
             ))
         })?;
-    let rd = store::round_dir(&dir, n);
-    std::fs::create_dir_all(&rd)
-        .map_err(|e| Error::Internal(format!("cannot create {}: {e}", rd.display())))?;
+    let rd = store::create_round_dir(&dir, n)?;
     store::write_atomic(&rd.join("input.md"), input.as_bytes())?;
     store::write_atomic(&rd.join("prompt.md"), prompt.as_bytes())?;
-    let mut thread: Vec<Message> = store::read_json(&Paths(&dir).thread())?;
+    let mut thread: Vec<Message> =
+        store::read_json(&Paths(&dir).thread(), store::MAX_THREAD_BYTES)?;
     // Keep user/assistant alternation: a round that stopped after tool
     // results (or before any answer) gets the new text in that message.
     let thread_start = match thread.last_mut() {
@@ -620,7 +630,9 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
     let outcome = p.outcome.map(params::Outcome::as_str);
     let mut spec = state::read_spec(&dir)?;
     if spec.ended {
-        if let Some(meta) = store::read_json_opt::<Value>(&Paths(&dir).meta())? {
+        if let Some(meta) =
+            store::read_json_opt::<Value>(&Paths(&dir).meta(), store::MAX_JSON_BYTES)?
+        {
             let mut out = json!({"status": "ended", "session_dir": dir.display().to_string(), "finalized": true});
             for k in ["verdict", "error"] {
                 if let Some(v) = meta.get(k).filter(|v| !v.is_null()) {
@@ -653,17 +665,14 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
             error = Some(msg);
         }
     }
-    let result: Option<RoundResult> = store::read_json_opt(&Paths(&dir).round(n, "result.json"))?;
+    let result = read_result(&dir, n);
     let verdict = (1..=n).rev().find_map(|r| {
-        store::read_json_opt::<RoundResult>(&Paths(&dir).round(r, "result.json"))
-            .ok()
-            .flatten()
-            .and_then(|res| {
-                res.review
-                    .get("verdict")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned)
-            })
+        read_result(&dir, r).and_then(|res| {
+            res.review
+                .get("verdict")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
     });
     let completed = result
         .as_ref()

@@ -19,8 +19,18 @@ pub fn from_submit(arguments: &Value) -> Value {
     normalize(arguments)
 }
 
-/// Finds the review in the final answer text; `None` when there is none.
+/// How much of the end of an answer [`from_text`] looks at: the review
+/// is at its end, and an answer is not trusted to be small.
+const MAX_TEXT_BYTES: usize = 256 * 1024;
+
+/// Finds the review in the final answer text (its last
+/// [`MAX_TEXT_BYTES`]); `None` when there is none.
 pub fn from_text(text: &str) -> Option<Value> {
+    let mut from = text.len().saturating_sub(MAX_TEXT_BYTES);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let text = &text[from..];
     let mut candidates: Vec<String> = Vec::new();
     // Fenced blocks.
     let mut rest = text;
@@ -37,15 +47,37 @@ pub fn from_text(text: &str) -> Option<Value> {
             return Some(normalize(&v));
         }
     }
-    // A bare object: try each '{' from the last one that mentions a verdict.
-    let starts: Vec<usize> = text.match_indices('{').map(|(i, _)| i).collect();
-    for &i in starts.iter() {
-        if let Some(end) = text.rfind('}') {
-            if end > i {
-                if let Some(v) = parse_object(&text[i..=end]) {
-                    return Some(normalize(&v));
+    // A bare object: the text from a `{` to the last `}`. Only the `{`
+    // that this `}` closes can start one (see `opening_brace`): one parse,
+    // not one per `{` (which made text full of braces quadratic).
+    let end = text.rfind('}')?;
+    let start = opening_brace(text.as_bytes(), end)?;
+    parse_object(&text[start..=end]).map(|v| normalize(&v))
+}
+
+/// The `{` that the `}` at `end` closes, scanning back from it: braces in
+/// JSON strings (between unescaped `"`) do not count. When `text[i..=end]`
+/// is one JSON object (trailing commas or not), this finds that `i`, and
+/// no other `i` can be one; `None` when the braces do not balance.
+fn opening_brace(text: &[u8], end: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    for i in (0..=end).rev() {
+        match text[i] {
+            b'"' => {
+                let backslashes = text[..i].iter().rev().take_while(|&&b| b == b'\\').count();
+                if backslashes % 2 == 0 {
+                    in_string = !in_string;
                 }
             }
+            b'}' if !in_string => depth += 1,
+            b'{' if !in_string => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
         }
     }
     None
@@ -233,6 +265,33 @@ mod tests {
         let r = from_text("```\n{\"verdict\": \"needs discussion\"}\n```").unwrap();
         assert_eq!(r["verdict"], "NEEDS_DISCUSSION");
         assert!(from_text("no verdict here").is_none());
+    }
+
+    /// Runs `from_text` on a thread of its own; `None` when it has not
+    /// returned within 30 s.
+    fn from_text_within_30s(text: String) -> Option<Option<Value>> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(from_text(&text));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(30)).ok()
+    }
+
+    #[test]
+    fn many_braces_are_read_in_bounded_time() {
+        for text in ["{}".repeat(200_000), format!("{}}}", "{".repeat(200_000))] {
+            let r = from_text_within_30s(text);
+            assert_eq!(r, Some(None), "no verdict, and an answer in time");
+        }
+        // A verdict after a long text is still found, and one at the end of
+        // many braces too.
+        let text = format!("{}\n{{\"verdict\": \"approve\"}}", "x".repeat(1_000_000));
+        assert_eq!(from_text(&text).unwrap()["verdict"], "APPROVE");
+        let text = format!("{}{{\"verdict\": \"lgtm\",}}", "{}".repeat(200_000));
+        assert_eq!(
+            from_text_within_30s(text).unwrap().unwrap()["verdict"],
+            "APPROVE"
+        );
     }
 
     fn n(status: &str, review: Value, skill: &str, round: u32) -> (&'static str, String) {

@@ -154,23 +154,15 @@ fn state_name(n: u32) -> String {
     format!("round-{n:03}/state.json")
 }
 
-/// Reads a session file after checking its MAC (see [`super::trust`]).
+/// Reads a session file (see [`store::read_file`]) after checking its MAC
+/// (see [`super::trust`]).
 fn read_signed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T, Error> {
-    use std::io::Read;
     let path = dir.join(name);
-    let unreadable = |e: String| {
-        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
-    };
-    let file = std::fs::File::open(&path).map_err(|e| unreadable(e.to_string()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| unreadable(e.to_string()))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(unreadable(format!("larger than {MAX_FILE_BYTES} bytes")));
-    }
+    let bytes = store::read_file(&path, MAX_FILE_BYTES)?;
     super::trust::verify(dir, name, &bytes)?;
-    serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    })
 }
 
 fn out_of_range(path: &Path, what: &str) -> Error {

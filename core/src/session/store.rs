@@ -19,12 +19,20 @@
 //! temporary file in the same directory and a rename, so a reader (or a
 //! process resuming after `kill -9`) never sees half a file.
 //!
+//! A session directory is data that others may have written (it sits in
+//! the repository under review): every file of it is opened through
+//! [`open_file`] (never through a symlink, only a regular file, see
+//! [`crate::files`]) and read through [`read_file`] (at most a cap per
+//! file, `MAX_*_BYTES`); a `round-NNN` that is a symlink or not a
+//! directory is refused ([`check_round_dir`]). Anything else is
+//! `INVALID_SESSION` naming the file.
+//!
 //! `session.json` and each `state.json` carry a MAC under this user's key
 //! as their last field (see [`super::trust`]); they are read and written
 //! through [`super::state`], never with [`read_json`] / [`write_json`].
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -33,6 +41,19 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Error;
+
+/// The largest `events.jsonl` read (activities: one short line each).
+pub const MAX_EVENTS_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest `thread.json` read: the transcript of every round, tool
+/// results included.
+pub const MAX_THREAD_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest `result.json` or `meta.json` read.
+pub const MAX_JSON_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest `prompt.md` read (the rendered prompt, which holds the
+/// whole diff of a `review-impl`; the transcript holds it too).
+pub const MAX_PROMPT_BYTES: u64 = MAX_THREAD_BYTES;
+/// The largest `wait-cursor` read: one decimal number.
+pub const MAX_CURSOR_BYTES: u64 = 64;
 
 /// Seconds since the Unix epoch, as a float.
 pub fn now() -> f64 {
@@ -150,8 +171,119 @@ pub fn round_dir(session_dir: &Path, n: u32) -> PathBuf {
     session_dir.join(format!("round-{n:03}"))
 }
 
-/// Writes `bytes` to `path` atomically (temporary file + rename).
+/// Creates the directory of round `n` with `create_dir` (never through a
+/// symlink). One that exists already (a `reply` that failed after making
+/// it) is used when it is a directory of its own; a symlink or anything
+/// else is `INVALID_SESSION` naming it.
+pub fn create_round_dir(session_dir: &Path, n: u32) -> Result<PathBuf, Error> {
+    let rd = round_dir(session_dir, n);
+    match std::fs::create_dir(&rd) {
+        Ok(()) => Ok(rd),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            check_round_dir(&rd)?;
+            Ok(rd)
+        }
+        Err(e) => Err(Error::Internal(format!(
+            "cannot create {}: {e}",
+            rd.display()
+        ))),
+    }
+}
+
+/// Refuses a round directory that is a symlink (it could lead anywhere:
+/// the round's files would be read and written there) or not a directory;
+/// one that does not exist passes (opening its files then fails).
+pub fn check_round_dir(rd: &Path) -> Result<(), Error> {
+    match std::fs::symlink_metadata(rd) {
+        Ok(md) if md.file_type().is_symlink() => Err(Error::InvalidSession(format!(
+            "{} is a symlink; a round directory must be a directory of its own",
+            rd.display()
+        ))),
+        Ok(md) if md.is_dir() => Ok(()),
+        Ok(_) => Err(Error::InvalidSession(format!(
+            "{} is not a directory",
+            rd.display()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::InvalidSession(format!(
+            "cannot read {}: {e}",
+            rd.display()
+        ))),
+    }
+}
+
+/// [`check_round_dir`] on the directory of `path` when it is a round's
+/// (`round-` and digits): every file of a session is opened or replaced
+/// through here.
+fn check_parent(path: &Path) -> Result<(), Error> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    let is_round = parent
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("round-"))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()));
+    if is_round {
+        check_round_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Opens a session file with `options` (read, append, create, ...): never
+/// through a symlink, only a regular file, never blocking on a FIFO (see
+/// [`crate::files::open_regular`]), never inside a round directory that is
+/// a symlink. Anything else, a missing file included, is `INVALID_SESSION`
+/// naming the file.
+pub fn open_file(path: &Path, options: &OpenOptions) -> Result<File, Error> {
+    open_file_opt(path, options)?.ok_or_else(|| {
+        Error::InvalidSession(format!(
+            "not a readable session: {}: no such file",
+            path.display()
+        ))
+    })
+}
+
+/// [`open_file`], with `None` when the file does not exist.
+fn open_file_opt(path: &Path, options: &OpenOptions) -> Result<Option<File>, Error> {
+    check_parent(path)?;
+    match crate::files::open_regular(path, options) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::InvalidSession(format!(
+            "not a readable session: {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// Reads a whole session file of at most `max` bytes (one of the
+/// `MAX_*_BYTES`), opened with [`open_file`]; a larger one is
+/// `INVALID_SESSION` naming it, and is not read.
+pub fn read_file(path: &Path, max: u64) -> Result<Vec<u8>, Error> {
+    read_file_opt(path, max)?.ok_or_else(|| {
+        Error::InvalidSession(format!(
+            "not a readable session: {}: no such file",
+            path.display()
+        ))
+    })
+}
+
+/// [`read_file`], with `None` when the file does not exist.
+pub fn read_file_opt(path: &Path, max: u64) -> Result<Option<Vec<u8>>, Error> {
+    let Some(file) = open_file_opt(path, OpenOptions::new().read(true))? else {
+        return Ok(None);
+    };
+    crate::files::read_capped(file, max).map(Some).map_err(|e| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    })
+}
+
+/// Writes `bytes` to `path` atomically (temporary file + rename). The
+/// rename replaces a symlink or FIFO at `path` itself, never what it
+/// leads to; the directory is checked with [`check_round_dir`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    check_parent(path)?;
     let dir = path
         .parent()
         .ok_or_else(|| Error::Internal(format!("{} has no directory", path.display())))?;
@@ -186,49 +318,49 @@ fn redacted(path: &Path, mut value: Value) -> Value {
     value
 }
 
-/// Reads JSON; a missing or unreadable file is [`Error::InvalidSession`]
-/// naming it.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, Error> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
+/// Reads JSON of at most `max` bytes (see [`read_file`]); a missing or
+/// unreadable file is [`Error::InvalidSession`] naming it.
+pub fn read_json<T: DeserializeOwned>(path: &Path, max: u64) -> Result<T, Error> {
+    parse_json(path, &read_file(path, max)?)
+}
+
+/// Reads JSON when the file exists (see [`read_json`]).
+pub fn read_json_opt<T: DeserializeOwned>(path: &Path, max: u64) -> Result<Option<T>, Error> {
+    read_file_opt(path, max)?
+        .map(|bytes| parse_json(path, &bytes))
+        .transpose()
+}
+
+fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|e| {
         Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
     })
 }
 
-/// Reads JSON when the file exists.
-pub fn read_json_opt<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, Error> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    read_json(path).map(Some)
-}
-
 /// Appends one JSON line to an append-only log (one `write` call, so lines
-/// from concurrent writers do not interleave).
+/// from concurrent writers do not interleave); the log is opened with
+/// [`open_file`].
 pub fn append_jsonl(path: &Path, value: &Value) -> Result<(), Error> {
     let value = redacted(path, value.clone());
     let mut line = serde_json::to_vec(&value).map_err(|e| Error::Internal(e.to_string()))?;
     line.push(b'\n');
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::Internal(format!("cannot open {}: {e}", path.display())))?;
+    let mut f = open_file(path, OpenOptions::new().create(true).append(true))?;
     f.write_all(&line)
         .map_err(|e| Error::Internal(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Reads the complete lines of a JSON-lines file (a torn last line is skipped).
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
+/// Reads the complete lines of a JSON-lines file of at most
+/// [`MAX_EVENTS_BYTES`] (a torn last line and lines that are not JSON are
+/// skipped); none when it does not exist.
+pub fn read_jsonl(path: &Path) -> Result<Vec<Value>, Error> {
+    let Some(bytes) = read_file_opt(path, MAX_EVENTS_BYTES)? else {
+        return Ok(Vec::new());
     };
-    text.split_inclusive('\n')
-        .filter(|l| l.ends_with('\n'))
-        .filter_map(|l| serde_json::from_str(l.trim()).ok())
-        .collect()
+    Ok(bytes
+        .split_inclusive(|b| *b == b'\n')
+        .filter(|l| l.ends_with(b"\n"))
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect())
 }
 
 /// An exclusive `flock` on `<session_dir>/runner.lock`, held by whoever
@@ -242,12 +374,10 @@ impl RunnerLock {
     /// Takes the lock without waiting; `None` when another runner holds it.
     pub fn try_acquire(session_dir: &Path) -> Result<Option<RunnerLock>, Error> {
         let path = session_dir.join("runner.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::InvalidSession(format!("cannot open {}: {e}", path.display())))?;
+        let file = open_file(
+            &path,
+            OpenOptions::new().create(true).truncate(false).write(true),
+        )?;
         use std::os::fd::AsRawFd;
         // SAFETY: flock on a descriptor we own; no memory is involved.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
@@ -258,7 +388,8 @@ impl RunnerLock {
         }
     }
 
-    /// Whether some runner holds the lock now.
+    /// Whether some runner holds the lock now (a lock file that cannot be
+    /// opened counts as held).
     pub fn is_held(session_dir: &Path) -> bool {
         !matches!(Self::try_acquire(session_dir), Ok(Some(_)))
     }
