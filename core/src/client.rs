@@ -978,7 +978,7 @@ impl Inbound for ClientInbound {
         match method {
             "notifications/message" => {
                 log_server_message(&self.server, params);
-                self.events.send(events::log_event(&self.server, &value()));
+                self.events.send(events::log_event(&self.server, params));
             }
             "notifications/resources/list_changed" => {
                 self.events
@@ -989,7 +989,9 @@ impl Inbound for ClientInbound {
                     .send(HubEvent::PromptsChanged { server: server() });
             }
             "notifications/resources/updated" => {
-                if let Some(uri) = value().get("uri").and_then(Value::as_str) {
+                let value = value();
+                let uri = value.get("uri").and_then(Value::as_str);
+                if let Some(uri) = uri.filter(|u| u.len() <= events::MAX_EVENT_URI) {
                     self.events.send(HubEvent::ResourceUpdated {
                         server: server(),
                         uri: uri.to_owned(),

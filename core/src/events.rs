@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
@@ -236,15 +237,58 @@ impl EventStream {
     }
 }
 
-/// A server's `notifications/message` as a [`HubEvent::Log`]: string data
-/// and strings inside structured data have the config's secrets replaced.
-pub fn log_event(server: &str, params: &Value) -> HubEvent {
-    let level = params
-        .get("level")
-        .and_then(Value::as_str)
+/// The most bytes of a server's log message (its params as sent) that
+/// reach the event stream; a longer message keeps its level and logger,
+/// and its data becomes a note of its size. Events wait in buffers of
+/// [`EVENT_BUFFER`] for each slow subscriber, so what one holds is bounded.
+pub const MAX_LOG_MESSAGE: usize = 64 * 1024;
+
+/// The longest resource URI that a `notifications/resources/updated`
+/// may carry to the event stream; a longer one is dropped (cut, it would
+/// name another resource).
+pub const MAX_EVENT_URI: usize = 8 * 1024;
+
+/// A server's `notifications/message` (its params as sent) as a
+/// [`HubEvent::Log`]: string data and strings inside structured data have
+/// the config's secrets replaced; data of a message over
+/// [`MAX_LOG_MESSAGE`] is left out.
+pub fn log_event(server: &str, params: Option<&RawValue>) -> HubEvent {
+    #[derive(serde::Deserialize)]
+    struct Message<'a, D> {
+        #[serde(borrow)]
+        level: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        logger: Option<std::borrow::Cow<'a, str>>,
+        data: Option<D>,
+    }
+    let text = params.map_or("null", RawValue::get);
+    let (message, mut data) = if text.len() > MAX_LOG_MESSAGE {
+        // Level and logger only: the data is skipped, not built.
+        let message = serde_json::from_str::<Message<serde::de::IgnoredAny>>(text).ok();
+        let note = format!(
+            "[{} bytes of log message left out: over {MAX_LOG_MESSAGE}]",
+            text.len()
+        );
+        let message = message.map(|m| Message::<Value> {
+            level: m.level,
+            logger: m.logger,
+            data: None,
+        });
+        (message, Value::String(note))
+    } else {
+        match serde_json::from_str::<Message<Value>>(text) {
+            Ok(mut m) => {
+                let data = m.data.take().unwrap_or(Value::Null);
+                (Some(m), data)
+            }
+            Err(_) => (None, Value::Null),
+        }
+    };
+    let level = message
+        .as_ref()
+        .and_then(|m| m.level.as_deref())
         .unwrap_or("info");
-    let logger = params.get("logger").and_then(Value::as_str);
-    let mut data = params.get("data").cloned().unwrap_or(Value::Null);
+    let logger = message.as_ref().and_then(|m| m.logger.as_deref());
     crate::secrets::redact_value(&mut data);
     HubEvent::Log {
         server: server.to_owned(),
@@ -299,14 +343,40 @@ mod tests {
             e.to_json(),
             serde_json::json!({"type": "tools_changed", "server": "a", "added": ["mcp_a_x"], "removed": []})
         );
-        let log = log_event(
-            "a",
-            &serde_json::json!({"level": "warning", "data": {"n": 1}}),
-        );
+        let params =
+            RawValue::from_string(r#"{"level": "warning", "data": {"n": 1}}"#.into()).unwrap();
+        let log = log_event("a", Some(&params));
         assert_eq!(
             log.to_json(),
             serde_json::json!({"type": "log", "server": "a", "level": "warning", "data": {"n": 1}})
         );
+    }
+
+    #[test]
+    fn a_log_message_too_large_for_the_stream_keeps_its_level_not_its_data() {
+        let big = "x".repeat(MAX_LOG_MESSAGE);
+        let text = format!(r#"{{"level":"error","logger":"db","data":"{big}"}}"#);
+        let params = RawValue::from_string(text.clone()).unwrap();
+        let HubEvent::Log {
+            level,
+            logger,
+            data,
+            ..
+        } = log_event("a", Some(&params))
+        else {
+            panic!("not a log event")
+        };
+        assert_eq!((level.as_str(), logger.as_deref()), ("error", Some("db")));
+        let note = data.as_str().unwrap();
+        assert!(note.contains(&format!("{} bytes", text.len())), "{note}");
+        // Params that are not an object: no panic, no data.
+        for text in ["[1, 2]", "\"x\"", "null"] {
+            let params = RawValue::from_string(text.into()).unwrap();
+            let HubEvent::Log { level, data, .. } = log_event("a", Some(&params)) else {
+                panic!("not a log event")
+            };
+            assert_eq!((level.as_str(), data), ("info", Value::Null), "{text}");
+        }
     }
 
     #[tokio::test]

@@ -174,18 +174,13 @@ fn expire(shared: &Shared) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
-    use futures::future::BoxFuture;
     use serde_json::value::RawValue;
     use serde_json::Value;
 
+    use super::super::Silent;
     use super::*;
     use crate::error::Error;
     use crate::jsonrpc::{Peer, RequestOptions};
-    use crate::transport::Transport;
-
-    use super::super::Silent;
 
     fn peer() -> (Peer, Arc<Silent>) {
         let peer = Peer::new("test", Arc::new(super::super::NoInbound));
