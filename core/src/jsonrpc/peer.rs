@@ -102,6 +102,14 @@ type Reply = Result<Box<RawValue>, Error>;
 /// cannot make the host hold an unbounded number of handlers.
 pub const MAX_SERVER_REQUESTS: usize = 64;
 
+/// How many bytes of params the server requests being handled may hold
+/// together (as sent; a handler holds them parsed, often more): a request
+/// that would pass it is answered with an error at once, unless it is the
+/// only one. Without it, [`MAX_SERVER_REQUESTS`] requests of
+/// `max_message_bytes` each could make the host hold gigabytes while a
+/// user is asked.
+pub const MAX_SERVING_BYTES: usize = 64 << 20;
+
 /// How a pending request ends, as its caller receives it.
 enum Answer {
     /// The response (or why there will be none).
@@ -125,17 +133,36 @@ struct ProgressState {
     callback: Option<ProgressCallback>,
 }
 
+/// A server request being handled.
+struct Serving {
+    /// Set once its task is spawned.
+    task: Option<AbortHandle>,
+    /// Its params' size, counted in [`Table::serving_bytes`].
+    bytes: usize,
+}
+
 #[derive(Default)]
 struct Table {
     pending: HashMap<u64, Pending>,
     /// Server requests being handled, by their id as raw JSON text (the
     /// handle is set once the task is spawned). At most
     /// [`MAX_SERVER_REQUESTS`] entries.
-    serving: HashMap<String, Option<AbortHandle>>,
+    serving: HashMap<String, Serving>,
+    /// The params bytes of the requests in `serving`, together.
+    serving_bytes: usize,
     /// Set once the connection is gone; every later request fails with it.
     closed: Option<Error>,
     /// The deadline sweeper's state ([`deadlines`]).
     sweep: Sweep,
+}
+
+impl Table {
+    /// Forgets server request `key` (done or cancelled); returns its task.
+    fn stop_serving(&mut self, key: &str) -> Option<AbortHandle> {
+        let serving = self.serving.remove(key)?;
+        self.serving_bytes -= serving.bytes;
+        serving.task
+    }
 }
 
 struct Shared {
@@ -494,7 +521,7 @@ impl Shared {
             .get("requestId")
             .map(|id| id.to_string())
             .unwrap_or_default();
-        if let Some(Some(handle)) = self.table.lock().unwrap().serving.remove(&key) {
+        if let Some(handle) = self.table.lock().unwrap().stop_serving(&key) {
             handle.abort();
         }
     }
@@ -504,6 +531,7 @@ impl Shared {
             return;
         };
         let key = id.get().to_owned();
+        let bytes = msg.params.map_or(0, |p| p.get().len());
         let refused = {
             let mut table = self.table.lock().unwrap();
             if table.serving.contains_key(&key) {
@@ -512,10 +540,19 @@ impl Shared {
                 Some(format!(
                     "too many requests in flight: at most {MAX_SERVER_REQUESTS} at once"
                 ))
+            } else if !table.serving.is_empty() && table.serving_bytes + bytes > MAX_SERVING_BYTES {
+                Some(format!(
+                    "too many bytes in flight: the requests being handled hold {} bytes \
+                     of params, at most {MAX_SERVING_BYTES} at once",
+                    table.serving_bytes
+                ))
             } else {
                 // Reserved before the task exists, so that a task that ends
                 // at once finds (and removes) its own entry.
-                table.serving.insert(key.clone(), None);
+                table
+                    .serving
+                    .insert(key.clone(), Serving { task: None, bytes });
+                table.serving_bytes += bytes;
                 None
             }
         };
@@ -534,7 +571,7 @@ impl Shared {
         let task = tokio::spawn(async move {
             let outcome = fut.await;
             if let Some(shared) = weak.upgrade() {
-                shared.table.lock().unwrap().serving.remove(&key_for_task);
+                shared.table.lock().unwrap().stop_serving(&key_for_task);
                 match encode_response(&id, &outcome) {
                     Ok(line) => {
                         let _ = shared.send(line);
@@ -546,7 +583,7 @@ impl Shared {
             }
         });
         match self.table.lock().unwrap().serving.get_mut(&key) {
-            Some(slot) => *slot = Some(task.abort_handle()),
+            Some(slot) => slot.task = Some(task.abort_handle()),
             // Cancelled meanwhile (or already done: then this does nothing).
             None => task.abort(),
         }
@@ -675,6 +712,7 @@ impl FrameSink for Shared {
         let (pending, serving) = {
             let mut table = self.table.lock().unwrap();
             table.closed.get_or_insert(error.clone());
+            table.serving_bytes = 0;
             (
                 std::mem::take(&mut table.pending),
                 std::mem::take(&mut table.serving),
@@ -683,7 +721,7 @@ impl FrameSink for Shared {
         for (_, p) in pending {
             let _ = p.tx.send(Answer::Reply(Err(error.clone())));
         }
-        for handle in serving.into_values().flatten() {
+        for handle in serving.into_values().filter_map(|s| s.task) {
             handle.abort();
         }
         self.gone.send_replace(true);
@@ -762,6 +800,60 @@ mod tests {
         let peer = Peer::new("test", Arc::new(NoInbound));
         peer.attach(Arc::new(Silent::default()));
         peer
+    }
+
+    /// Handles server requests for ever.
+    struct Hanging;
+
+    impl Inbound for Hanging {
+        fn on_request(
+            &self,
+            _: &str,
+            _: Option<&RawValue>,
+        ) -> BoxFuture<'static, Result<Value, RpcError>> {
+            Box::pin(futures::future::pending())
+        }
+        fn on_notification(&self, _: &str, _: Option<&RawValue>) {}
+    }
+
+    #[tokio::test]
+    async fn server_requests_held_are_bounded_by_their_bytes() {
+        let peer = Peer::new("test", Arc::new(Hanging));
+        let transport = Arc::new(Silent::default());
+        peer.attach(transport.clone());
+        let sink = peer.sink().upgrade().unwrap();
+        let params = format!(r#"{{"pad":"{}"}}"#, "x".repeat(2 << 20));
+        let request = |id: usize| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"sampling/createMessage","params":{params}}}"#
+            );
+            sink.on_frame(line.as_bytes());
+        };
+        let refused = |id: usize| {
+            transport
+                .sent
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|m| m["id"] == id && m["error"]["code"] == codes::SERVER_BUSY)
+        };
+        // As many as fit are held (fewer than MAX_SERVER_REQUESTS), the
+        // next is refused at once.
+        let fit = MAX_SERVING_BYTES / params.len();
+        assert!(fit < MAX_SERVER_REQUESTS);
+        for id in 1..=fit + 1 {
+            request(id);
+        }
+        assert!((1..=fit).all(|id| !refused(id)));
+        assert!(refused(fit + 1));
+        // A cancelled one gives its bytes back.
+        sink.on_frame(
+            br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        );
+        request(fit + 2);
+        assert!(!refused(fit + 2));
+        request(fit + 3);
+        assert!(refused(fit + 3));
     }
 
     #[tokio::test]
