@@ -10,6 +10,7 @@ mod peer;
 
 pub use peer::{
     Inbound, Peer, ProgressCallback, ProgressUpdate, RequestOptions, MAX_SERVER_REQUESTS,
+    MAX_SERVING_BYTES,
 };
 
 use serde::{Deserialize, Serialize};
