@@ -21,6 +21,10 @@ use crate::error::Error;
 use crate::net::sse_parser::Item;
 use crate::net::{self as http, StreamPosition};
 
+/// How long one POST may take to be accepted (its answer comes on the
+/// stream, so a server accepts at once).
+const POST_TIME: Duration = Duration::from_secs(30);
+
 /// Reconnect attempts in a row before the connection counts as gone.
 const MAX_RECONNECTS: u32 = 5;
 
@@ -316,7 +320,18 @@ impl Transport for SseTransport {
         }
         let this = inner.clone();
         let task = inner.runtime.spawn(async move {
-            if let Err(e) = this.post(&message).await {
+            // The answer comes on the stream: a POST is accepted at once
+            // (202), and one that is not is given up, task and connection.
+            let posted = tokio::time::timeout(POST_TIME, this.post(&message))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(Error::Timeout(format!(
+                        "{}: the server did not accept a message within {} s",
+                        this.label,
+                        POST_TIME.as_secs()
+                    )))
+                });
+            if let Err(e) = posted {
                 match (id, this.sink.upgrade()) {
                     (Some(id), Some(sink)) => sink.on_send_failed(id, e),
                     _ => tracing::warn!(server = %this.label, "{e}"),
