@@ -314,7 +314,9 @@ impl Client {
                 TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired => {
                     return self.fetch_result(&task, deadline).await.map_err(|e| {
                         let why = match (&task.status, &task.message) {
-                            (TaskStatus::Failed, Some(m)) => format!(" failed ({m})"),
+                            (TaskStatus::Failed, Some(m)) => {
+                                format!(" failed ({})", crate::secrets::redact(m))
+                            }
                             (TaskStatus::Failed, None) => " failed".to_owned(),
                             _ => String::new(),
                         };
@@ -325,7 +327,7 @@ impl Client {
                     let why = task
                         .message
                         .as_deref()
-                        .map(|m| format!(": {m}"))
+                        .map(|m| format!(": {}", crate::secrets::redact(m)))
                         .unwrap_or_default();
                     return Err(Error::Cancelled(format!("{} was cancelled{why}", what())));
                 }

@@ -651,10 +651,15 @@ impl Inner {
                 } else {
                     other
                 };
-                let start = String::from_utf8_lossy(&body[..body.len().min(120)])
+                // Redacted before it is cut, so no secret shows in part.
+                let body = String::from_utf8_lossy(&body);
+                let start = crate::secrets::redact(&body)
                     .split_whitespace()
                     .collect::<Vec<_>>()
-                    .join(" ");
+                    .join(" ")
+                    .chars()
+                    .take(120)
+                    .collect::<String>();
                 self.fail(
                     out,
                     Error::ProtocolError(format!(
