@@ -2,7 +2,7 @@
 //! requests, pagination, and the server's own requests and notifications.
 
 use std::sync::{Arc, OnceLock, RwLock, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde::Serialize;
@@ -759,18 +759,47 @@ impl Client {
                 .await;
         };
         let mut params = meta.apply(params);
-        for _ in 0..=stateless::MAX_INPUT_ROUNDS {
+        // The rounds and the host's answers share the request's total time.
+        let started = Instant::now();
+        let out_of_time = |rounds: usize| {
+            Error::Timeout(format!(
+                "server '{}': {method} did not finish within its total time ({:.1} s, \
+                 max_total_timeout_seconds) after {rounds} input rounds",
+                self.name(),
+                opts.max_total.as_secs_f64()
+            ))
+        };
+        let mut round_opts = opts.clone();
+        for round in 0..=stateless::MAX_INPUT_ROUNDS {
+            let left = opts.max_total.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(out_of_time(round));
+            }
+            round_opts.max_total = left;
+            round_opts.timeout = opts.timeout.min(left);
             let id = peer.next_id();
             if opts.track_progress {
                 params["_meta"]["progressToken"] = id.into();
             }
-            let raw = peer.request(id, method, Some(&params), opts).await?;
+            let raw = peer.request(id, method, Some(&params), &round_opts).await?;
             let Some(ask) = stateless::input_required(&raw) else {
                 return Ok(raw);
             };
+            if ask.requests.len() > stateless::MAX_INPUT_REQUESTS {
+                return Err(Error::ProtocolError(format!(
+                    "server '{}': {method} asked for {} inputs at once (at most {})",
+                    self.name(),
+                    ask.requests.len(),
+                    stateless::MAX_INPUT_REQUESTS
+                )));
+            }
             let mut answers = serde_json::Map::new();
             for (key, question) in ask.requests {
-                answers.insert(key, self.answer(question).await?);
+                let left = opts.max_total.saturating_sub(started.elapsed());
+                let answer = tokio::time::timeout(left, self.answer(question))
+                    .await
+                    .map_err(|_| out_of_time(round + 1))??;
+                answers.insert(key, answer);
             }
             params = stateless::retry_params(&params, answers, ask.request_state);
         }

@@ -24,6 +24,9 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 /// Rounds of input-required answers before a request gives up.
 pub const MAX_INPUT_ROUNDS: usize = 8;
+/// Questions one input-required answer may ask at once; more is a
+/// protocol error (each is a host handler's call, perhaps a user's prompt).
+pub const MAX_INPUT_REQUESTS: usize = 16;
 
 /// The `_meta` members every stateless request carries.
 #[derive(Debug, Clone)]

@@ -1197,6 +1197,41 @@ async fn server_that_never_answers_a_call_times_out() {
     within(10, "close", hub.close()).await;
 }
 
+/// A stateless server that asks for input without end: a thousand
+/// questions at once are a protocol error (not a thousand handler calls),
+/// and rounds of questions share the call's total time.
+#[tokio::test]
+async fn a_stateless_server_that_keeps_asking_for_input_is_bounded() {
+    let flood = fault_server("input-flood", "call");
+    let slow = fault_server("input-slow", "call");
+    let hub = hub_with_demo(&[
+        net_entry("flood", "http", &flood.http("/mcp"), ""),
+        net_entry("slow", "http", &slow.http("/mcp"), ""),
+    ])
+    .await;
+    assert_connected(&hub, "flood", "http");
+    let e = call_err(
+        &hub,
+        "mcp_flood_work",
+        json!({}),
+        &CallOptions::default(),
+        10,
+    )
+    .await;
+    assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
+    assert!(e.to_string().contains("1000 inputs"), "{e}");
+    // Nine rounds of 0.3 s would pass a total time of 1 s.
+    let total = CallOptions {
+        timeout: Some(Duration::from_secs(1)),
+        max_total_timeout: Some(Duration::from_secs(1)),
+        ..CallOptions::default()
+    };
+    let e = call_err(&hub, "mcp_slow_work", json!({}), &total, 10).await;
+    assert_eq!(e.code(), "TIMEOUT", "{e}");
+    assert_demo_works(&hub).await;
+    within(10, "close", hub.close()).await;
+}
+
 /// A server that answers a call on an event stream and then holds the
 /// stream open: the call returns, and the stream is let go at once rather
 /// than read (by a task, on a connection) for as long as the server likes.

@@ -37,6 +37,12 @@ with `--on all` every POST has the fault (so `initialize` fails).
             then the stream is held open (never ended)
   notfound  HTTP 404 text/plain "no such path" to every request
 
+Stateless (2026-07-28) faults: `server/discover` lists the revision, and
+tools/call answers `input_required` asking for `roots/list`, never complete:
+
+  input-flood  1000 input requests at once
+  input-slow   one input request, each round after 0.3 s
+
 The faults that hold a connection (silent, sse-linger) log `method <client
 gone>` once the client has closed it.
 
@@ -143,6 +149,16 @@ def answer(msg):
                 "protocolVersion": version,
                 "capabilities": {"tools": {}},
                 "serverInfo": {"name": f"mcpmux-net-fault-{args.fault}", "version": "1.0.0"},
+            },
+        )
+    if method == "server/discover" and args.fault in ("input-flood", "input-slow"):
+        return result(
+            msg_id,
+            {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": f"mcpmux-net-fault-{args.fault}", "version": "1.0.0"},
+                "resultType": "complete",
             },
         )
     if method == "ping":
@@ -265,6 +281,18 @@ async def fault_response(writer, reader, msg):
         )
         writer.write(f"{len(start):x}\r\n".encode() + start + b"\r\n")
         await endless_chunks(writer, "json-endless")
+    elif fault in ("input-flood", "input-slow"):
+        # Stateless revision: the call never completes; it asks for input
+        # (roots, which a host answers without a handler) every round.
+        asks = 1000 if fault == "input-flood" else 1
+        if fault == "input-slow":
+            await asyncio.sleep(0.3)
+        ask = {
+            "resultType": "input_required",
+            "inputRequests": {f"r{i}": {"method": "roots/list", "params": {}} for i in range(asks)},
+        }
+        body = json.dumps(result(msg.get("id"), ask)).encode()
+        writer.write(http_response(200, "OK", "application/json", body))
     elif fault == "silent":
         # Read nothing more, answer nothing; hold until the client goes away.
         await reader.read()
@@ -481,7 +509,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "input-flood", "input-slow", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
