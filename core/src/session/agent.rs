@@ -115,26 +115,43 @@ async fn turns(
     let max_turns = spec.settings.max_turns;
     loop {
         let mut st = state::read_state(dir, n)?;
-        let thread: Vec<Message> = store::read_json(&Paths(dir).thread(), store::MAX_THREAD_BYTES)?;
-        // Count from the transcript itself: it is the one file written
-        // atomically with each turn, so a runner killed between writing it
-        // and state.json still resumes with the right counts.
+        let mut thread: Vec<Message> =
+            store::read_json(&Paths(dir).thread(), store::MAX_THREAD_BYTES)?;
+        // The counts are the larger of the signed state's and the
+        // transcript's. The transcript is written first, with each turn, so
+        // a runner killed before it wrote state.json still resumes with the
+        // right counts; but it is not signed, so a shortened one cannot
+        // lower them (and give back the max_turns / max_tool_calls budget).
         let this_round = thread.get(st.thread_start + 1..).unwrap_or(&[]);
-        st.turns = this_round
+        let turns = this_round
             .iter()
             .filter(|m| m.role == Some(Role::Assistant))
-            .count() as u32;
-        st.tool_calls = this_round
+            .count();
+        let calls = this_round
             .iter()
             .flat_map(|m| m.tool_calls.iter())
             .filter(|c| c.name != SUBMIT_REVIEW)
-            .count() as u64;
+            .count();
+        st.turns = st.turns.max(u32::try_from(turns).unwrap_or(u32::MAX));
+        st.tool_calls = st.tool_calls.max(calls as u64);
         policy.set_calls_made(st.tool_calls);
         // A final answer may already be stored (the runner died before
-        // writing the result).
-        if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
-            if let Some(f) = final_of(last) {
-                return Ok(f);
+        // writing the result): taken only when it is the one this loop
+        // stored, as the signed state's hash says. Any other (edited in, or
+        // stored by a runner killed before its state.json) is left out and
+        // the model asked again.
+        if thread.len() > st.thread_start + 1 {
+            if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
+                if let Some(f) = final_of(last) {
+                    if st.answer_sha256.is_some() && st.answer_sha256 == answer_hash(dir, last) {
+                        return Ok(f);
+                    }
+                    tracing::warn!(
+                        dir = %dir.display(),
+                        "a final answer in thread.json that this round did not store is not used"
+                    );
+                    thread.pop();
+                }
             }
         }
         let last_turn = st.turns >= max_turns;
@@ -177,6 +194,7 @@ async fn turns(
         };
         let mut new_thread = thread;
         if completion.tool_calls.is_empty() {
+            st.answer_sha256 = answer_hash(dir, &assistant);
             new_thread.push(assistant);
             store::write_json(&Paths(dir).thread(), &new_thread)?;
             st.turns += 1;
@@ -226,6 +244,15 @@ pub fn config_origin(config: &Config) -> String {
         .source
         .as_ref()
         .map_or_else(|| "config".to_owned(), |p| p.display().to_string())
+}
+
+/// The SHA-256 of `message` as `thread.json` stores it (known config
+/// secrets replaced), re-encoded from its parsed form: what the signed
+/// state records of a stored final answer.
+fn answer_hash(dir: &Path, message: &Message) -> Option<String> {
+    let value = store::stored_value(&Paths(dir).thread(), message).ok()?;
+    let value: Message = serde_json::from_value(value).ok()?;
+    Some(super::trust::sha256(&serde_json::to_vec(&value).ok()?))
 }
 
 /// The review when `message` submitted one.

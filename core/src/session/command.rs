@@ -15,8 +15,7 @@ use tokio::process::Command;
 use super::review;
 use super::runner::{set_thread_id, Finish, Progress};
 use super::settings::Settings;
-use super::state::{self, Paths, Spec};
-use super::store;
+use super::state::{self, Spec};
 use crate::error::Error;
 
 /// Finds `program` the way a shell would (a path, or a name on `PATH`).
@@ -72,14 +71,8 @@ pub async fn run(dir: &Path, spec: &Spec, progress: &Progress) -> Result<Finish,
             settings.command
         )));
     };
-    let prompt_path = Paths(dir).round(n, "prompt.md");
-    let prompt = store::read_file(&prompt_path, store::MAX_PROMPT_BYTES)?;
-    let prompt = String::from_utf8(prompt).map_err(|e| {
-        Error::InvalidSession(format!(
-            "not a readable session: {}: {e}",
-            prompt_path.display()
-        ))
-    })?;
+    // Only the prompt mcpmux wrote: its hash is in the signed state.
+    let prompt = state::read_prompt(dir, n, &state::read_state(dir, n)?)?;
     // Round 1 restarts from scratch; later rounds resume the thread.
     let thread_id = if n > 1 {
         spec.thread_id.as_deref()

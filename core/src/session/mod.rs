@@ -207,6 +207,7 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     let rd = store::create_round_dir(&dir, 1)?;
     store::write_atomic(&rd.join("input.md"), input.as_bytes())?;
     store::write_atomic(&rd.join("prompt.md"), prompt.as_bytes())?;
+    let prompt_sha256 = Some(trust::sha256(prompt.as_bytes()));
     store::write_json(&Paths(&dir).thread(), &vec![Message::user(prompt)])?;
     let now = store::now();
     state::write_state(
@@ -217,6 +218,8 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             started_at: now,
             spawned_at: now,
             thread_start: 0,
+            prompt_sha256,
+            signed_result: true,
             ..Default::default()
         },
     )?;
@@ -443,7 +446,7 @@ fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
     let result = if st.status == RoundStatus::Running {
         None
     } else {
-        read_result(dir, n)
+        state::read_result(dir, n, st)?
     };
     let review = result
         .as_ref()
@@ -486,21 +489,6 @@ fn report(dir: &Path, spec: &Spec, st: &RoundState) -> Result<Value, Error> {
         }
     }
     Ok(out)
-}
-
-/// The result of round `n`. A missing one is `None`, and so is one that
-/// cannot be read (not JSON, too large, not a regular file): a warning
-/// names it and the file is left as it is, so `wait` and `end` still work
-/// on a session whose result was damaged.
-fn read_result(dir: &Path, n: u32) -> Option<RoundResult> {
-    let path = Paths(dir).round(n, "result.json");
-    match store::read_json_opt(&path, store::MAX_JSON_BYTES) {
-        Ok(result) => result,
-        Err(e) => {
-            tracing::warn!(path = %path.display(), "the round's result is ignored: {e}");
-            None
-        }
-    }
 }
 
 /// The events of round `n` after the wait cursor, advancing the cursor.
@@ -575,6 +563,7 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     let rd = store::create_round_dir(&dir, n)?;
     store::write_atomic(&rd.join("input.md"), input.as_bytes())?;
     store::write_atomic(&rd.join("prompt.md"), prompt.as_bytes())?;
+    let prompt_sha256 = Some(trust::sha256(prompt.as_bytes()));
     let mut thread: Vec<Message> =
         store::read_json(&Paths(&dir).thread(), store::MAX_THREAD_BYTES)?;
     // Keep user/assistant alternation: a round that stopped after tool
@@ -602,6 +591,8 @@ pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
             started_at: now,
             spawned_at: now,
             thread_start,
+            prompt_sha256,
+            signed_result: true,
             ..Default::default()
         },
     )?;
@@ -665,15 +656,26 @@ pub async fn end(_ctx: &SessionContext, params: &Value) -> Result<Value, Error> 
             error = Some(msg);
         }
     }
-    let result = read_result(&dir, n);
-    let verdict = (1..=n).rev().find_map(|r| {
-        read_result(&dir, r).and_then(|res| {
+    let result = state::read_result(&dir, n, &st)?;
+    // The last verdict any round gave; every result is authenticated (a
+    // tampered one is INVALID_SESSION, never a verdict).
+    let mut verdict = None;
+    for r in (1..=n).rev() {
+        let res = if r == n {
+            result.clone()
+        } else {
+            state::read_result(&dir, r, &state::read_state(&dir, r)?)?
+        };
+        verdict = res.and_then(|res| {
             res.review
                 .get("verdict")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
-        })
-    });
+        });
+        if verdict.is_some() {
+            break;
+        }
+    }
     let completed = result
         .as_ref()
         .is_some_and(|r| r.status == RoundStatus::Completed);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::params::RoundStatus;
-use super::state::{self, Paths, RoundResult, RoundState, Spec};
+use super::state::{self, RoundResult, RoundState, Spec};
 use super::store::{self, RunnerLock};
 use super::{agent, command, SessionContext};
 use crate::error::Error;
@@ -212,7 +212,8 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     finish(dir, n, &mut st, &result, observed)
 }
 
-/// Writes the result, then the final state (the state is what `wait` polls).
+/// Writes the result (signed, see [`state::write_result`]), then the final
+/// state (the state is what `wait` polls).
 pub fn finish(
     dir: &Path,
     n: u32,
@@ -220,7 +221,8 @@ pub fn finish(
     result: &RoundResult,
     observed: bool,
 ) -> Result<(), Error> {
-    store::write_json(&Paths(dir).round(n, "result.json"), result)?;
+    state::write_result(dir, n, result)?;
+    st.signed_result = true;
     st.status = result.status.into();
     st.progress_observed = observed;
     st.finished_at = Some(store::now());

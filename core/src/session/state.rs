@@ -87,6 +87,22 @@ pub struct RoundState {
     /// When it finished.
     #[serde(default)]
     pub finished_at: Option<f64>,
+    /// The SHA-256 of `prompt.md` as mcpmux wrote it ([`super::trust::sha256`]):
+    /// the command reviewer is given the file only when it still matches.
+    /// Absent in a round begun by an older mcpmux (its prompt is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sha256: Option<String>,
+    /// This round's `result.json` carries a MAC: set when the round begins
+    /// (and when a result is written). A round begun by an older mcpmux
+    /// (false) may have an unsigned result; it is then read as no result,
+    /// never as a verdict.
+    #[serde(default)]
+    pub signed_result: bool,
+    /// The SHA-256 of the final answer the agent loop stored as the last
+    /// message of `thread.json` (its JSON): a runner resuming the round
+    /// takes a stored answer only when it matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_sha256: Option<String>,
 }
 
 /// `round-NNN/result.json`: how a round ended.
@@ -256,6 +272,84 @@ pub fn write_state(dir: &Path, n: u32, state: &RoundState) -> Result<(), Error> 
         &dir.join(&name),
         &super::trust::sign_json(dir, &name, state)?,
     )
+}
+
+/// The name of round `n`'s result file inside the session directory.
+fn result_name(n: u32) -> String {
+    format!("round-{n:03}/result.json")
+}
+
+/// Reads the result of round `n`, `None` when there is none yet. A result
+/// is authenticated by this user's key like `state.json`: one that is not
+/// (edited, written by another program, too large, not a regular file) is
+/// `INVALID_SESSION` naming it, never a verdict. In a round begun by an
+/// older mcpmux (`signed_result` false), which wrote results without a
+/// MAC, such a result reads as none, with a warning naming it.
+pub fn read_result(dir: &Path, n: u32, st: &RoundState) -> Result<Option<RoundResult>, Error> {
+    let name = result_name(n);
+    let path = dir.join(&name);
+    let read = || -> Result<Option<RoundResult>, Error> {
+        let Some(bytes) = store::read_file_opt(&path, MAX_FILE_BYTES)? else {
+            return Ok(None);
+        };
+        super::trust::verify(dir, &name, &bytes)?;
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+        })
+    };
+    match read() {
+        Err(e) if !st.signed_result => {
+            tracing::warn!(
+                path = %path.display(),
+                "the result of a round begun by an older mcpmux is not used: {e}"
+            );
+            Ok(None)
+        }
+        r => r,
+    }
+}
+
+/// Writes the result of round `n` with its MAC (known config secrets
+/// replaced first, as in every session file but `session.json`).
+pub fn write_result(dir: &Path, n: u32, result: &RoundResult) -> Result<(), Error> {
+    let name = result_name(n);
+    let path = dir.join(&name);
+    let value = store::stored_value(&path, result)?;
+    store::write_atomic(&path, &super::trust::sign_json(dir, &name, &value)?)
+}
+
+/// Reads round `n`'s `prompt.md` for the reviewer, checked against the
+/// SHA-256 its signed state recorded when mcpmux wrote it: a prompt that
+/// was edited, or that no hash vouches for (a round begun by an older
+/// mcpmux), is `INVALID_SESSION` naming it.
+pub fn read_prompt(dir: &Path, n: u32, st: &RoundState) -> Result<String, Error> {
+    let path = Paths(dir).round(n, "prompt.md");
+    let bytes = store::read_file(&path, store::MAX_PROMPT_BYTES)?;
+    let fail = |why: &str| {
+        Error::InvalidSession(format!(
+            "prompt.md is not the prompt mcpmux wrote: {}: {why}; mcpmux gives the reviewer \
+             only a prompt it wrote itself",
+            path.display()
+        ))
+    };
+    match &st.prompt_sha256 {
+        None => {
+            return Err(fail(
+                "its round records no SHA-256 of it (begun by an older mcpmux: reply to start \
+                 a new round)",
+            ))
+        }
+        Some(want) if *want != super::trust::sha256(&bytes) => {
+            return Err(fail(
+                "its SHA-256 does not match the one recorded in the round's state.json (the \
+                 file was edited)",
+            ))
+        }
+        Some(_) => {}
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+    })
 }
 
 /// Appends an activity to round `n`'s events.

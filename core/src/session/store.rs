@@ -2,16 +2,16 @@
 //!
 //! ```text
 //! <working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/
-//!   session.json          the spec (no secrets), current round, thread id
+//!   session.json          the spec (no secrets), current round, thread id; signed
 //!   thread.json           the transcript (Vec<Message>) across rounds
 //!   runner.lock           flock'd by whoever runs a round
 //!   audit.jsonl           written by the policy
 //!   meta.json             written by `end` when finalized
 //!   round-NNN/input.md    the host's input
-//!   round-NNN/prompt.md   the rendered prompt
+//!   round-NNN/prompt.md   the rendered prompt (its SHA-256 in state.json)
 //!   round-NNN/events.jsonl activities (one JSON object a line, append-only)
-//!   round-NNN/state.json  status, times, progress, turns
-//!   round-NNN/result.json the outcome of the round
+//!   round-NNN/state.json  status, times, progress, turns; signed
+//!   round-NNN/result.json the outcome of the round; signed
 //!   round-NNN/wait-cursor how many events `wait` already reported
 //! ```
 //!
@@ -303,6 +303,14 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), E
     let value = redacted(path, serde_json::to_value(value).map_err(encode)?);
     let text = serde_json::to_vec_pretty(&value).map_err(encode)?;
     write_atomic(path, &text)
+}
+
+/// `value` as the JSON [`write_json`] would store at `path` (known config
+/// secrets replaced), for a writer that signs it first.
+pub fn stored_value<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Value, Error> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| Error::Internal(format!("cannot encode {}: {e}", path.display())))?;
+    Ok(redacted(path, value))
 }
 
 /// `value` with the known config secrets ([`crate::secrets`]) replaced,

@@ -22,6 +22,12 @@
 //!   session, round or directory no longer verifies; the file and its MAC
 //!   are replaced together by one rename, so a reader never sees one
 //!   without the other. Verification is constant-time (`ring::hmac::verify`).
+//! - which files: `session.json`, `round-NNN/state.json` and
+//!   `round-NNN/result.json` (the verdict) carry the MAC. `prompt.md`, piped
+//!   to a command reviewer, is plain text: its SHA-256 is in the round's
+//!   signed `state.json` ([`sha256`]). The transcript `thread.json` is not
+//!   signed; what it could decide is held in the signed state instead (the
+//!   turn and tool-call counts, the hash of a stored final answer).
 
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -243,6 +249,15 @@ fn unhex(text: &[u8]) -> Option<Vec<u8>> {
     text.chunks(2)
         .map(|p| Some(digit(p[0])? << 4 | digit(*p.get(1)?)?))
         .collect()
+}
+
+/// The SHA-256 of `bytes` as `sha256:<hex>`: how a signed `state.json`
+/// records a file mcpmux wrote that carries no MAC of its own (`prompt.md`).
+pub fn sha256(bytes: &[u8]) -> String {
+    format!(
+        "sha256:{}",
+        hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+    )
 }
 
 /// `value` as the pretty JSON of file `name` (e.g. `session.json`,
