@@ -50,9 +50,10 @@ const MAX_AUTH_ROUNDS: u32 = 3;
 /// be delivered and for the GET stream to open.
 const HANDSHAKE_GATE: Duration = Duration::from_secs(3);
 
-/// How often a request's task looks whether its request is still waited
-/// for: once it is not (answered, timed out, cancelled), the task ends and
-/// drops its connection, whatever the server still holds open.
+/// How often the transport looks whether the requests its tasks send are
+/// still waited for: once one is not (answered, timed out, cancelled), its
+/// task is ended and drops its connection, whatever the server still holds
+/// open ([`reap`]).
 const ABANDON_CHECK: Duration = Duration::from_secs(1);
 
 /// How long sending one notification or answer (which no caller waits
@@ -76,8 +77,9 @@ struct Inner {
     sink: Weak<dyn FrameSink>,
     state: Mutex<State>,
     /// The transport's tasks (one per message in flight, the GET stream),
+    /// with the id of the request each one sends, if it sends one,
     /// aborted on close; each removes itself when it ends.
-    tasks: Mutex<HashMap<tokio::task::Id, AbortHandle>>,
+    tasks: Mutex<HashMap<tokio::task::Id, (Option<u64>, AbortHandle)>>,
     /// Answers and notifications whose POST has not completed ([`super::send_bound`]).
     notices: InFlight,
     closed: AtomicBool,
@@ -166,7 +168,7 @@ impl StreamableHttpTransport {
             ))),
             _ => None,
         };
-        Ok(Arc::new(StreamableHttpTransport {
+        let transport = Arc::new(StreamableHttpTransport {
             inner: Arc::new(Inner {
                 label: label.to_owned(),
                 url: config.url.clone(),
@@ -184,7 +186,9 @@ impl StreamableHttpTransport {
                 auth: authorizer,
                 handshake_done: tokio::sync::watch::Sender::new(true),
             }),
-        }))
+        });
+        tokio::spawn(reap(Arc::downgrade(&transport.inner)));
+        Ok(transport)
     }
 }
 
@@ -220,7 +224,7 @@ impl Transport for StreamableHttpTransport {
             inner.handshake_done.send_replace(false);
         }
         let inner_for_task = inner.clone();
-        inner.spawn_tracked(&inner.runtime, async move {
+        inner.spawn_tracked(&inner.runtime, out.id, async move {
             inner_for_task.deliver(message, out).await;
             drop(slot);
         });
@@ -233,7 +237,7 @@ impl Transport for StreamableHttpTransport {
             if inner.closed.swap(true, Ordering::SeqCst) {
                 return;
             }
-            for (_, task) in inner.tasks.lock().unwrap().drain() {
+            for (_, (_, task)) in inner.tasks.lock().unwrap().drain() {
                 task.abort();
             }
             let (session, version) = {
@@ -279,18 +283,55 @@ impl Transport for StreamableHttpTransport {
 impl Drop for StreamableHttpTransport {
     fn drop(&mut self) {
         self.inner.closed.store(true, Ordering::SeqCst);
-        for (_, task) in self.inner.tasks.lock().unwrap().drain() {
+        for (_, (_, task)) in self.inner.tasks.lock().unwrap().drain() {
             task.abort();
+        }
+    }
+}
+
+/// Every [`ABANDON_CHECK`], aborts the tasks of requests no longer waited
+/// for (answered, timed out, cancelled), and so drops their connections,
+/// whatever the server holds open: a POST never answered, an event stream
+/// left open. One task per transport rather than a timer per request,
+/// which would cost the request path; ends with the transport.
+async fn reap(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(ABANDON_CHECK).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(sink) = inner.sink.upgrade() else {
+            return;
+        };
+        // Not under the tasks' lock: asking the peer takes its own.
+        let requests: Vec<(tokio::task::Id, u64)> = inner
+            .tasks
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(task, (id, _))| id.map(|id| (*task, id)))
+            .collect();
+        for (task, id) in requests {
+            if !sink.is_waiting(id) {
+                // An aborted task does not get to take itself off the list.
+                if let Some((_, handle)) = inner.tasks.lock().unwrap().remove(&task) {
+                    handle.abort();
+                }
+            }
         }
     }
 }
 
 impl Inner {
     /// Spawns `work` on `runtime` as one of the transport's tasks: listed
-    /// (under the lock, so before it can end) until it ends, aborted on close.
+    /// (under the lock, so before it can end) until it ends, aborted on
+    /// close, or by [`reap`] once `request` (the request it sends, if it
+    /// sends one) is no longer waited for.
     fn spawn_tracked(
         self: &Arc<Self>,
         runtime: &tokio::runtime::Handle,
+        request: Option<u64>,
         work: impl std::future::Future<Output = ()> + Send + 'static,
     ) {
         let this = self.clone();
@@ -301,7 +342,7 @@ impl Inner {
                 this.tasks.lock().unwrap().remove(&id);
             }
         });
-        tasks.insert(task.id(), task.abort_handle());
+        tasks.insert(task.id(), (request, task.abort_handle()));
     }
 
     /// Fails request `id` (or logs, for a notification).
@@ -333,12 +374,8 @@ impl Inner {
         }
         let exchange = self.exchange(&message, &out);
         match out.id {
-            Some(id) => {
-                tokio::select! {
-                    () = exchange => {}
-                    () = self.abandoned(id) => {}
-                }
-            }
+            // Ended by `reap` once no longer waited for.
+            Some(_) => exchange.await,
             None => {
                 if tokio::time::timeout(NOTICE_TIME, exchange).await.is_err() {
                     let method = out.method.as_deref().unwrap_or("an answer");
@@ -348,17 +385,6 @@ impl Inner {
         }
         if out.method.as_deref() == Some("notifications/initialized") {
             self.start_get_stream();
-        }
-    }
-
-    /// Resolves once request `id` is no longer waited for (answered, timed
-    /// out, cancelled, or its peer gone), looking every [`ABANDON_CHECK`].
-    async fn abandoned(&self, id: u64) {
-        loop {
-            tokio::time::sleep(ABANDON_CHECK).await;
-            if !self.sink.upgrade().is_some_and(|s| s.is_waiting(id)) {
-                return;
-            }
         }
     }
 
@@ -808,7 +834,7 @@ impl Inner {
             state.get_stream_started = true;
         }
         let this = self.clone();
-        self.spawn_tracked(&tokio::runtime::Handle::current(), async move {
+        self.spawn_tracked(&tokio::runtime::Handle::current(), None, async move {
             let mut position = StreamPosition::default();
             let mut failures = 0u32;
             while !this.closed.load(Ordering::SeqCst) {
