@@ -24,7 +24,7 @@ pub fn from_submit(arguments: &Value) -> Value {
 const MAX_TEXT_BYTES: usize = 256 * 1024;
 
 /// Finds the review in the final answer text (its last
-/// [`MAX_TEXT_BYTES`]); `None` when there is none.
+/// `MAX_TEXT_BYTES`); `None` when there is none.
 pub fn from_text(text: &str) -> Option<Value> {
     let mut from = text.len().saturating_sub(MAX_TEXT_BYTES);
     while !text.is_char_boundary(from) {

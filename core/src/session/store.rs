@@ -22,7 +22,7 @@
 //! A session directory is data that others may have written (it sits in
 //! the repository under review): every file of it is opened through
 //! [`open_file`] (never through a symlink, only a regular file, see
-//! [`crate::files`]) and read through [`read_file`] (at most a cap per
+//! `crate::files`) and read through [`read_file`] (at most a cap per
 //! file, `MAX_*_BYTES`); a `round-NNN` that is a symlink or not a
 //! directory is refused ([`check_round_dir`]). Anything else is
 //! `INVALID_SESSION` naming the file.
@@ -232,7 +232,7 @@ fn check_parent(path: &Path) -> Result<(), Error> {
 
 /// Opens a session file with `options` (read, append, create, ...): never
 /// through a symlink, only a regular file, never blocking on a FIFO (see
-/// [`crate::files::open_regular`]), never inside a round directory that is
+/// `crate::files::open_regular`), never inside a round directory that is
 /// a symlink. Anything else, a missing file included, is `INVALID_SESSION`
 /// naming the file.
 pub fn open_file(path: &Path, options: &OpenOptions) -> Result<File, Error> {
