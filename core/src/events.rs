@@ -253,12 +253,12 @@ pub const MAX_EVENT_URI: usize = 8 * 1024;
 /// the config's secrets replaced; data of a message over
 /// [`MAX_LOG_MESSAGE`] is left out.
 pub fn log_event(server: &str, params: Option<&RawValue>) -> HubEvent {
+    // Level and logger of any JSON type: one that is not a string is
+    // ignored, not a reason to lose the message.
     #[derive(serde::Deserialize)]
-    struct Message<'a, D> {
-        #[serde(borrow)]
-        level: Option<std::borrow::Cow<'a, str>>,
-        #[serde(borrow)]
-        logger: Option<std::borrow::Cow<'a, str>>,
+    struct Message<D> {
+        level: Option<Value>,
+        logger: Option<Value>,
         data: Option<D>,
     }
     let text = params.map_or("null", RawValue::get);
@@ -286,9 +286,9 @@ pub fn log_event(server: &str, params: Option<&RawValue>) -> HubEvent {
     };
     let level = message
         .as_ref()
-        .and_then(|m| m.level.as_deref())
+        .and_then(|m| m.level.as_ref()?.as_str())
         .unwrap_or("info");
-    let logger = message.as_ref().and_then(|m| m.logger.as_deref());
+    let logger = message.as_ref().and_then(|m| m.logger.as_ref()?.as_str());
     crate::secrets::redact_value(&mut data);
     HubEvent::Log {
         server: server.to_owned(),
@@ -369,6 +369,13 @@ mod tests {
         assert_eq!((level.as_str(), logger.as_deref()), ("error", Some("db")));
         let note = data.as_str().unwrap();
         assert!(note.contains(&format!("{} bytes", text.len())), "{note}");
+        // A level that is not a string: the data is kept.
+        let params =
+            RawValue::from_string(r#"{"level": 5, "logger": [], "data": "kept"}"#.into()).unwrap();
+        let HubEvent::Log { level, data, .. } = log_event("a", Some(&params)) else {
+            panic!("not a log event")
+        };
+        assert_eq!((level.as_str(), data), ("info", Value::from("kept")));
         // Params that are not an object: no panic, no data.
         for text in ["[1, 2]", "\"x\"", "null"] {
             let params = RawValue::from_string(text.into()).unwrap();
