@@ -596,9 +596,9 @@ impl Hub {
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
         let raw = match arguments {
-            Some(text) => Some(serde_json::from_str::<&RawValue>(text).map_err(|e| {
-                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
-            })?),
+            Some(text) => {
+                Some(serde_json::from_str::<&RawValue>(text).map_err(|e| not_json(name, e))?)
+            }
             None => None,
         };
         self.call_tool_raw(name, raw, opts).await
@@ -626,9 +626,7 @@ impl Hub {
             )));
         }
         if opts.policy.is_some() || raw.get().contains(['\n', '\r']) {
-            let value: Value = serde_json::from_str(raw.get()).map_err(|e| {
-                Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
-            })?;
+            let value: Value = serde_json::from_str(raw.get()).map_err(|e| not_json(name, e))?;
             return Box::pin(self.call_tool(name, Some(&value), opts)).await;
         }
         let (client, tool) = self.route(name, opts).await?;
@@ -1203,4 +1201,9 @@ impl ToolRouter for Hub {
     ) -> BoxFuture<'a, Result<ToolResult, Error>> {
         Box::pin(Hub::call_unchecked(self, name, arguments, opts))
     }
+}
+
+/// The error for arguments of tool `name` that are not JSON.
+fn not_json(name: &str, e: serde_json::Error) -> Error {
+    Error::InvalidInput(format!("arguments of tool '{name}' are not JSON: {e}"))
 }

@@ -129,15 +129,12 @@ pub(crate) unsafe fn tool_arguments_raw<'a>(
     args_json: *const c_char,
 ) -> Result<Option<&'a RawValue>, Error> {
     // SAFETY: forwarded.
-    let Some(text) = unsafe { args.opt_str("args_json", args_json) }? else {
-        return Ok(None);
-    };
-    let raw: &RawValue = serde_json::from_str(text)
-        .map_err(|e| args.invalid("args_json", format!("is not valid JSON: {e}")))?;
-    if !raw.get().starts_with('{') {
-        return Err(args.invalid("args_json", "must be a JSON object"));
+    match unsafe { args.opt_raw_json("args_json", args_json) }? {
+        Some(raw) if !raw.get().starts_with('{') => {
+            Err(args.invalid("args_json", "must be a JSON object"))
+        }
+        other => Ok(other),
     }
-    Ok(Some(raw))
 }
 
 /// Connects `config` on `engine` and returns the boxed hub.

@@ -5,6 +5,7 @@ use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use mcpmux_core::Error;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::error::{mcpmux_error, mcpmux_status, report};
@@ -104,6 +105,32 @@ impl Args {
     /// # Safety
     /// As for [`Args::str`].
     pub unsafe fn opt_json(&self, arg: &str, p: *const c_char) -> Result<Option<Value>, Error> {
+        // SAFETY: forwarded.
+        unsafe { self.opt_parsed(arg, p) }
+    }
+
+    /// An optional (nullable) JSON text, checked but kept as text.
+    ///
+    /// # Safety
+    /// As for [`Args::str`]; the text outlives the returned reference.
+    pub unsafe fn opt_raw_json<'a>(
+        &self,
+        arg: &str,
+        p: *const c_char,
+    ) -> Result<Option<&'a RawValue>, Error> {
+        // SAFETY: forwarded.
+        unsafe { self.opt_parsed(arg, p) }
+    }
+
+    /// An optional JSON text read as `T`; bad JSON names `arg`.
+    ///
+    /// # Safety
+    /// As for [`Args::str`].
+    unsafe fn opt_parsed<'a, T: serde::Deserialize<'a>>(
+        &self,
+        arg: &str,
+        p: *const c_char,
+    ) -> Result<Option<T>, Error> {
         // SAFETY: forwarded.
         match unsafe { self.opt_str(arg, p) }? {
             None => Ok(None),
