@@ -169,6 +169,11 @@ typedef enum mcpmux_status {
      * authorization.
      */
     MCPMUX_STATUS_AUTH_FAILED = 20,
+    /**
+     * "CONFIG_UNTRUSTED": a config found in the current directory is not
+     * trusted (or changed since it was trusted); nothing was started.
+     */
+    MCPMUX_STATUS_CONFIG_UNTRUSTED = 21,
 } mcpmux_status;
 
 /**

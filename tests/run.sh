@@ -17,6 +17,9 @@ export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 # $XDG_STATE_HOME/mcpmux/ (README, "Session files and trust"); the suites
 # (Rust, C, Python, Node) use one of the build's, never the real home's.
 export XDG_STATE_HOME="$CARGO_TARGET_DIR/test-state"
+# Configs the user trusts (`mcpmux trust`) are recorded under
+# $XDG_CONFIG_HOME/mcpmux/: the suites use one of the build's too.
+export XDG_CONFIG_HOME="$CARGO_TARGET_DIR/test-config"
 # A fresh clone gains nothing from incremental compilation, and its files
 # were a fifth of the target directory: off under CI unless set.
 if [ -n "${CI:-}" ]; then

@@ -23,6 +23,7 @@ export type ErrorCode =
   | 'INTERNAL'
   | 'AUTH_REQUIRED'
   | 'AUTH_FAILED'
+  | 'CONFIG_UNTRUSTED'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]

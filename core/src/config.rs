@@ -16,6 +16,7 @@ use crate::policy::settings::PolicySettings;
 mod keys;
 mod source;
 mod supervision;
+pub mod trust;
 
 pub use source::ConfigSource;
 pub use supervision::{Restart, Supervision};

@@ -124,6 +124,11 @@ error_table! {
         /// The server or its authorization server refused the authorization
         /// (bad metadata, a refused token request, a mismatched issuer).
         AuthFailed => "AUTH_FAILED", context: yes;
+        /// A config found in the current directory (`./mcpmux.toml`,
+        /// `./.mcp.json`) is not trusted, or changed since it was trusted:
+        /// nothing was started (the message names the file and the command
+        /// that trusts it).
+        ConfigUntrusted => "CONFIG_UNTRUSTED", context: no;
     }
 }
 

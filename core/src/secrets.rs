@@ -226,6 +226,7 @@ impl KnownSecrets {
             Error::Internal(m) => Error::Internal(r(m)),
             Error::AuthRequired(m) => Error::AuthRequired(r(m)),
             Error::AuthFailed(m) => Error::AuthFailed(r(m)),
+            Error::ConfigUntrusted(m) => Error::ConfigUntrusted(r(m)),
         }
     }
 }

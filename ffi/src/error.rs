@@ -64,6 +64,9 @@ pub enum mcpmux_status {
     /// "AUTH_FAILED": the server or its authorization server refused the
     /// authorization.
     MCPMUX_STATUS_AUTH_FAILED = 20,
+    /// "CONFIG_UNTRUSTED": a config found in the current directory is not
+    /// trusted (or changed since it was trusted); nothing was started.
+    MCPMUX_STATUS_CONFIG_UNTRUSTED = 21,
 }
 
 use mcpmux_status::*;
@@ -91,6 +94,7 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
     (MCPMUX_STATUS_INTERNAL, c"INTERNAL"),
     (MCPMUX_STATUS_AUTH_REQUIRED, c"AUTH_REQUIRED"),
     (MCPMUX_STATUS_AUTH_FAILED, c"AUTH_FAILED"),
+    (MCPMUX_STATUS_CONFIG_UNTRUSTED, c"CONFIG_UNTRUSTED"),
 ];
 
 /// An error reported by mcpmux: a status, its stable code string (see

@@ -17,6 +17,7 @@ mod human;
 mod policy_cmd;
 mod review;
 mod serve;
+mod trust_cmd;
 mod watch;
 
 use std::io::{Read, Write};
@@ -24,7 +25,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub};
+use mcpmux_core::{CallOptions, Config, Error, Hub};
 use serde_json::Value;
 
 /// Exit status for any failure (1 is kept for a tool's own `isError`).
@@ -152,6 +153,8 @@ enum Command {
         #[command(subcommand)]
         action: auth::AuthCommand,
     },
+    /// Trust a config found in the current directory (./mcpmux.toml, ./.mcp.json) after showing what it would run; --list, --revoke PATH.
+    Trust(trust_cmd::TrustArgs),
 }
 
 fn main() -> ExitCode {
@@ -190,7 +193,7 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, policy, review, serve, gateway)"
+            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, complete, policy, watch, review, serve, gateway, auth, trust)"
                 .to_owned()
         }
         _ => {
@@ -246,6 +249,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         })?),
     };
     match &cli.command {
+        Command::Trust(args) => return trust_cmd::run(args, cli.config.as_deref(), cli.json),
         Command::Review { action } => {
             let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
             if let Some(result) = review::execute(&ctx, action).await? {
@@ -510,7 +514,9 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         // Handled before any server starts (see `run`), and `watch` right after.
-        Command::Auth { .. } | Command::Watch { .. } | Command::Gateway(_) => Ok(()),
+        Command::Auth { .. } | Command::Watch { .. } | Command::Gateway(_) | Command::Trust(_) => {
+            Ok(())
+        }
     }?;
     Ok(0)
 }
@@ -534,26 +540,14 @@ async fn set_log_levels(hub: &Hub, level: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Finds the config: `--config`, then `MCPMUX_CONFIG`, then `./mcpmux.toml`, then `./.mcp.json`.
+/// Finds the config: `--config`, then `MCPMUX_CONFIG`, then a trusted
+/// `./mcpmux.toml`, then a trusted `./.mcp.json` (`trust_cmd::load`).
 /// The CLI takes a file only (a detached review round is handed the same
-/// path), read by core's one rule for a path ([`ConfigSource::Path`]).
+/// path), read by core's one rule for a path.
 fn load_config(flag: Option<&std::path::Path>) -> Result<Config, Error> {
-    let from = |path: PathBuf| Config::from_source(ConfigSource::Path(path));
-    if let Some(path) = flag {
-        return from(path.to_owned());
-    }
-    if let Some(path) = std::env::var_os("MCPMUX_CONFIG").filter(|p| !p.is_empty()) {
-        return from(PathBuf::from(path));
-    }
-    for candidate in ["mcpmux.toml", ".mcp.json"] {
-        let path = PathBuf::from(candidate);
-        if path.is_file() {
-            return from(path);
-        }
-    }
-    Err(Error::ConfigInvalid(
-        "no config found: pass --config FILE, set MCPMUX_CONFIG, or create ./mcpmux.toml or ./.mcp.json".into(),
-    ))
+    trust_cmd::load(flag)?
+        .map(|(config, _)| config)
+        .ok_or_else(trust_cmd::no_config)
 }
 
 /// The ARGS_JSON argument, or stdin for `-` (read up to `limit` bytes and

@@ -97,19 +97,12 @@ pub enum ReviewCommand {
 /// at all is fine (sessions then run without tools). Returns it with the
 /// absolute path it came from.
 pub fn optional_config(flag: Option<&Path>) -> Result<Option<(Config, PathBuf)>, Error> {
-    let path = if let Some(p) = flag {
-        Some(p.to_owned())
-    } else if let Some(p) = std::env::var_os("MCPMUX_CONFIG").filter(|p| !p.is_empty()) {
-        Some(PathBuf::from(p))
-    } else {
-        ["mcpmux.toml", ".mcp.json"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
+    // A config found in the current directory is used only when trusted
+    // (its `[session]` may name a reviewer command).
+    let Some((config, located)) = crate::trust_cmd::load(flag)? else {
+        return Ok(None);
     };
-    let Some(path) = path else { return Ok(None) };
-    let config = Config::load(&path)?;
-    let abs = std::path::absolute(&path).unwrap_or(path);
+    let abs = std::path::absolute(&located.path).unwrap_or(located.path);
     Ok(Some((config, abs)))
 }
 

@@ -29,6 +29,9 @@ fn four_configs() -> Sandbox {
         ".mcp.json",
         r#"{"mcpServers": {"from_json": {"command": "/nonexistent/x", "disabled": true}}}"#,
     );
+    // Discovered files are used only when trusted (tests/trust.rs).
+    sb.trust("mcpmux.toml");
+    sb.trust(".mcp.json");
     sb
 }
 
@@ -78,6 +81,7 @@ fn mcp_json_is_the_last_resort_and_works() {
         }
     });
     sb.write(".mcp.json", &config.to_string());
+    sb.trust(".mcp.json");
     let out = sb.mcpmux_bare(&["--json", "servers"]).run();
     assert_eq!(server_names(&out), ["demo"], "{out}");
     assert_eq!(out.json()[0]["state"], "connected", "{out}");

@@ -42,6 +42,7 @@ test('the package exports Hub, McpmuxError, ERROR_CODES and version', () => {
       'INTERNAL',
       'AUTH_REQUIRED',
       'AUTH_FAILED',
+      'CONFIG_UNTRUSTED',
     ],
   )
   assert.throws(() => new Hub({}), TypeError)

@@ -38,6 +38,7 @@ def test_every_code_has_its_class():
         "INTERNAL": mcpmux.Internal,
         "AUTH_REQUIRED": mcpmux.AuthRequired,
         "AUTH_FAILED": mcpmux.AuthFailed,
+        "CONFIG_UNTRUSTED": mcpmux.ConfigUntrusted,
     }
     # The engine's own list of codes, and nothing more or less.
     assert set(mcpmux.ERROR_CODES) == set(classes)

@@ -208,6 +208,12 @@ impl Sandbox {
         cmd
     }
 
+    /// `mcpmux trust --yes NAME`: trusts a config of this sandbox in its
+    /// own trust store, so that discovery uses it.
+    pub fn trust(&self, name: &str) {
+        self.mcpmux_bare(&["trust", "--yes", name]).run().ok();
+    }
+
     /// `mcpmux ARGS` in this sandbox, without `--config` (discovery).
     pub fn mcpmux_bare(&self, args: &[&str]) -> Run {
         let mut cmd = Run::new(self.path());
@@ -232,7 +238,10 @@ impl Run {
             .env_remove("MCPMUX_CONFIG")
             .env_remove("MCPMUX_LOG")
             .env_remove("RUST_LOG")
-            .env("XDG_STATE_HOME", state_home());
+            .env("XDG_STATE_HOME", state_home())
+            // Each sandbox has its own trust store for the configs found in
+            // it (`mcpmux trust`), never the real home's.
+            .env("XDG_CONFIG_HOME", cwd.join(".xdg-config"));
         Run {
             cmd,
             stdin: None,

@@ -44,6 +44,7 @@ from ._errors import (
     AuthRequired,
     Cancelled,
     ConfigInvalid,
+    ConfigUntrusted,
     ConnectFailed,
     Internal,
     InvalidInput,
@@ -94,6 +95,7 @@ __all__ = [
     "Internal",
     "AuthRequired",
     "AuthFailed",
+    "ConfigUntrusted",
 ]
 
 #: The version of the mcpmux engine inside this package.

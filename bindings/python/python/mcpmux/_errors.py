@@ -201,6 +201,16 @@ class AuthFailed(McpmuxError):
     code = "AUTH_FAILED"
 
 
+class ConfigUntrusted(McpmuxError):
+    """A config found in the current directory is not trusted, or changed since it was trusted (``CONFIG_UNTRUSTED``).
+
+    Nothing was started; the message names the file and the command that
+    trusts it (``mcpmux trust PATH``). Configs a host passes are always trusted.
+    """
+
+    code = "CONFIG_UNTRUSTED"
+
+
 #: The exception class of each error code.
 BY_CODE: Dict[str, Type[McpmuxError]] = {
     cls.code: cls
@@ -225,6 +235,7 @@ BY_CODE: Dict[str, Type[McpmuxError]] = {
         Internal,
         AuthRequired,
         AuthFailed,
+        ConfigUntrusted,
     )
 }
 
