@@ -12,6 +12,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod auth;
+mod config_loop;
 mod gateway;
 mod human;
 mod policy_cmd;
@@ -168,6 +169,20 @@ fn main() -> ExitCode {
         Err(e) => return fail(&Error::InvalidInput(usage_error(&e))),
     };
     init_logging(cli.verbose);
+    // Before any thread starts: it sets the environment the servers inherit.
+    // A detached review round runs under the mcpmux that began it, with the
+    // same config: not a loop.
+    let run_round = matches!(
+        &cli.command,
+        Command::Review {
+            action: review::ReviewCommand::RunRound { .. }
+        }
+    );
+    if !run_round && !matches!(cli.command, Command::Trust(_)) {
+        if let Err(e) = config_loop::enter(cli.config.as_deref()) {
+            return fail(&e);
+        }
+    }
     // Two workers unless $MCPMUX_WORKER_THREADS says otherwise: a command
     // runs a handful of servers for a few seconds.
     let mut builder = match mcpmux_core::runtime::builder("mcpmux-cli", None, Some(2)) {

@@ -187,3 +187,42 @@ fn trust_with_nothing_to_trust_says_so() {
     let msg = out.fails_with("CONFIG_INVALID");
     assert_mentions(&msg, &["absent.toml"], &out);
 }
+
+#[test]
+fn an_mcpmux_that_would_start_itself_with_its_config_refuses_naming_the_loop() {
+    let sb = Sandbox::new();
+    let config = json!({"mcpServers": {
+        "self": {"command": mcpmux_bin().to_str().unwrap(), "args": ["gateway"], "restart": "never"},
+    }});
+    sb.write(".mcp.json", &config.to_string());
+    sb.trust(".mcp.json");
+    // The nested gateway finds the same file and refuses at once, so the
+    // outer one reports its server failed (not 22 nested gateways).
+    let out = sb.mcpmux_bare(&["--json", "servers"]).run();
+    out.ok();
+    let status = &out.json()[0];
+    assert_eq!(status["state"], "failed", "{out}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("loop") && error.contains("CONFIG_INVALID"),
+        "{out}"
+    );
+
+    // Directly: started under an mcpmux running this config.
+    let real = std::fs::canonicalize(sb.path().join(".mcp.json")).unwrap();
+    let out = sb
+        .mcpmux_bare(&["gateway"])
+        .env("MCPMUX_CONFIG_CHAIN", json!([real]).to_string())
+        .run();
+    let msg = out.fails_with("CONFIG_INVALID");
+    assert_mentions(&msg, &["loop", real.to_str().unwrap()], &out);
+    // Another config nests fine.
+    let out = sb
+        .mcpmux_bare(&["--json", "servers"])
+        .env(
+            "MCPMUX_CONFIG_CHAIN",
+            json!(["/elsewhere/mcpmux.toml"]).to_string(),
+        )
+        .run();
+    out.ok();
+}
