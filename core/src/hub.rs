@@ -214,7 +214,7 @@ impl Slot {
     /// it would list, or did (what a name says of its owner before the
     /// server has listed its tools).
     fn prefixes(&self, name: &str) -> bool {
-        name.starts_with(&tool_names::sanitize(&format!("mcp_{}_", self.config.name)))
+        self.config.prefixes(name)
     }
 
     fn client(&self) -> Option<Client> {
@@ -774,7 +774,15 @@ impl Hub {
         if self.is_closed() {
             return closed();
         }
-        Error::UnknownTool(format!("unknown tool '{name}'"))
+        let index = self.inner.index.read().unwrap().clone();
+        let hint = crate::tool_names::did_you_mean(
+            name,
+            index
+                .entries
+                .iter()
+                .map(|e| (e.name.as_str(), e.tool().name.as_str())),
+        );
+        Error::UnknownTool(format!("unknown tool '{name}'{hint}"))
     }
 
     /// The client of server `name`, when it is connected. A lazy server

@@ -144,6 +144,51 @@ fn stable_hash(server: &str, tool: &str) -> u64 {
     h
 }
 
+/// The end of an "unknown tool" message: ` (did you mean 'a'?)` or
+/// ` (did you mean 'a' or 'b'?)`, else empty. `offered` yields each offered
+/// tool's hub name and the server's own name for it. A server's own name
+/// given alone (`get_current_time` for `mcp_time_get_current_time`) names
+/// every tool it belongs to; else the closest names by edit distance (a
+/// typo), at most three. Cold path: it compares against every tool.
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    offered: impl Iterator<Item = (&'a str, &'a str)>,
+) -> String {
+    let wanted = name.to_lowercase();
+    let mut bare = Vec::new();
+    let mut close: Vec<(f64, &str)> = Vec::new();
+    for (hub_name, own) in offered {
+        if own.to_lowercase() == wanted || sanitize(own).to_lowercase() == wanted {
+            bare.push(hub_name);
+            continue;
+        }
+        let score = strsim::normalized_damerau_levenshtein(&wanted, &hub_name.to_lowercase()).max(
+            strsim::normalized_damerau_levenshtein(&wanted, &own.to_lowercase()),
+        );
+        if score >= 0.7 {
+            close.push((score, hub_name));
+        }
+    }
+    let picked: Vec<&str> = if bare.is_empty() {
+        close.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+        close.into_iter().map(|(_, n)| n).take(3).collect()
+    } else {
+        bare.sort_unstable();
+        bare.into_iter().take(3).collect()
+    };
+    match picked.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean '{one}'?)"),
+        [rest @ .., last] => format!(
+            " (did you mean {} or '{last}'?)",
+            rest.iter()
+                .map(|n| format!("'{n}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +259,30 @@ mod tests {
         assert_eq!(full[1], "mcp_a_x");
         assert_ne!(full[3], full[4]);
         assert_eq!(full[5], "mcp_c_d");
+    }
+
+    #[test]
+    fn unknown_names_suggest_the_hub_name_or_the_nearest() {
+        let offered = [
+            ("mcp_time_get_current_time", "get_current_time"),
+            ("mcp_time_convert_time", "convert_time"),
+            ("mcp_demo_echo", "echo"),
+        ];
+        let hint = |name: &str| did_you_mean(name, offered.iter().copied());
+        assert_eq!(
+            hint("get_current_time"),
+            " (did you mean 'mcp_time_get_current_time'?)"
+        );
+        assert_eq!(
+            hint("mcp_time_get_curent_time"),
+            " (did you mean 'mcp_time_get_current_time'?)"
+        );
+        assert_eq!(hint("mcp_demo_ecko"), " (did you mean 'mcp_demo_echo'?)");
+        assert_eq!(hint("frobnicate_everything"), "");
+        let two = [("mcp_a_echo", "echo"), ("mcp_b_echo", "echo")];
+        assert_eq!(
+            did_you_mean("echo", two.iter().copied()),
+            " (did you mean 'mcp_a_echo' or 'mcp_b_echo'?)"
+        );
     }
 }

@@ -290,12 +290,14 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         return auth::run(action, config, cli.json).await;
     }
     // Which servers start: a command aimed at one server (`call`, whose
-    // hub-name prefix names it; `read`, `prompt` and `complete` with
+    // hub-name prefix names it, when one does; `read`, `prompt` and `complete` with
     // `--server`) makes every server lazy, so only that one starts and an
     // unrelated hung server costs nothing. Commands that list or pick among
     // all servers start every enabled one; `watch` keeps the config's `lazy`.
     let lazy = match &cli.command {
-        Command::Call { .. } => Some(true),
+        // A name no server's prefix claims starts every server, so that
+        // the error can name the tool meant (`did you mean ...`).
+        Command::Call { tool, .. } => Some(config.servers.iter().any(|s| s.prefixes(tool))),
         Command::Read { server, .. }
         | Command::Prompt { server, .. }
         | Command::Complete { server, .. } => Some(server.is_some()),

@@ -372,8 +372,13 @@ fn call_unknown_tool() {
     let msg = out.fails_with("UNKNOWN_TOOL");
     assert_mentions(&msg, &["mcp_demo_nope"], &out);
 
+    // A server's own name, or a typo: the hub name meant.
     let out = sb.mcpmux(&["--json", "call", "echo"]).run();
-    out.fails_with("UNKNOWN_TOOL");
+    let msg = out.fails_with("UNKNOWN_TOOL");
+    assert_mentions(&msg, &["did you mean 'mcp_demo_echo'"], &out);
+    let out = sb.mcpmux(&["call", "mcp_demo_ecko", "{}"]).run();
+    let msg = out.fails_with("UNKNOWN_TOOL");
+    assert_mentions(&msg, &["did you mean 'mcp_demo_echo'"], &out);
 
     let out = sb.mcpmux(&["call", "mcp_off_echo", "{}"]).run();
     let msg = out.fails_with("UNKNOWN_TOOL");
