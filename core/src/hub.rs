@@ -923,22 +923,83 @@ impl Hub {
             .await
     }
 
+    /// The hub name of each prompt in `listed` (as [`Hub::list_prompts`]
+    /// gives them, in that order): `mcp_{server}_{prompt}`, by the rule of
+    /// tool names, so two servers' prompts of one name stay apart. The
+    /// gateway lists prompts under these names; [`Hub::get_prompt`] takes
+    /// them as well as a server's own name.
+    pub fn prompt_hub_names(&self, listed: &[Value]) -> Vec<String> {
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|p| {
+                (
+                    p["server"].as_str().unwrap_or_default(),
+                    p["name"].as_str().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let config = self.config();
+        let configured: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        tool_names::assign_in(&pairs, &configured)
+    }
+
     /// Gets prompt `name` with `arguments` from `server`, or from the one
-    /// server that lists a prompt of that name.
+    /// server that lists a prompt of that name. `name` is the server's own
+    /// name for the prompt or its hub name (`mcp_{server}_{prompt}`, as the
+    /// gateway lists it); an unknown name is `INVALID_INPUT` saying which
+    /// names were meant.
     pub async fn get_prompt(
         &self,
         name: &str,
         arguments: Option<&Value>,
         server: Option<&str>,
     ) -> Result<Value, Error> {
-        let client = match server {
-            Some(s) => self.started_client(s).await?,
-            None => {
-                let prompts = self.list_prompts(None).await?;
-                self.client(&surface::single_owner(&prompts, "name", name, "prompt")?)?
+        let listed = match server {
+            // A named server is asked for `name` as given unless it lists a
+            // prompt under that hub name (a failed listing included).
+            Some(s) => {
+                self.started_client(s).await?;
+                self.list_prompts(Some(s)).await.unwrap_or_default()
             }
+            None => self.list_prompts(None).await?,
         };
-        let mut params = serde_json::json!({ "name": name });
+        let by_hub_name = || {
+            let hub_names = self.prompt_hub_names(&listed);
+            let found = hub_names.iter().position(|n| n == name).map(|i| {
+                (
+                    listed[i]["server"].as_str().unwrap_or_default().to_owned(),
+                    listed[i]["name"].as_str().unwrap_or_default().to_owned(),
+                )
+            });
+            (found, hub_names)
+        };
+        let (owner, own) = match server {
+            Some(s) => match by_hub_name() {
+                (Some(found), _) if !listed.iter().any(|p| p["name"] == name) => found,
+                _ => (s.to_owned(), name.to_owned()),
+            },
+            None if listed.iter().any(|p| p["name"] == name) => (
+                surface::single_owner(&listed, "name", name, "prompt")?,
+                name.to_owned(),
+            ),
+            None => match by_hub_name() {
+                (Some(found), _) => found,
+                (None, hub_names) => {
+                    let hint = tool_names::did_you_mean(
+                        name,
+                        hub_names
+                            .iter()
+                            .zip(&listed)
+                            .map(|(h, p)| (h.as_str(), p["name"].as_str().unwrap_or_default())),
+                    );
+                    return Err(Error::InvalidInput(format!(
+                        "no connected server has a prompt named '{name}'{hint}"
+                    )));
+                }
+            },
+        };
+        let client = self.client(&owner)?;
+        let mut params = serde_json::json!({ "name": own });
         if let Some(args) = arguments {
             params["arguments"] = args.clone();
         }

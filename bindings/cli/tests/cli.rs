@@ -555,6 +555,18 @@ fn prompt_json_and_human() {
         "{out}"
     );
 
+    // One naming everywhere: the hub name the gateway lists works too,
+    // with or without --server.
+    for args in [
+        &["--json", "prompt", "mcp_demo_greet"][..],
+        &["--json", "prompt", "mcp_demo_greet", "--server", "demo"],
+    ] {
+        let mut run = sb.mcpmux(args);
+        let by_hub_name = run.arg(r#"{"name":"Ada"}"#).run();
+        by_hub_name.ok();
+        assert_eq!(by_hub_name.json(), v, "{by_hub_name}");
+    }
+
     let human = sb
         .mcpmux(&["prompt", "greet", "-"])
         .stdin(r#"{"name":"Grace"}"#)
@@ -576,6 +588,9 @@ fn prompt_errors() {
     let out = sb.mcpmux(&["prompt", "farewell", "{}"]).run();
     let msg = out.fails_with("INVALID_INPUT");
     assert_mentions(&msg, &["farewell"], &out);
+    let out = sb.mcpmux(&["prompt", "mcp_demo_gret", "{}"]).run();
+    let msg = out.fails_with("INVALID_INPUT");
+    assert_mentions(&msg, &["did you mean 'mcp_demo_greet'"], &out);
 
     let out = sb.mcpmux(&["prompt", "greet", "[]"]).run();
     out.fails_with("INVALID_INPUT");

@@ -647,3 +647,25 @@ fn completions_subscriptions_and_logging_work_end_to_end_with_server_everything(
     let log = gw.notification("notifications/message");
     assert!(log["params"]["level"].is_string(), "{log}");
 }
+
+#[test]
+fn prompts_answer_to_the_gateway_name_and_to_the_server_s_own_name() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let mut gw = Raw::start(&sb, &[]);
+    let listed = gw.request("prompts/list", json!({}));
+    assert_eq!(
+        listed["result"]["prompts"][0]["name"], "mcp_demo_greet",
+        "{listed}"
+    );
+    for name in ["mcp_demo_greet", "greet"] {
+        let got = gw.request(
+            "prompts/get",
+            json!({"name": name, "arguments": {"name": "Ada"}}),
+        );
+        let text = got["result"]["messages"][0]["content"]["text"].as_str();
+        assert!(text.is_some_and(|t| t.contains("Ada")), "{name}: {got}");
+    }
+    let typo = gw.request("prompts/get", json!({"name": "mcp_demo_gret"}));
+    let message = typo["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did you mean 'mcp_demo_greet'"), "{typo}");
+}

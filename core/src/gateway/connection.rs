@@ -457,13 +457,7 @@ async fn named_prompts(gateway: &Gateway) -> Result<Vec<NamedPrompt>, Error> {
     let names = if gateway.inner.options.no_prefix {
         pairs.iter().map(|(_, own)| own.clone()).collect()
     } else {
-        let config = hub.config();
-        let configured: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
-        let refs: Vec<(&str, &str)> = pairs
-            .iter()
-            .map(|(s, p)| (s.as_str(), p.as_str()))
-            .collect();
-        crate::tool_names::assign_in(&refs, &configured)
+        hub.prompt_hub_names(&listed)
     };
     Ok(own(listed)
         .into_iter()
@@ -476,13 +470,29 @@ async fn named_prompts(gateway: &Gateway) -> Result<Vec<NamedPrompt>, Error> {
         .collect())
 }
 
-/// The prompt the client calls `name`.
+/// The prompt the client calls `name`: by the name the gateway lists, else
+/// by a server's own name when one server alone has a prompt of that name
+/// (the name `mcpmux prompts` shows).
 async fn find_prompt(gateway: &Gateway, name: &str) -> Result<NamedPrompt, Error> {
-    named_prompts(gateway)
-        .await?
-        .into_iter()
-        .find(|p| p.shown["name"] == name)
-        .ok_or_else(|| Error::InvalidInput(format!("unknown prompt '{name}'")))
+    let mut prompts = named_prompts(gateway).await?;
+    if let Some(i) = prompts.iter().position(|p| p.shown["name"] == name) {
+        return Ok(prompts.swap_remove(i));
+    }
+    let mut own: Vec<usize> = (0..prompts.len())
+        .filter(|&i| prompts[i].own == name)
+        .collect();
+    if own.len() == 1 {
+        return Ok(prompts.swap_remove(own.remove(0)));
+    }
+    let hint = crate::tool_names::did_you_mean(
+        name,
+        prompts
+            .iter()
+            .map(|p| (p.shown["name"].as_str().unwrap_or_default(), p.own.as_str())),
+    );
+    Err(Error::InvalidInput(format!(
+        "unknown prompt '{name}'{hint}"
+    )))
 }
 
 /// The answer to `server/discover` (the stateless 2026-07-28 revision):
