@@ -119,6 +119,23 @@ async fn crash_mid_call_fails_fast() {
 }
 
 #[tokio::test]
+async fn a_crash_quotes_only_the_stderr_of_the_call_under_way() {
+    let tag = marker("crash-stderr");
+    let hub = hub_with(&tag, fault("crashy", "crash_mid_call.py", &tag)).await;
+    let defaults = CallOptions::default();
+    let answered = hub.call_tool("mcp_crashy_chatty", None, &defaults).await;
+    assert!(answered.is_ok(), "{answered:?}");
+    let e = hub
+        .call_tool("mcp_crashy_work", None, &defaults)
+        .await
+        .unwrap_err();
+    let message = e.to_string();
+    assert!(message.contains("simulated crash"), "{message}");
+    assert!(!message.contains("earlier call"), "{message}");
+    close_and_check(hub, &tag).await;
+}
+
+#[tokio::test]
 async fn demo_crash_fails_every_call_in_flight() {
     let tag = marker("inflight");
     let hub = Hub::connect(config(&[demo_entry("demo", &marker_env(&tag))]))

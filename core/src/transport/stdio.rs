@@ -10,7 +10,7 @@
 
 use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -117,7 +117,9 @@ impl StdioTransport {
             let _ = exit_tx.send(status);
         });
 
-        let ring = Arc::new(StderrRing::default());
+        // Stdout messages so far, stamped on each stderr line (see StderrRing).
+        let frames = Arc::new(AtomicU64::new(0));
+        let ring = Arc::new(StderrRing::new(frames.clone()));
         let (stderr_done_tx, stderr_done_rx) = watch::channel(false);
         tokio::spawn(read_stderr(
             label.to_owned(),
@@ -140,7 +142,7 @@ impl StdioTransport {
         };
         let stdout = match stdout
             .into_owned_fd()
-            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone()))
+            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone(), frames))
         {
             Ok(reader) => reader,
             Err(e) => {
@@ -323,7 +325,7 @@ impl Ending {
             Some(status) => format!("server process exited ({status})"),
             None => format!("server {cause}"),
         };
-        let stderr = self.ring.tail();
+        let stderr = self.ring.since_last_message();
         let stderr = if stderr.is_empty() {
             String::new()
         } else {
@@ -346,29 +348,45 @@ async fn read_stdout(reader: Arc<StdoutReader>, sink: Weak<dyn FrameSink>, endin
     }
 }
 
-/// The last few KiB of a child's stderr.
-#[derive(Default)]
+/// The last few KiB of a child's stderr, each line stamped with how many
+/// stdout messages the server had sent when it was read. An error quotes
+/// only the lines stamped with the final count: what the server wrote
+/// since its last message, which is the call under way and the crash
+/// itself, never what it wrote during an earlier, answered call.
 struct StderrRing {
-    lines: Mutex<(VecDeque<String>, usize)>,
+    lines: Mutex<(VecDeque<(u64, String)>, usize)>,
+    frames: Arc<AtomicU64>,
 }
 
 impl StderrRing {
-    fn push(&self, line: String) {
-        let mut guard = self.lines.lock().unwrap();
-        let (lines, bytes) = &mut *guard;
-        *bytes += line.len();
-        lines.push_back(line);
-        while *bytes > STDERR_KEEP_BYTES && lines.len() > 1 {
-            *bytes -= lines.pop_front().map_or(0, |l| l.len());
+    fn new(frames: Arc<AtomicU64>) -> StderrRing {
+        StderrRing {
+            lines: Mutex::default(),
+            frames,
         }
     }
 
-    fn tail(&self) -> String {
+    fn push(&self, line: String) {
+        let stamp = self.frames.load(Ordering::Relaxed);
+        let mut guard = self.lines.lock().unwrap();
+        let (lines, bytes) = &mut *guard;
+        *bytes += line.len();
+        lines.push_back((stamp, line));
+        while *bytes > STDERR_KEEP_BYTES && lines.len() > 1 {
+            *bytes -= lines.pop_front().map_or(0, |(_, l)| l.len());
+        }
+    }
+
+    /// The lines read since the server's last stdout message, cut to the
+    /// last [`STDERR_KEEP_BYTES`].
+    fn since_last_message(&self) -> String {
+        let last = self.frames.load(Ordering::Relaxed);
         let guard = self.lines.lock().unwrap();
         let joined = guard
             .0
             .iter()
-            .map(String::as_str)
+            .filter(|(stamp, _)| *stamp == last)
+            .map(|(_, line)| line.as_str())
             .collect::<Vec<_>>()
             .join("\n");
         if joined.len() > STDERR_KEEP_BYTES {
@@ -420,12 +438,23 @@ mod tests {
 
     #[test]
     fn stderr_ring_keeps_the_tail() {
-        let ring = StderrRing::default();
+        let ring = StderrRing::new(Arc::default());
         for i in 0..2000 {
             ring.push(format!("line {i}"));
         }
-        let tail = ring.tail();
+        let tail = ring.since_last_message();
         assert!(tail.len() <= STDERR_KEEP_BYTES);
         assert!(tail.ends_with("line 1999"));
+    }
+
+    #[test]
+    fn an_error_quotes_only_what_was_written_since_the_last_message() {
+        let frames = Arc::new(AtomicU64::new(0));
+        let ring = StderrRing::new(frames.clone());
+        ring.push("warning during the first call".into());
+        frames.fetch_add(1, Ordering::Relaxed); // its answer
+        assert_eq!(ring.since_last_message(), "");
+        ring.push("panicked: out of cheese".into());
+        assert_eq!(ring.since_last_message(), "panicked: out of cheese");
     }
 }

@@ -19,6 +19,7 @@
 
 use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::net::unix::pipe;
@@ -35,6 +36,11 @@ pub(crate) struct StdoutReader {
     state: Mutex<Splitter>,
     sink: Weak<dyn FrameSink>,
     max: usize,
+    /// Messages handed to the sink so far: the stderr reader stamps each
+    /// line with it, so that an error quotes only what the server wrote
+    /// since its last message (the call under way, the crash), not what it
+    /// wrote during earlier calls.
+    frames: Arc<AtomicU64>,
 }
 
 /// Why [`StdoutReader::run`] stopped reading.
@@ -54,6 +60,7 @@ impl StdoutReader {
         stdout: OwnedFd,
         max: usize,
         sink: Weak<dyn FrameSink>,
+        frames: Arc<AtomicU64>,
     ) -> std::io::Result<Arc<StdoutReader>> {
         let fd = stdout.as_raw_fd();
         Ok(Arc::new(StdoutReader {
@@ -62,6 +69,7 @@ impl StdoutReader {
             state: Mutex::new(Splitter::new(max)),
             sink,
             max,
+            frames,
         }))
     }
 
@@ -80,6 +88,7 @@ impl StdoutReader {
             let mut out = ToSink {
                 sink: &self.sink,
                 max: self.max,
+                frames: &self.frames,
             };
             loop {
                 // (`try_read_buf` clears the pipe's readiness when it sees
@@ -122,6 +131,7 @@ impl ReadNow for StdoutReader {
         let mut out = ToSink {
             sink: &self.sink,
             max: self.max,
+            frames: &self.frames,
         };
         splitter.split(&mut out);
     }
@@ -131,6 +141,7 @@ impl ReadNow for StdoutReader {
 struct ToSink<'a> {
     sink: &'a Weak<dyn FrameSink>,
     max: usize,
+    frames: &'a AtomicU64,
 }
 
 impl Lines for ToSink<'_> {
@@ -138,6 +149,7 @@ impl Lines for ToSink<'_> {
         let Some(sink) = self.sink.upgrade() else {
             return false;
         };
+        self.frames.fetch_add(1, Ordering::Relaxed);
         sink.on_frame(line);
         true
     }
