@@ -38,6 +38,14 @@ pub struct HubOptions {
     /// connecting ([`EventSender::subscribe`]) to see the first servers
     /// connect; [`Hub::events`] subscribes later.
     pub events: EventSender,
+    /// How long [`Hub::connect_with`] waits for the servers to come up.
+    /// `None` (the default): until every enabled, non-lazy server is
+    /// connected or has failed. `Some(bound)`: at most `bound`; the servers
+    /// not up by then show as `starting` and go on starting in the
+    /// background, their tools listed (with a `tools_changed` event) once
+    /// they are up. For hosts that must answer quickly whatever one slow
+    /// server does (the gateway's `initialize`, the CLI's listings).
+    pub startup_wait: Option<std::time::Duration>,
 }
 
 impl Default for HubOptions {
@@ -47,6 +55,7 @@ impl Default for HubOptions {
             handlers: ClientHandlers::default(),
             auth: crate::auth::AuthOptions::default(),
             events: EventSender::default(),
+            startup_wait: None,
         }
     }
 }
@@ -100,20 +109,25 @@ pub enum ServerState {
     /// first use (a call to `mcp_<server>_...`, or a read, prompt,
     /// completion, subscription, ping or refresh aimed at it) starts it.
     Idle,
+    /// Its first start is under way: the hub was connected with a
+    /// [`HubOptions::startup_wait`] that ran out before it came up (or a
+    /// first use is starting it). No tools listed yet.
+    Starting,
 }
 
 impl ServerState {
     /// Every state, in declaration order.
-    pub const ALL: [ServerState; 5] = [
+    pub const ALL: [ServerState; 6] = [
         ServerState::Connected,
         ServerState::Failed,
         ServerState::Disabled,
         ServerState::Restarting,
         ServerState::Idle,
+        ServerState::Starting,
     ];
 
-    /// The state's name: `connected`, `failed`, `disabled`, `restarting` or
-    /// `idle`.
+    /// The state's name: `connected`, `failed`, `disabled`, `restarting`,
+    /// `idle` or `starting`.
     pub fn as_str(self) -> &'static str {
         match self {
             ServerState::Connected => "connected",
@@ -121,6 +135,7 @@ impl ServerState {
             ServerState::Disabled => "disabled",
             ServerState::Restarting => "restarting",
             ServerState::Idle => "idle",
+            ServerState::Starting => "starting",
         }
     }
 }
@@ -141,7 +156,7 @@ impl std::str::FromStr for ServerState {
             .find(|st| st.as_str() == s)
             .ok_or_else(|| {
                 Error::InvalidInput(format!(
-                    "unknown server state '{s}' (expected one of: connected, failed, disabled, restarting, idle)"
+                    "unknown server state '{s}' (expected one of: connected, failed, disabled, restarting, idle, starting)"
                 ))
             })
     }
@@ -343,6 +358,7 @@ impl Hub {
         // From here on, what the servers send back cannot show the
         // config's secrets ([`crate::secrets`]).
         crate::secrets::register(config.secret_values());
+        let startup_wait = options.startup_wait;
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
@@ -379,7 +395,21 @@ impl Hub {
             .filter(|s| s.config.enabled && !s.config.supervision.lazy)
             .cloned()
             .collect();
-        futures::future::join_all(eager.iter().map(|s| inner.start(s))).await;
+        let starts = {
+            let inner = inner.clone();
+            async move { futures::future::join_all(eager.iter().map(|s| inner.start(s))).await }
+        };
+        match startup_wait {
+            None => {
+                starts.await;
+            }
+            Some(bound) => {
+                // What is not up within the bound goes on in the background
+                // (each start is bounded by its server's timeout).
+                let starts = tokio::spawn(starts);
+                let _ = tokio::time::timeout(bound, starts).await;
+            }
+        }
         Ok(Hub { inner })
     }
 
@@ -437,6 +467,10 @@ impl Hub {
                     }
                     SlotState::Failed(e) => fail(&mut status, e),
                     SlotState::Disabled => {}
+                    // A start under way holds `starting`.
+                    SlotState::Idle if slot.starting.try_lock().is_err() => {
+                        status.state = ServerState::Starting
+                    }
                     SlotState::Idle => status.state = ServerState::Idle,
                     SlotState::Closed => fail(&mut status, &closed()),
                 }
@@ -447,7 +481,7 @@ impl Hub {
 
     /// One line saying which enabled servers failed (so their tools are
     /// missing from [`Hub::list_tools`] and [`Hub::tools_for`]), with each
-    /// one's error code; `None` when none did. A server that is restarting
+    /// one's error code, and which are still `starting`; `None` when none. A server that is restarting
     /// before it ever listed tools is named too, marked `restarting` (one
     /// that had tools keeps them listed while it restarts). Front ends show
     /// it beside a tool list (the CLI on stderr); [`Hub::servers`] has the
@@ -455,7 +489,12 @@ impl Hub {
     pub fn failed_servers_note(&self) -> Option<String> {
         let mut failed = Vec::new();
         let mut restarting = Vec::new();
+        let mut starting = Vec::new();
         for s in self.servers() {
+            if s.state == ServerState::Starting {
+                starting.push(s.name);
+                continue;
+            }
             let listed_none = match s.state {
                 ServerState::Failed => true,
                 ServerState::Restarting => s.tool_count == 0,
@@ -468,7 +507,13 @@ impl Hub {
                 }
             }
         }
-        (!failed.is_empty()).then(|| {
+        let starting = (!starting.is_empty()).then(|| {
+            format!(
+                "servers still starting, their tools not listed yet: {}",
+                starting.join(", ")
+            )
+        });
+        let failed = (!failed.is_empty()).then(|| {
             let restarting = if restarting.is_empty() {
                 String::new()
             } else {
@@ -478,7 +523,11 @@ impl Hub {
                 "tools of failed servers are not listed: {}{restarting} (see `servers` for why)",
                 failed.join(", ")
             )
-        })
+        });
+        match (failed, starting) {
+            (Some(f), Some(s)) => Some(format!("{f}; {s}")),
+            (f, s) => f.or(s),
+        }
     }
 
     /// Every tool of every connected server, in config order. A lazy

@@ -50,6 +50,9 @@ struct Cli {
     /// Per-request timeout in seconds for every server (overrides the config).
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
+    /// How long listing commands (servers, tools, resources, prompts, policy, watch, and read/prompt/complete without --server) wait for servers to come up before they list what is up [default: 10, and never more than the call timeout]; `call` waits for its server, the gateway answers within 5 s.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    startup_timeout: Option<f64>,
     /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -336,6 +339,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             )));
         }
     }
+    let startup_wait = startup_wait(&cli, &config, timeout)?;
     let interrupted = shutdown_signal();
     tokio::pin!(interrupted);
     // An interrupt while servers start drops the half-made hub, which kills
@@ -350,6 +354,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     let options = mcpmux_core::HubOptions {
         events,
         handlers: relay.as_ref().map(|r| r.handlers()).unwrap_or_default(),
+        startup_wait,
         ..mcpmux_core::HubOptions::default()
     };
     let hub = tokio::select! {
@@ -383,6 +388,57 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     };
     hub.close().await;
     outcome
+}
+
+/// How long a listing command waits for its servers to come up.
+const DEFAULT_STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long the gateway waits before it serves its clients: a client's
+/// `initialize` is answered within 5 s whatever a server does.
+const GATEWAY_STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// How long `Hub::connect_with` waits for the servers, by command: `call`
+/// (and `read`, `prompt`, `complete` with `--server`) for its server; the
+/// gateway [`GATEWAY_STARTUP_WAIT`]; the listing commands
+/// `--startup-timeout` (default [`DEFAULT_STARTUP_WAIT`]), never longer
+/// than the shortest call timeout of the config.
+fn startup_wait(
+    cli: &Cli,
+    config: &Config,
+    timeout: Option<std::time::Duration>,
+) -> Result<Option<std::time::Duration>, Error> {
+    let flag = match cli.startup_timeout {
+        None => None,
+        Some(secs) => Some(mcpmux_core::config::seconds(secs).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "--startup-timeout must be a positive number of seconds (at most {}), not {secs}",
+                mcpmux_core::config::MAX_SECONDS
+            ))
+        })?),
+    };
+    let aimed = match &cli.command {
+        Command::Call { .. } => true,
+        Command::Read { server, .. }
+        | Command::Prompt { server, .. }
+        | Command::Complete { server, .. } => server.is_some(),
+        _ => false,
+    };
+    if aimed {
+        return Ok(None);
+    }
+    if matches!(cli.command, Command::Gateway(_)) {
+        return Ok(Some(
+            flag.map_or(GATEWAY_STARTUP_WAIT, |f| f.min(GATEWAY_STARTUP_WAIT)),
+        ));
+    }
+    let shortest_call = config
+        .servers
+        .iter()
+        .map(|s| s.timeout)
+        .chain(timeout)
+        .min();
+    let wait = flag.unwrap_or(DEFAULT_STARTUP_WAIT);
+    Ok(Some(shortest_call.map_or(wait, |t| wait.min(t))))
 }
 
 /// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM, with the error to report.
@@ -423,11 +479,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         Command::Tools { format } => {
-            // stdout stays the plain list; which servers are missing from
-            // it goes to stderr.
-            if let Some(note) = hub.failed_servers_note() {
-                let _ = writeln!(std::io::stderr(), "mcpmux: {note}");
-            }
+            print_failed_servers_note(hub);
             if let Some(format) = format {
                 print_json(&hub.tools_for(format)?)
             } else if json {
@@ -454,6 +506,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             });
         }
         Command::Resources { server } => {
+            print_failed_servers_note(hub);
             let resources = hub.list_resources(server.as_deref()).await?;
             let templates = hub.list_resource_templates(server.as_deref()).await?;
             if json {
@@ -473,6 +526,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         Command::Prompts { server } => {
+            print_failed_servers_note(hub);
             let prompts = hub.list_prompts(server.as_deref()).await?;
             if json {
                 print_json(&prompts)
@@ -536,6 +590,14 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
         }
     }?;
     Ok(0)
+}
+
+/// Names on stderr the servers missing from a listing (failed, or still
+/// starting when the startup bound ran out): stdout stays the plain list.
+fn print_failed_servers_note(hub: &Hub) {
+    if let Some(note) = hub.failed_servers_note() {
+        let _ = writeln!(std::io::stderr(), "mcpmux: {note}");
+    }
 }
 
 /// Asks every connected server that offers logging for `level`: a bad level

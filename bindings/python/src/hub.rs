@@ -161,7 +161,8 @@ impl NativeHub {
     /// loop for OAuth servers (see `authorize.rs`). With `events`, an event
     /// stream is subscribed before the servers start (taken by
     /// `events(initial=True)`).
-    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false))]
+    /// `startup_timeout` (seconds) is core's `HubOptions::startup_wait`.
+    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false, startup_timeout=None))]
     fn connect(
         py: Python<'_>,
         kind: &str,
@@ -169,9 +170,14 @@ impl NativeHub {
         aio: Option<Aio<'_>>,
         authorize: Option<Py<PyAny>>,
         events: bool,
+        startup_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        let startup_wait = convert::opt_seconds(startup_timeout, "startup_timeout")?;
         let parsed = load_config(py, kind, config)?;
-        let mut options = mcpmux_core::HubOptions::default();
+        let mut options = mcpmux_core::HubOptions {
+            startup_wait,
+            ..mcpmux_core::HubOptions::default()
+        };
         if let Some(callback) = authorize {
             options.auth.handler =
                 Some(Arc::new(crate::authorize::PyAuthorize(Arc::new(callback))));

@@ -267,8 +267,15 @@ class Hub:
         *,
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
+        startup_timeout: Optional[float] = None,
     ) -> "Hub":
         """Starts every enabled server of ``config`` at once and returns the hub.
+
+        By default it returns once every server is connected or has failed.
+        With ``startup_timeout`` (seconds) it returns after at most that
+        long: servers not up by then show as ``starting`` in
+        :meth:`servers` and go on starting; their tools are listed (with a
+        ``tools_changed`` event) once they are up.
 
         ``on_event(event)`` is called with every event of the hub (see
         :class:`Events`), starting with each server's first
@@ -294,7 +301,11 @@ class Hub:
         """
         kind, value = _config_args(config)
         _check_on_event(on_event)
-        hub = cls(_native.Hub.connect(kind, value, None, authorize, on_event is not None))
+        hub = cls(
+            _native.Hub.connect(
+                kind, value, None, authorize, on_event is not None, startup_timeout
+            )
+        )
         if on_event is not None:
             _deliver_events(hub._native, on_event)
         return hub
@@ -727,6 +738,7 @@ class AsyncHub:
         *,
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
+        startup_timeout: Optional[float] = None,
     ) -> _Connecting:
         """Starts every enabled server of ``config`` at once; gives the hub.
 
@@ -740,10 +752,10 @@ class AsyncHub:
         server's first ``server_state``, on the event loop's thread (the
         hub's ``mcpmux-events`` delivery thread hands each one over with
         ``loop.call_soon_threadsafe``); if it returns an awaitable, that
-        runs as a task.
+        runs as a task. ``startup_timeout`` as for :meth:`Hub.connect`.
         """
         _check_on_event(on_event)
-        return _Connecting(cls._connect(config, authorize, on_event))
+        return _Connecting(cls._connect(config, authorize, on_event, startup_timeout))
 
     @classmethod
     async def _connect(
@@ -751,9 +763,15 @@ class AsyncHub:
         config: Config,
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
+        startup_timeout: Optional[float] = None,
     ) -> "AsyncHub":
         kind, value = _config_args(config)
-        connect = functools.partial(_native.Hub.connect, authorize=authorize, events=on_event is not None)
+        connect = functools.partial(
+            _native.Hub.connect,
+            authorize=authorize,
+            events=on_event is not None,
+            startup_timeout=startup_timeout,
+        )
         hub = cls(await _run(connect, kind, value))
         if on_event is not None:
             _deliver_events(hub._native, _on_loop(_get_running_loop(), on_event))

@@ -100,6 +100,7 @@ class Hub:
         *,
         authorize: Optional[Callable[[str, str, str], str]] = ...,
         on_event: Optional[EventCallback] = ...,
+        startup_timeout: Optional[float] = ...,
     ) -> Hub: ...
     @property
     def closed(self) -> bool: ...
@@ -200,6 +201,7 @@ class AsyncHub:
         *,
         authorize: Optional[Callable[[str, str, str], str]] = ...,
         on_event: Optional[EventCallback] = ...,
+        startup_timeout: Optional[float] = ...,
     ) -> _Connecting: ...
     @property
     def closed(self) -> bool: ...
