@@ -92,7 +92,7 @@ export interface ServerStatus {
   name: string
   type: 'stdio' | 'http' | 'sse' | 'websocket'
   /** `idle`: `lazy = true` and not used yet (starts on first use). */
-  state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle'
+  state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' | 'starting'
   protocol_version: string | null
   server_info: { name: string; version: string; [key: string]: unknown } | null
   tool_count: number
@@ -238,7 +238,7 @@ export interface PolicyReport {
   scope: string | null
   servers: Array<{
     name: string
-    state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle'
+    state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' | 'starting'
     scopes: string[]
     in_scope: boolean
     /** Hub names of the tools offered. */
@@ -314,6 +314,13 @@ export interface ConnectOptions {
    * sees each server's first `server_state`. Called on the JavaScript thread.
    */
   onEvent?: (event: HubEvent) => void
+  /**
+   * How long `connect` waits for the servers to come up. Without it, until
+   * every server is connected or has failed; with it, at most this many
+   * milliseconds: servers not up by then show as `starting` and come up in
+   * the background (a `tools_changed` event lists their tools).
+   */
+  startupTimeoutMs?: number
 }
 
 /** A server's connection state changed. */

@@ -547,6 +547,8 @@ class Hub extends EventEmitter {
    *   when it needs a new authorization.
    *   `onEvent` is added as an `'event'` listener before the servers start,
    *   so it also sees each server's first `server_state`.
+   *   `startupTimeoutMs` bounds how long it waits for the servers: those not
+   *   up by then show as `starting` and come up in the background.
    * @returns {Promise<Hub>}
    */
   static async connect(config, options) {
@@ -564,7 +566,12 @@ class Hub extends EventEmitter {
       if (typeof onEvent !== 'function') throw invalid('options.onEvent', 'must be a function')
     }
     const withEvents = onEvent !== undefined
-    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize, withEvents))
+    let startupTimeoutMs = null
+    if (options !== undefined && options !== null && options.startupTimeoutMs !== undefined && options.startupTimeoutMs !== null) {
+      startupTimeoutMs = options.startupTimeoutMs
+      if (typeof startupTimeoutMs !== 'number') throw invalid('options.startupTimeoutMs', 'must be a number of milliseconds')
+    }
+    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize, withEvents, startupTimeoutMs))
     const hub = new Hub(nativeHub, withEvents)
     if (withEvents) hub.on('event', onEvent)
     return hub

@@ -72,7 +72,7 @@ export declare class Dispatcher {
    * With `events`, an event stream is subscribed before the servers
    * start (taken by `NativeHub.events(true)`).
    */
-  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null): void
+  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null): void
 }
 
 /**

@@ -598,13 +598,16 @@ impl Dispatcher {
         )]
         authorize: Option<authorize::JsFunction<'_>>,
         events: Option<bool>,
+        startup_timeout_ms: Option<f64>,
     ) -> napi::Result<()> {
         let mut options = mcpmux_core::HubOptions::default();
+        let startup_wait = millis_option(startup_timeout_ms, "startupTimeoutMs");
         if let Some(f) = authorize {
             options.auth.handler = Some(Arc::new(authorize::JsAuthorize::new(f)?));
         }
         let first = events.unwrap_or(false).then(|| options.events.subscribe());
         spawn_op(&self.sink, id, async move {
+            options.startup_wait = startup_wait?;
             let config = load_config(&kind, config)?;
             Ok(Outcome::Hub(
                 Hub::connect_with(config, options).await?,
@@ -1064,13 +1067,19 @@ pub fn stay_awake_micros() -> u32 {
 /// A `timeoutMs` option as a duration: a positive, finite number of
 /// milliseconds (at most [`MAX_TIMEOUT_MS`]), else `INVALID_INPUT`.
 fn timeout_option(timeout_ms: Option<f64>) -> Result<Option<Duration>, Error> {
-    match timeout_ms {
+    millis_option(timeout_ms, "timeoutMs")
+}
+
+/// An option `name` in milliseconds as a duration, by the rule of
+/// [`timeout_option`].
+fn millis_option(ms: Option<f64>, name: &str) -> Result<Option<Duration>, Error> {
+    match ms {
         None => Ok(None),
         Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMEOUT_MS => {
             Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
         }
         Some(_) => Err(invalid_input(
-            "timeoutMs",
+            name,
             "must be a positive number of milliseconds",
         )),
     }

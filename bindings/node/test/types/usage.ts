@@ -10,7 +10,7 @@ export async function usage(): Promise<void> {
   await Hub.connect({ mcp: { servers: [{ name: 'demo', command: 'x' }] } })
 
   const servers: ServerStatus[] = await hub.servers()
-  const state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' = servers[0].state
+  const state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' | 'starting' = servers[0].state
   const tools: HubTool[] = await hub.listTools()
   const anthropic = await hub.toolsFor('anthropic')
   const controller = new AbortController()
