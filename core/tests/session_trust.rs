@@ -765,6 +765,7 @@ async fn an_ended_session_restored_from_before_its_end_stays_ended() {
     let dir = finished(&ctx, &wd).await;
     let snapshot = keep.path().join("before-end");
     copy_dir(&dir, &snapshot);
+    let read_before_end = state::read_spec(&dir).unwrap();
     let e = session::end(&ctx, &json!({"session_dir": dir, "outcome": "stalemate"}))
         .await
         .unwrap();
@@ -773,6 +774,12 @@ async fn an_ended_session_restored_from_before_its_end_stays_ended() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("has ended"), "{e}");
+    // A writer that read session.json before the end (a runner storing a
+    // thread id) does not write it back as not ended.
+    let e = state::write_spec(&dir, &read_before_end).unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("has ended"), "{e}");
+    assert!(state::read_spec(&dir).unwrap().ended);
 
     restore(&snapshot, &dir);
     let spec_before = std::fs::read(dir.join("session.json")).unwrap();

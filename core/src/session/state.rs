@@ -242,7 +242,7 @@ pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
 /// Writes `session.json` with its generation and MAC; an ended spec
 /// records the end in the generation store (see [`super::trust::write_signed`]).
 pub fn write_spec(dir: &Path, spec: &Spec) -> Result<(), Error> {
-    super::trust::write_signed(dir, "session.json", spec, spec.ended)
+    super::trust::write_signed(dir, "session.json", spec, Some(spec.ended))
 }
 
 /// Reads the state of round `n`: authenticated by this user's key, its
@@ -274,7 +274,7 @@ pub fn read_state(dir: &Path, n: u32) -> Result<RoundState, Error> {
 
 /// Writes the state of round `n` with its generation and MAC.
 pub fn write_state(dir: &Path, n: u32, state: &RoundState) -> Result<(), Error> {
-    super::trust::write_signed(dir, &state_name(n), state, false)
+    super::trust::write_signed(dir, &state_name(n), state, None)
 }
 
 /// The name of round `n`'s result file inside the session directory.
@@ -319,7 +319,7 @@ pub fn write_result(dir: &Path, n: u32, result: &RoundResult) -> Result<(), Erro
     let name = result_name(n);
     let path = dir.join(&name);
     let value = store::stored_value(&path, result)?;
-    super::trust::write_signed(dir, &name, &value, false)
+    super::trust::write_signed(dir, &name, &value, None)
 }
 
 /// Reads round `n`'s `prompt.md` for the reviewer, checked against the

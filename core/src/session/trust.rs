@@ -279,14 +279,17 @@ pub fn sha256(bytes: &[u8]) -> String {
 /// `round-001/state.json`) of session `dir`: pretty JSON whose last fields
 /// are the write's `generation` (one more than the last the generation
 /// store handed out for this directory) and the MAC; then records that
-/// generation for the file, and with `ended`, that the session ended. The
-/// file is replaced atomically ([`store::write_atomic`]) before the record,
-/// both under the store's lock.
+/// generation for the file. `ended` is the `ended` flag of a file that has
+/// one (`session.json`): `Some(true)` records that the session ended, and
+/// `Some(false)` once it is recorded is refused (`INVALID_SESSION`: an
+/// ended session stays ended, even for a writer that read it before its
+/// end). The file is replaced atomically ([`store::write_atomic`]) before
+/// the record, both under the store's lock.
 pub fn write_signed<T: Serialize + ?Sized>(
     dir: &Path,
     name: &str,
     value: &T,
-    ended: bool,
+    ended: Option<bool>,
 ) -> Result<(), Error> {
     let fail = |why: String| {
         Error::InvalidSession(format!("cannot sign {}: {why}", dir.join(name).display()))
@@ -299,6 +302,12 @@ pub fn write_signed<T: Serialize + ?Sized>(
     let canonical = canonical(dir).map_err(fail)?;
     let store = generations::Locked::acquire().map_err(fail)?;
     let (mut record, record_path) = store.read(&canonical).map_err(fail)?;
+    if record.ended && ended == Some(false) {
+        return Err(Error::InvalidSession(format!(
+            "session {} has ended; {name} is not written again as if it had not",
+            dir.display()
+        )));
+    }
     let generation = record
         .generation
         .checked_add(1)
@@ -316,7 +325,7 @@ pub fn write_signed<T: Serialize + ?Sized>(
     record.dir = canonical;
     record.generation = generation;
     record.files.insert(name.to_owned(), generation);
-    record.ended |= ended;
+    record.ended |= ended == Some(true);
     store.write(&record_path, &record).map_err(fail)
 }
 
