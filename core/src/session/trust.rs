@@ -298,6 +298,15 @@ pub fn write_signed<T: Serialize + ?Sized>(
     let Some(open) = body.strip_suffix(b"\n}") else {
         return Err(fail("not a non-empty JSON object".into()));
     };
+    // A top-level key of the pretty JSON starts a line with two spaces (a
+    // string holds no raw newline): the value must not have the two fields
+    // this adds.
+    for field in ["generation", "mac"] {
+        let top_level = format!("\n  \"{field}\": ");
+        if memchr::memmem::find(open, top_level.as_bytes()).is_some() {
+            return Err(fail(format!("it has a field '{field}' of its own")));
+        }
+    }
     let key = key(true).map_err(fail)?;
     let canonical = canonical(dir).map_err(fail)?;
     let store = generations::Locked::acquire().map_err(fail)?;
