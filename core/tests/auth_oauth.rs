@@ -256,6 +256,45 @@ async fn concurrent_401s_trigger_one_authorization() {
     hub.close().await;
 }
 
+/// OAuth 2.1 never over cleartext: metadata that names a plain `http`
+/// authorization server or endpoint off loopback is refused with
+/// AUTH_FAILED naming the field and URL, before the person is asked and
+/// before a code or client registration goes anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cleartext_authorization_endpoints_are_refused() {
+    for (field, url) in [
+        ("authorization_servers", "http://auth.evil.example/"),
+        (
+            "authorization_endpoint",
+            "http://auth.evil.example/authorize",
+        ),
+        ("token_endpoint", "http://auth.evil.example/token"),
+        ("registration_endpoint", "http://auth.evil.example/register"),
+    ] {
+        let server = net_fixture("oauth_server.py", &["--cleartext", field]);
+        let browser = Arc::new(Browser::default());
+        let hub = connect(
+            &server,
+            Some(browser.clone()),
+            Arc::new(MemoryTokenStore::default()),
+        )
+        .await;
+        let (st, code, message) = state(&hub);
+        assert_eq!(st, "failed", "{field}: {message}");
+        assert_eq!(code, Some("AUTH_FAILED"), "{field}: {message}");
+        assert!(
+            message.contains(field) && message.contains(url) && message.contains("https"),
+            "{field}: {message}"
+        );
+        let s = stats(&server).await;
+        assert_eq!(browser.asked.load(Ordering::SeqCst), 0, "{field}: {s}");
+        assert_eq!(s["authorize"], 0, "{field}: {s}");
+        assert_eq!(s["register"], 0, "{field}: {s}");
+        assert_eq!(s["token_code"], 0, "{field}: {s}");
+        hub.close().await;
+    }
+}
+
 #[test]
 fn auth_config_shapes_and_errors() {
     let toml = r#"

@@ -724,3 +724,243 @@ async fn an_edited_prompt_is_refused_before_the_reviewer_runs() {
     assert!(error.contains("round-001/prompt.md"), "{w:#}");
     assert_eq!(std::fs::read_to_string(&prompt).unwrap(), text);
 }
+
+// ------------------------------------------------ rolled-back sessions
+
+/// Copies directory `from` to `to`, as a backup tool would.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Puts the copy `snapshot` back in place of `dir`: every file in it was
+/// signed by mcpmux for this very directory.
+fn restore(snapshot: &std::path::Path, dir: &std::path::Path) {
+    std::fs::remove_dir_all(dir).unwrap();
+    copy_dir(snapshot, dir);
+}
+
+fn assert_rolled_back(verb: &str, r: Result<serde_json::Value, mcpmux_core::Error>) {
+    let e = match r {
+        Ok(v) => panic!("{verb} acted on a rolled-back session: {v:#}"),
+        Err(e) => e,
+    };
+    assert_eq!(e.code(), "INVALID_SESSION", "{verb}: {e}");
+    assert!(e.to_string().contains("rolled back"), "{verb}: {e}");
+}
+
+#[tokio::test]
+async fn an_ended_session_restored_from_before_its_end_stays_ended() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let dir = finished(&ctx, &wd).await;
+    let snapshot = keep.path().join("before-end");
+    copy_dir(&dir, &snapshot);
+    let read_before_end = state::read_spec(&dir).unwrap();
+    let e = session::end(&ctx, &json!({"session_dir": dir, "outcome": "stalemate"}))
+        .await
+        .unwrap();
+    assert_eq!(e["status"], "ended", "{e:#}");
+    let e = session::reply(&ctx, &json!({"session_dir": dir, "input": "x"}))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("has ended"), "{e}");
+    // A writer that read session.json before the end (a runner storing a
+    // thread id) does not write it back as not ended.
+    let e = state::write_spec(&dir, &read_before_end).unwrap_err();
+    assert_eq!(e.code(), "INVALID_SESSION", "{e}");
+    assert!(e.to_string().contains("has ended"), "{e}");
+    assert!(state::read_spec(&dir).unwrap().ended);
+
+    restore(&snapshot, &dir);
+    let spec_before = std::fs::read(dir.join("session.json")).unwrap();
+    assert_rolled_back(
+        "reply",
+        session::reply(&ctx, &json!({"session_dir": dir, "input": "x"})).await,
+    );
+    assert_rolled_back(
+        "wait",
+        session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0})).await,
+    );
+    assert_rolled_back(
+        "end",
+        session::end(&ctx, &json!({"session_dir": dir})).await,
+    );
+    // No round was started, and the restored files are left as they are.
+    assert!(!dir.join("round-002").exists());
+    assert_eq!(
+        std::fs::read(dir.join("session.json")).unwrap(),
+        spec_before
+    );
+}
+
+const CHANGES: &str =
+    r#"{"status":"completed","review":{"verdict":"REQUEST_CHANGES","blocks":[]}}"#;
+
+/// Round `n` finished with REQUEST_CHANGES, as its runner writes it.
+fn request_changes(dir: &std::path::Path, n: u32) {
+    let mut st = state::read_state(dir, n).unwrap();
+    st.status = "completed".into();
+    st.finished_at = Some(st.started_at);
+    let result: state::RoundResult = serde_json::from_str(CHANGES).unwrap();
+    state::write_result(dir, n, &result).unwrap();
+    state::write_state(dir, n, &st).unwrap();
+}
+
+#[tokio::test]
+async fn a_session_past_max_rounds_rolled_back_gets_no_other_round() {
+    common::private_state();
+    let ctx = SessionContext {
+        config: Some(
+            Config::parse(
+                "[session]\nreviewer = \"command\"\ncommand = \"/bin/true\"\nmax_rounds = 2\n",
+            )
+            .unwrap(),
+        ),
+        ..ctx()
+    };
+    let wd = tempfile::tempdir().unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let dir = begin(&ctx, &wd).await;
+    request_changes(&dir, 1);
+    let wait = json!({"session_dir": dir, "max_wait_seconds": 0});
+    let w = session::wait(&ctx, &wait).await.unwrap();
+    assert_eq!(
+        (w["next"].as_str(), w["round"].as_u64()),
+        (Some("respond"), Some(1)),
+        "{w:#}"
+    );
+    let round1 = keep.path().join("round-1");
+    copy_dir(&dir, &round1);
+
+    session::reply(&ctx, &json!({"session_dir": dir, "input": "x"}))
+        .await
+        .unwrap();
+    // Round 2 as it began (no turns, no tool calls), then spent.
+    let round2_running = keep.path().join("round-2-state.json");
+    std::fs::copy(dir.join("round-002/state.json"), &round2_running).unwrap();
+    let mut st = state::read_state(&dir, 2).unwrap();
+    st.turns = 3;
+    st.tool_calls = 7;
+    state::write_state(&dir, 2, &st).unwrap();
+    request_changes(&dir, 2);
+    let w = session::wait(&ctx, &wait).await.unwrap();
+    assert_eq!(
+        (w["next"].as_str(), w["next_reason"].as_str()),
+        (Some("done"), Some("stalemate")),
+        "{w:#}"
+    );
+
+    // Round 2's state from when it began: its budget is not given back.
+    let spent = std::fs::read(dir.join("round-002/state.json")).unwrap();
+    std::fs::copy(&round2_running, dir.join("round-002/state.json")).unwrap();
+    assert_rolled_back("wait", session::wait(&ctx, &wait).await);
+    let e = state::read_state(&dir, 2).unwrap_err();
+    assert!(e.to_string().contains("rolled back"), "{e}");
+    std::fs::write(dir.join("round-002/state.json"), spent).unwrap();
+    assert_eq!(state::read_state(&dir, 2).unwrap().tool_calls, 7);
+
+    // The whole session as it was after round 1: no third round.
+    restore(&round1, &dir);
+    assert_rolled_back("wait", session::wait(&ctx, &wait).await);
+    assert_rolled_back(
+        "reply",
+        session::reply(&ctx, &json!({"session_dir": dir, "input": "x"})).await,
+    );
+    assert!(!dir.join("round-002").exists());
+}
+
+#[tokio::test]
+async fn a_new_session_where_a_removed_one_was_is_not_taken_for_a_rollback() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let keep = tempfile::tempdir().unwrap();
+    let dir = finished(&ctx, &wd).await;
+    let old = keep.path().join("old");
+    copy_dir(&dir, &old);
+    session::end(&ctx, &json!({"session_dir": dir}))
+        .await
+        .unwrap();
+    // The session is removed; the next `begin` gets the same directory.
+    std::fs::remove_dir_all(&dir).unwrap();
+    let again = finished(&ctx, &wd).await;
+    assert_eq!(again, dir);
+    let w = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0}))
+        .await
+        .unwrap();
+    assert_eq!(w["status"], "completed", "{w:#}");
+    session::reply(&ctx, &json!({"session_dir": dir, "input": "x"}))
+        .await
+        .unwrap();
+    // The removed session's files put back there are older than the new one's.
+    restore(&old, &dir);
+    assert_rolled_back(
+        "wait",
+        session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0})).await,
+    );
+}
+
+#[tokio::test]
+async fn files_written_before_generations_still_load() {
+    let ctx = ctx();
+    let wd = tempfile::tempdir().unwrap();
+    let dir = finished(&ctx, &wd).await;
+    // What an earlier build wrote: the same file with no generation field,
+    // signed with this user's key.
+    for name in ["session.json", "round-001/state.json"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(v["generation"].as_u64().unwrap() > 0, "{text}");
+        let m = v.as_object_mut().unwrap();
+        m.remove("generation");
+        m.remove("mac");
+        std::fs::write(dir.join(name), sign_legacy(&dir, name, &v)).unwrap();
+    }
+    // The store does not know this directory (the session predates it).
+    let record = session::generations::record_path(
+        &session::generations::dir(false).unwrap().unwrap(),
+        &dir.canonicalize().unwrap(),
+    );
+    std::fs::remove_file(&record).unwrap();
+    let w = session::wait(&ctx, &json!({"session_dir": dir, "max_wait_seconds": 0}))
+        .await
+        .unwrap();
+    assert_eq!(w["status"], "completed", "{w:#}");
+    session::reply(&ctx, &json!({"session_dir": dir, "input": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(state::read_spec(&dir).unwrap().round, 2);
+}
+
+/// `value` as an earlier build signed file `name` of session `dir`: the
+/// same MAC (this user's key over the domain tag, the directory's real
+/// path, the file name and the pretty JSON), and no generation field.
+fn sign_legacy(dir: &std::path::Path, name: &str, value: &serde_json::Value) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let key = std::fs::read(session::trust::key_path().unwrap()).unwrap();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
+    let body = serde_json::to_vec_pretty(value).unwrap();
+    let mut message = b"mcpmux session file v1\0".to_vec();
+    message.extend_from_slice(dir.canonicalize().unwrap().as_os_str().as_bytes());
+    message.push(0);
+    message.extend_from_slice(name.as_bytes());
+    message.push(0);
+    message.extend_from_slice(&body);
+    let tag: String = ring::hmac::sign(&key, &message)
+        .as_ref()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut out = body[..body.len() - 2].to_vec();
+    out.extend_from_slice(format!(",\n  \"mac\": \"hmac-sha256:{tag}\"\n}}").as_bytes());
+    out
+}

@@ -210,6 +210,63 @@ pub fn resource_matches(server: &url::Url, resource: &str) -> bool {
     rp.is_empty() || sp == rp || sp.starts_with(&format!("{rp}/"))
 }
 
+/// Whether `url` may carry OAuth traffic (OAuth 2.1 §1.5): `https`, or
+/// `http` to a loopback host (`localhost`, 127.0.0.0/8, `::1`).
+pub fn is_secure_endpoint(url: &url::Url) -> bool {
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
+/// `endpoint` (the metadata field `field`) as a URL, refused with
+/// AUTH_FAILED naming the field and the URL (without query or user info)
+/// unless it is [`is_secure_endpoint`].
+pub fn secure_endpoint(label: &str, field: &str, endpoint: &str) -> Result<url::Url, Error> {
+    let url = url::Url::parse(endpoint)
+        .map_err(|_| Error::AuthFailed(format!("{label}: {field} is not a valid URL")))?;
+    if !is_secure_endpoint(&url) {
+        return Err(Error::AuthFailed(format!(
+            "{label}: {field} {} is not https; OAuth needs https except on loopback (localhost, 127.0.0.0/8, ::1); refusing it",
+            net::display_url(&url)
+        )));
+    }
+    Ok(url)
+}
+
+/// The one check of every endpoint discovery hands the flow: the
+/// protected resource's `authorization_servers` and the authorization
+/// server's `issuer`, `authorization_endpoint`, `token_endpoint` and
+/// `registration_endpoint` must each be [`secure_endpoint`]s.
+pub fn check_endpoints(
+    label: &str,
+    prm: Option<&ResourceMetadata>,
+    meta: Option<&ServerMetadata>,
+) -> Result<(), Error> {
+    for server in prm.iter().flat_map(|p| &p.authorization_servers) {
+        secure_endpoint(label, "authorization_servers entry", server)?;
+    }
+    if let Some(m) = meta {
+        secure_endpoint(label, "issuer", &m.issuer)?;
+        for (field, value) in [
+            ("authorization_endpoint", &m.authorization_endpoint),
+            ("token_endpoint", &m.token_endpoint),
+            ("registration_endpoint", &m.registration_endpoint),
+        ] {
+            if let Some(v) = value {
+                secure_endpoint(label, field, v)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The metadata of the authorization server `issuer`; its `issuer` must be
 /// the one the URLs were built from (RFC 8414 §3.3). `None` when no
 /// well-known URL answers.
@@ -219,6 +276,8 @@ pub async fn server_metadata(label: &str, issuer: &str) -> Result<Option<ServerM
             "{label}: authorization server '{issuer}' is not a valid URL"
         ))
     })?;
+    // Its metadata is not fetched over cleartext either.
+    secure_endpoint(label, "authorization server", issuer)?;
     for url in server_metadata_urls(&base) {
         let Some(doc) = get_json(label, &url).await? else {
             continue;
@@ -236,6 +295,7 @@ pub async fn server_metadata(label: &str, issuer: &str) -> Result<Option<ServerM
                 meta.issuer
             )));
         }
+        check_endpoints(label, None, Some(&meta))?;
         meta.discovered = true;
         return Ok(Some(meta));
     }
@@ -276,6 +336,97 @@ mod tests {
             ]
         );
         assert_eq!(server_metadata_urls(&u("http://h:1")).len(), 2);
+    }
+
+    #[test]
+    fn endpoints_are_https_except_on_loopback() {
+        for ok in [
+            "https://auth.example.com/token",
+            "http://localhost:8080/token",
+            "http://LOCALHOST/token",
+            "http://127.0.0.1:9/token",
+            "http://127.45.6.7/token",
+            "http://[::1]:9/token",
+        ] {
+            assert!(is_secure_endpoint(&u(ok)), "{ok}");
+        }
+        for bad in [
+            "http://auth.evil.example/token",
+            "http://128.0.0.1/token",
+            "http://10.0.0.1/token",
+            "http://[::2]/token",
+            "http://localhost.evil.example/token",
+            "http://127.0.0.1.evil.example/token",
+            "ftp://localhost/token",
+        ] {
+            assert!(!is_secure_endpoint(&u(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cleartext_metadata_is_auth_failed_naming_the_endpoint() {
+        let good = ServerMetadata {
+            issuer: "https://as.example.com".into(),
+            authorization_endpoint: Some("https://as.example.com/authorize".into()),
+            token_endpoint: Some("https://as.example.com/token".into()),
+            registration_endpoint: Some("http://127.0.0.1:1/register".into()),
+            ..ServerMetadata::default()
+        };
+        check_endpoints("server 's'", None, Some(&good)).unwrap();
+        let evil = "http://auth.evil.example/x?secret=s3cr3t";
+        for field in [
+            "issuer",
+            "authorization_endpoint",
+            "token_endpoint",
+            "registration_endpoint",
+        ] {
+            let mut meta = good.clone();
+            let slot = match field {
+                "issuer" => {
+                    meta.issuer = evil.into();
+                    None
+                }
+                "authorization_endpoint" => Some(&mut meta.authorization_endpoint),
+                "token_endpoint" => Some(&mut meta.token_endpoint),
+                _ => Some(&mut meta.registration_endpoint),
+            };
+            if let Some(slot) = slot {
+                *slot = Some(evil.into());
+            }
+            let e = check_endpoints("server 's'", None, Some(&meta)).unwrap_err();
+            assert_eq!(e.code(), "AUTH_FAILED");
+            let m = e.to_string();
+            assert!(
+                m.contains(field) && m.contains("http://auth.evil.example/x"),
+                "{m}"
+            );
+            assert!(!m.contains("s3cr3t"), "{m}");
+        }
+        let prm = ResourceMetadata {
+            authorization_servers: vec!["http://auth.evil.example".into()],
+            ..ResourceMetadata::default()
+        };
+        let m = check_endpoints("server 's'", Some(&prm), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            m.contains("authorization_servers") && m.contains("http://auth.evil.example/"),
+            "{m}"
+        );
+        let local = ResourceMetadata {
+            authorization_servers: vec!["http://127.0.0.1:4000".into()],
+            ..ResourceMetadata::default()
+        };
+        check_endpoints("server 's'", Some(&local), None).unwrap();
+    }
+
+    #[tokio::test]
+    async fn cleartext_issuer_is_not_fetched() {
+        let e = server_metadata("server 's'", "http://auth.evil.example")
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "AUTH_FAILED", "{e}");
+        assert!(e.to_string().contains("http://auth.evil.example/"), "{e}");
     }
 
     #[test]

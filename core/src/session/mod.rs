@@ -20,6 +20,7 @@
 
 mod agent;
 mod command;
+pub mod generations;
 pub mod input;
 pub mod mcp_tools;
 pub mod params;
@@ -176,6 +177,9 @@ pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error>
     trust::ensure_key()?;
 
     let dir = store::create_session_dir(&working_dir, &name)?;
+    // A new directory: forget what the generation store kept of a removed
+    // session that had the same path.
+    trust::new_session(&dir)?;
     // API and host reviewers run mcpmux's own thread: the session's name
     // identifies it. A command reviewer reports its own id.
     let thread_id = (settings.reviewer != "command").then(|| {

@@ -171,14 +171,16 @@ fn state_name(n: u32) -> String {
 }
 
 /// Reads a session file (see [`store::read_file`]) after checking its MAC
-/// (see [`super::trust`]).
-fn read_signed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<T, Error> {
+/// and generation (see [`super::trust::read_verified`]); with whether the
+/// generation store recorded the session's end.
+fn read_signed<T: serde::de::DeserializeOwned>(dir: &Path, name: &str) -> Result<(T, bool), Error> {
     let path = dir.join(name);
-    let bytes = store::read_file(&path, MAX_FILE_BYTES)?;
-    super::trust::verify(dir, name, &bytes)?;
-    serde_json::from_slice(&bytes).map_err(|e| {
+    let verified = super::trust::read_verified(dir, name, MAX_FILE_BYTES, true)?
+        .ok_or_else(|| Error::Internal(format!("{} was not read", path.display())))?;
+    let value = serde_json::from_slice(&verified.bytes).map_err(|e| {
         Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
-    })
+    })?;
+    Ok((value, verified.session_ended))
 }
 
 fn out_of_range(path: &Path, what: &str) -> Error {
@@ -195,8 +197,15 @@ pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
             Paths(dir).spec().display()
         )));
     }
-    let spec: Spec = read_signed(dir, "session.json")?;
+    let (spec, ended): (Spec, bool) = read_signed(dir, "session.json")?;
     let path = Paths(dir).spec();
+    if ended && !spec.ended {
+        return Err(Error::InvalidSession(format!(
+            "session.json was rolled back: {}: the session was ended, and this copy is from \
+             before its end; an ended session stays ended",
+            path.display()
+        )));
+    }
     if spec.version != 1 {
         return Err(Error::InvalidSession(format!(
             "{}: version {} is not supported (expected 1)",
@@ -230,12 +239,10 @@ pub fn read_spec(dir: &Path) -> Result<Spec, Error> {
     Ok(spec)
 }
 
-/// Writes `session.json` with its MAC.
+/// Writes `session.json` with its generation and MAC; an ended spec
+/// records the end in the generation store (see [`super::trust::write_signed`]).
 pub fn write_spec(dir: &Path, spec: &Spec) -> Result<(), Error> {
-    store::write_atomic(
-        &Paths(dir).spec(),
-        &super::trust::sign_json(dir, "session.json", spec)?,
-    )
+    super::trust::write_signed(dir, "session.json", spec, Some(spec.ended))
 }
 
 /// Reads the state of round `n`: authenticated by this user's key, its
@@ -247,7 +254,7 @@ pub fn read_state(dir: &Path, n: u32) -> Result<RoundState, Error> {
             &format!("round {n} (expected 1 to {MAX_ROUND})"),
         ));
     }
-    let st: RoundState = read_signed(dir, &state_name(n))?;
+    let (st, _): (RoundState, bool) = read_signed(dir, &state_name(n))?;
     let path = Paths(dir).round(n, "state.json");
     let counters = [
         ("turns", u64::from(st.turns)),
@@ -265,13 +272,9 @@ pub fn read_state(dir: &Path, n: u32) -> Result<RoundState, Error> {
     Ok(st)
 }
 
-/// Writes the state of round `n` with its MAC.
+/// Writes the state of round `n` with its generation and MAC.
 pub fn write_state(dir: &Path, n: u32, state: &RoundState) -> Result<(), Error> {
-    let name = state_name(n);
-    store::write_atomic(
-        &dir.join(&name),
-        &super::trust::sign_json(dir, &name, state)?,
-    )
+    super::trust::write_signed(dir, &state_name(n), state, None)
 }
 
 /// The name of round `n`'s result file inside the session directory.
@@ -289,13 +292,14 @@ pub fn read_result(dir: &Path, n: u32, st: &RoundState) -> Result<Option<RoundRe
     let name = result_name(n);
     let path = dir.join(&name);
     let read = || -> Result<Option<RoundResult>, Error> {
-        let Some(bytes) = store::read_file_opt(&path, MAX_FILE_BYTES)? else {
+        let Some(verified) = super::trust::read_verified(dir, &name, MAX_FILE_BYTES, false)? else {
             return Ok(None);
         };
-        super::trust::verify(dir, &name, &bytes)?;
-        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
-        })
+        serde_json::from_slice(&verified.bytes)
+            .map(Some)
+            .map_err(|e| {
+                Error::InvalidSession(format!("not a readable session: {}: {e}", path.display()))
+            })
     };
     match read() {
         Err(e) if !st.signed_result => {
@@ -315,7 +319,7 @@ pub fn write_result(dir: &Path, n: u32, result: &RoundResult) -> Result<(), Erro
     let name = result_name(n);
     let path = dir.join(&name);
     let value = store::stored_value(&path, result)?;
-    store::write_atomic(&path, &super::trust::sign_json(dir, &name, &value)?)
+    super::trust::write_signed(dir, &name, &value, None)
 }
 
 /// Reads round `n`'s `prompt.md` for the reviewer, checked against the

@@ -28,6 +28,16 @@
 //!   signed `state.json` ([`sha256`]). The transcript `thread.json` is not
 //!   signed; what it could decide is held in the signed state instead (the
 //!   turn and tool-call counts, the hash of a stored final answer).
+//! - rollback: a copy of the whole directory taken earlier verifies too, so
+//!   each signed file also carries a `"generation"` (its field before the
+//!   MAC), one more than the last handed out for that directory, and the
+//!   generation store beside the key ([`super::generations`]) records the
+//!   generation of each file's last write and whether `end` ended the
+//!   session. A file older than its record, a signed file missing although
+//!   one was written, or a `session.json` from before a recorded `end`, is
+//!   `INVALID_SESSION` ("rolled back"): an ended session stays ended, and a
+//!   round's budget or the round count cannot be taken back. Files written
+//!   before generations were kept read as generation 0.
 
 use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -37,6 +47,8 @@ use std::path::{Path, PathBuf};
 use ring::hmac;
 use serde::Serialize;
 
+use super::generations;
+use super::store;
 use crate::error::Error;
 
 /// Bytes of the key.
@@ -51,6 +63,9 @@ const SUFFIX_HEAD: &str = ",\n  \"mac\": \"hmac-sha256:";
 const SUFFIX_TAIL: &str = "\"\n}";
 /// Hex digits of an HMAC-SHA256 tag.
 const TAG_HEX: usize = 64;
+/// The generation field as written, the last before the MAC; followed by
+/// the generation's decimal digits.
+const GENERATION_HEAD: &str = ",\n  \"generation\": ";
 
 /// Where this user's session key lives: `$XDG_STATE_HOME/mcpmux/session.key`,
 /// else `$HOME/.local/state/mcpmux/session.key`. A relative
@@ -80,7 +95,7 @@ fn euid() -> u32 {
 
 /// Refuses a key directory that another user owns or that others can write
 /// (they could swap the key).
-fn check_dir(dir: &Path) -> Result<(), String> {
+pub(super) fn check_dir(dir: &Path) -> Result<(), String> {
     let md = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     if !md.is_dir() {
         return Err(format!("{} is not a directory", dir.display()));
@@ -260,13 +275,22 @@ pub fn sha256(bytes: &[u8]) -> String {
     )
 }
 
-/// `value` as the pretty JSON of file `name` (e.g. `session.json`,
-/// `round-001/state.json`) of session `dir`, with its MAC as the last field.
-pub fn sign_json<T: Serialize + ?Sized>(
+/// Writes `value` as file `name` (e.g. `session.json`,
+/// `round-001/state.json`) of session `dir`: pretty JSON whose last fields
+/// are the write's `generation` (one more than the last the generation
+/// store handed out for this directory) and the MAC; then records that
+/// generation for the file. `ended` is the `ended` flag of a file that has
+/// one (`session.json`): `Some(true)` records that the session ended, and
+/// `Some(false)` once it is recorded is refused (`INVALID_SESSION`: an
+/// ended session stays ended, even for a writer that read it before its
+/// end). The file is replaced atomically ([`store::write_atomic`]) before
+/// the record, both under the store's lock.
+pub fn write_signed<T: Serialize + ?Sized>(
     dir: &Path,
     name: &str,
     value: &T,
-) -> Result<Vec<u8>, Error> {
+    ended: Option<bool>,
+) -> Result<(), Error> {
     let fail = |why: String| {
         Error::InvalidSession(format!("cannot sign {}: {why}", dir.join(name).display()))
     };
@@ -274,21 +298,165 @@ pub fn sign_json<T: Serialize + ?Sized>(
     let Some(open) = body.strip_suffix(b"\n}") else {
         return Err(fail("not a non-empty JSON object".into()));
     };
+    // A top-level key of the pretty JSON starts a line with two spaces (a
+    // string holds no raw newline): the value must not have the two fields
+    // this adds.
+    for field in ["generation", "mac"] {
+        let top_level = format!("\n  \"{field}\": ");
+        if memchr::memmem::find(open, top_level.as_bytes()).is_some() {
+            return Err(fail(format!("it has a field '{field}' of its own")));
+        }
+    }
     let key = key(true).map_err(fail)?;
-    let dir = canonical(dir).map_err(fail)?;
-    let tag = hmac::sign(&key, &message(&dir, name, &body));
+    let canonical = canonical(dir).map_err(fail)?;
+    let store = generations::Locked::acquire().map_err(fail)?;
+    let (mut record, record_path) = store.read(&canonical).map_err(fail)?;
+    if record.ended && ended == Some(false) {
+        return Err(Error::InvalidSession(format!(
+            "session {} has ended; {name} is not written again as if it had not",
+            dir.display()
+        )));
+    }
+    let generation = record
+        .generation
+        .checked_add(1)
+        .ok_or_else(|| fail("no generation is left".into()))?;
+    let mut body = open.to_vec();
+    body.extend_from_slice(format!("{GENERATION_HEAD}{generation}\n}}").as_bytes());
+    let open = &body[..body.len() - 2];
+    let tag = hmac::sign(&key, &message(&canonical, name, &body));
     let mut out = Vec::with_capacity(body.len() + SUFFIX_HEAD.len() + TAG_HEX + 3);
     out.extend_from_slice(open);
     out.extend_from_slice(SUFFIX_HEAD.as_bytes());
     out.extend_from_slice(hex(tag.as_ref()).as_bytes());
     out.extend_from_slice(SUFFIX_TAIL.as_bytes());
-    Ok(out)
+    store::write_atomic(&dir.join(name), &out)?;
+    record.dir = canonical;
+    record.generation = generation;
+    record.files.insert(name.to_owned(), generation);
+    record.ended |= ended == Some(true);
+    store.write(&record_path, &record).map_err(fail)
+}
+
+/// A new session begins at `dir` (just created): what the generation store
+/// recorded for an earlier session at the same path (one removed since) is
+/// forgotten, except its last generation, which the new session's writes
+/// go on from, so no file of the old one is newer than the new one's.
+pub fn new_session(dir: &Path) -> Result<(), Error> {
+    let fail = |why: String| {
+        Error::InvalidSession(format!(
+            "cannot record the new session {}: {why}",
+            dir.display()
+        ))
+    };
+    let canonical = canonical(dir).map_err(fail)?;
+    let store = generations::Locked::acquire().map_err(fail)?;
+    let (record, path) = store.read(&canonical).map_err(fail)?;
+    if record.files.is_empty() && !record.ended {
+        return Ok(());
+    }
+    let fresh = generations::Record {
+        dir: canonical,
+        generation: record.generation,
+        ..generations::Record::default()
+    };
+    store.write(&path, &fresh).map_err(fail)
+}
+
+/// The generation a verified file's body carries (its `"generation"` field,
+/// the last before the MAC); 0 for a file written before generations.
+fn generation_of(open: &[u8]) -> u64 {
+    let head = GENERATION_HEAD.as_bytes();
+    let digits = open
+        .len()
+        .checked_sub(head.len() + 20)
+        .map_or(open, |from| &open[from..]);
+    let Some(at) = digits.windows(head.len()).rposition(|w| w == head) else {
+        return 0;
+    };
+    let digits = &digits[at + head.len()..];
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return 0;
+    }
+    std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A signed session file as read and verified.
+pub struct Verified {
+    /// The file's bytes (plain JSON, with its `generation` and `mac`).
+    pub bytes: Vec<u8>,
+    /// The generation store says `end` ended the session (a `session.json`
+    /// that says otherwise was rolled back).
+    pub session_ended: bool,
+}
+
+/// Reads file `name` of session `dir` (up to `max` bytes) and checks it:
+/// its MAC ([`verify`]), and that it is not older than the generation store
+/// says its last write was (else `INVALID_SESSION`, "rolled back"). The
+/// store's record is read before the file, so a concurrent write is never
+/// taken for a rollback. `Ok(None)` when the file does not exist and none
+/// was recorded; a required file's absence is `INVALID_SESSION`.
+pub fn read_verified(
+    dir: &Path,
+    name: &str,
+    max: u64,
+    required: bool,
+) -> Result<Option<Verified>, Error> {
+    let path = dir.join(name);
+    let canonical = canonical(dir).map_err(|why| {
+        Error::InvalidSession(format!("not a readable session: {}: {why}", path.display()))
+    })?;
+    let (record, record_path) = generations::recorded(&canonical).map_err(|why| {
+        Error::InvalidSession(format!(
+            "cannot check {} against the generation store: {why}",
+            path.display()
+        ))
+    })?;
+    let floor = record.files.get(name).copied().unwrap_or(0);
+    let rolled_back = |why: String| {
+        Error::InvalidSession(format!(
+            "{name} was rolled back: {}: {why} (recorded in {}); mcpmux does not act on an \
+             older copy of a session",
+            path.display(),
+            record_path
+                .as_deref()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ))
+    };
+    let bytes = if required {
+        store::read_file(&path, max)?
+    } else {
+        match store::read_file_opt(&path, max)? {
+            Some(b) => b,
+            None if floor > 0 => {
+                return Err(rolled_back(format!(
+                    "it is missing, but mcpmux wrote generation {floor} of it"
+                )))
+            }
+            None => return Ok(None),
+        }
+    };
+    let generation = verify(dir, name, &bytes)?;
+    if generation < floor {
+        return Err(rolled_back(format!(
+            "it is generation {generation}, older than generation {floor} that mcpmux last wrote"
+        )));
+    }
+    Ok(Some(Verified {
+        bytes,
+        session_ended: record.ended,
+    }))
 }
 
 /// Checks that `bytes`, read from file `name` of session `dir`, carry a
-/// valid MAC under this user's key. The error is `INVALID_SESSION` with
-/// the reason.
-pub fn verify(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
+/// valid MAC under this user's key, and returns their generation (0 for a
+/// file written before generations were kept). The error is
+/// `INVALID_SESSION` with the reason. It does not consult the generation
+/// store: [`read_verified`] does.
+pub fn verify(dir: &Path, name: &str, bytes: &[u8]) -> Result<u64, Error> {
     let path = dir.join(name);
     let fail = |why: String| {
         Error::InvalidSession(format!(
@@ -326,7 +494,8 @@ pub fn verify(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), Error> {
              directory, or signed with another key)"
                 .into(),
         )
-    })
+    })?;
+    Ok(generation_of(open))
 }
 
 #[cfg(test)]
@@ -341,6 +510,27 @@ mod tests {
         );
         assert_eq!(unhex(b"zz"), None);
         assert_eq!(unhex(b"abc"), None);
+    }
+
+    #[test]
+    fn the_generation_is_the_last_field_before_the_mac() {
+        assert_eq!(generation_of(b"{\n  \"a\": 1,\n  \"generation\": 42"), 42);
+        assert_eq!(generation_of(b"{\n  \"a\": 1"), 0);
+        assert_eq!(generation_of(b"{\n  \"generation\": 1"), 0);
+        assert_eq!(
+            generation_of(b"{\n  \"a\": 1,\n  \"generation\": 18446744073709551615"),
+            u64::MAX
+        );
+        // Not the last field, or not digits: none.
+        assert_eq!(
+            generation_of(b"{\n  \"a\": 1,\n  \"generation\": 4,\n  \"b\": 2"),
+            0
+        );
+        assert_eq!(generation_of(b"{\n  \"a\": 1,\n  \"generation\": \"4\""), 0);
+        assert_eq!(
+            generation_of(b"{\n  \"a\": 1,\n  \"generation\": 99999999999999999999999"),
+            0
+        );
     }
 
     #[test]

@@ -14,6 +14,11 @@ Authorization server: /authorize (approves at once: 302 to redirect_uri
 with code, state, iss), /token (authorization_code with PKCE S256 checked,
 refresh_token; access tokens live --expires-in seconds), /register (RFC 7591).
 
+--cleartext FIELD: the metadata names `http://auth.evil.example/...` for
+FIELD (`authorization_servers`, `authorization_endpoint`, `token_endpoint`
+or `registration_endpoint`), which a client must refuse (OAuth over
+cleartext); nothing listens there.
+
 Test controls: GET /admin/stats (JSON counters: authorize, token_code,
 token_refresh, refresh_refused, register, mcp_401, mcp_ok), POST
 /admin/revoke (every access and refresh token becomes invalid).
@@ -44,6 +49,8 @@ CODES = {}  # code -> (challenge, redirect_uri)
 ACCESS = {}  # token -> expiry (unix seconds)
 REFRESH = set()
 EXPIRES_IN = 3600
+CLEARTEXT = None
+EVIL = "http://auth.evil.example"
 
 
 def b64url(data):
@@ -88,22 +95,23 @@ class Handler(BaseHTTPRequestHandler):
         url = urllib.parse.urlparse(self.path)
         base = self.base()
         if url.path == "/.well-known/oauth-protected-resource/mcp":
-            return self.send_json(200, {"resource": base + "/mcp", "authorization_servers": [base]})
+            servers = [EVIL] if CLEARTEXT == "authorization_servers" else [base]
+            return self.send_json(200, {"resource": base + "/mcp", "authorization_servers": servers})
         if url.path == "/.well-known/oauth-authorization-server":
-            return self.send_json(
-                200,
-                {
-                    "issuer": base,
-                    "authorization_endpoint": base + "/authorize",
-                    "token_endpoint": base + "/token",
-                    "registration_endpoint": base + "/register",
-                    "response_types_supported": ["code"],
-                    "grant_types_supported": ["authorization_code", "refresh_token"],
-                    "code_challenge_methods_supported": ["S256"],
-                    "token_endpoint_auth_methods_supported": ["none"],
-                    "authorization_response_iss_parameter_supported": True,
-                },
-            )
+            doc = {
+                "issuer": base,
+                "authorization_endpoint": base + "/authorize",
+                "token_endpoint": base + "/token",
+                "registration_endpoint": base + "/register",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+                "authorization_response_iss_parameter_supported": True,
+            }
+            if CLEARTEXT in doc:
+                doc[CLEARTEXT] = EVIL + doc[CLEARTEXT][len(base):]
+            return self.send_json(200, doc)
         if url.path == "/authorize":
             q = dict(urllib.parse.parse_qsl(url.query))
             with LOCK:
@@ -212,12 +220,14 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global EXPIRES_IN
+    global EXPIRES_IN, CLEARTEXT
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--expires-in", type=int, default=3600)
+    parser.add_argument("--cleartext", default=None)
     args = parser.parse_args()
     EXPIRES_IN = args.expires_in
+    CLEARTEXT = args.cleartext
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print("READY %d" % server.server_address[1], flush=True)

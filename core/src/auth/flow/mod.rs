@@ -273,6 +273,7 @@ impl Authorizer {
                 Error::AuthFailed(format!("{}: stored issuer is not a URL", self.label))
             })?),
         };
+        discovery::check_endpoints(&self.label, None, Some(&meta))?;
         let client = flight.credentials.client.clone();
         let mut form = vec![
             ("grant_type".to_owned(), "refresh_token".to_owned()),
@@ -335,6 +336,7 @@ impl Authorizer {
             challenge.resource_metadata.as_deref(),
         )
         .await?;
+        discovery::check_endpoints(&self.label, prm.as_ref(), None)?;
         let resource = match prm.as_ref().and_then(|p| p.resource.clone()) {
             Some(r) => {
                 if !discovery::resource_matches(&self.url, &r) {
@@ -398,7 +400,9 @@ impl Authorizer {
                     ))
                 })?;
                 tracing::debug!(server = %self.server, "no authorization server metadata; using the default endpoints");
-                Ok(ServerMetadata::defaults_for(&base))
+                let meta = ServerMetadata::defaults_for(&base);
+                discovery::check_endpoints(&self.label, None, Some(&meta))?;
+                Ok(meta)
             }
         }
     }
@@ -445,9 +449,9 @@ impl Authorizer {
         scopes
     }
 
-    /// An endpoint from metadata as a URL (relative ones against the issuer).
+    /// An endpoint (metadata field or config key `what`) as a URL; never
+    /// cleartext (`discovery::secure_endpoint`).
     fn endpoint_url(&self, endpoint: &str, what: &str) -> Result<url::Url, Error> {
-        url::Url::parse(endpoint)
-            .map_err(|_| Error::AuthFailed(format!("{}: {what} is not a valid URL", self.label)))
+        discovery::secure_endpoint(&self.label, what, endpoint)
     }
 }
