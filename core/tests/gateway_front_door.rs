@@ -211,6 +211,19 @@ async fn half_open_connections_are_closed_and_a_client_is_served_after_them() {
     let (status, id, body) = served.await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(id.is_some());
+    // A keep-alive connection idle after its answer is closed too.
+    let mut idle = TcpStream::connect(addr).await.unwrap();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    idle.write_all(request.as_bytes()).await.unwrap();
+    let mut first = [0u8; 12];
+    idle.read_exact(&mut first).await.unwrap();
+    assert_eq!(&first, b"HTTP/1.1 200");
+    closed_by_gateway(&mut idle).await;
     hub.close().await;
 }
 
