@@ -277,6 +277,42 @@ async fn a_request_body_that_stalls_is_given_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_its_answer_loses_the_connection() {
+    let (hub, addr) = gateway(HttpOptions {
+        idle_timeout: Duration::from_millis(300),
+        header_read_timeout: Duration::from_secs(120),
+        ..HttpOptions::default()
+    })
+    .await;
+    let http = client();
+    let id = session(&http, addr).await;
+    // An answer far larger than the socket buffers, never read.
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "mcp_demo_big", "arguments": {"bytes": 12_000_000}
+    }})
+    .to_string();
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nMcp-Session-Id: {id}\r\nContent-Length: {}\r\n\r\n{call}",
+        call.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Once the gateway has closed its end, a write here is refused.
+    tokio::time::timeout(GUARD, async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if stream.write_all(b"\r\n").await.is_err() {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the gateway closes a connection whose answer is not read");
+    hub.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_for_a_foreign_host_is_forbidden_unless_allowed() {
     let (hub, addr) = gateway(HttpOptions::default()).await;
     let port = addr.port();

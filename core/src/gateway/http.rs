@@ -30,6 +30,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
@@ -37,8 +38,6 @@ use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
-use std::time::Duration;
-
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
