@@ -695,3 +695,21 @@ fn completions_subscriptions_and_logging_work_end_to_end_with_server_everything(
     let log = gw.notification("notifications/message");
     assert!(log["params"]["level"].is_string(), "{log}");
 }
+
+#[test]
+fn over_stdio_a_request_whose_method_is_not_a_string_is_answered_with_its_id() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let mut gw = Raw::start(&sb, &[]);
+    gw.send(json!({"jsonrpc": "2.0", "id": "m1", "method": 42}));
+    let answer = loop {
+        let msg = gw.next_message(HANG).expect("an answer");
+        if msg.get("method").is_none() {
+            break msg;
+        }
+    };
+    assert_eq!(answer["id"], "m1", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // The gateway goes on serving.
+    let pong = gw.request("ping", json!({}));
+    assert!(pong["result"].is_object(), "{pong}");
+}
