@@ -21,8 +21,8 @@ async fn gateway() -> (Hub, String) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let options = HttpOptions {
-        token: None,
         max_message_bytes: 1 << 20,
+        ..HttpOptions::default()
     };
     tokio::spawn(serve_http(gateway, listener, options));
     (hub, url)

@@ -26,9 +26,11 @@ async fn a_proxy_in_the_environment_carries_streamable_http() {
     let gateway = Gateway::new(behind.clone(), policy, GatewayOptions::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy = format!("http://{}", listener.local_addr().unwrap());
+    // The proxied requests name `mcp.invalid` as their Host.
     let options = HttpOptions {
-        token: None,
         max_message_bytes: 1 << 20,
+        allowed_hosts: vec!["mcp.invalid".into()],
+        ..HttpOptions::default()
     };
     tokio::spawn(serve_http(gateway, listener, options));
 

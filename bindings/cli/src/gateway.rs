@@ -24,6 +24,12 @@ pub struct GatewayArgs {
     /// Clients must send `Authorization: Bearer <value of VAR>` (needed to bind anything but loopback).
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+    /// With --http: also serve requests whose Host is NAME (or NAME:PORT), as behind a reverse proxy; repeatable. Other Hosts than loopback ones are refused (403).
+    #[arg(long, value_name = "NAME")]
+    pub allowed_host: Vec<String>,
+    /// With --http: most connections served at once (the next ones wait until one closes).
+    #[arg(long, value_name = "N", default_value_t = mcpmux_core::gateway::http::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(usize))]
+    pub max_connections: usize,
     /// The session scope the policy evaluates (matched against each server's `scopes`; default: the config's `[session]` scope).
     #[arg(long)]
     pub scope: Option<String>,
@@ -76,8 +82,18 @@ impl GatewayArgs {
                     "--token-env needs --http (stdio has no token)".into(),
                 ));
             }
+            if !self.allowed_host.is_empty() {
+                return Err(Error::InvalidInput(
+                    "--allowed-host needs --http (stdio has no Host)".into(),
+                ));
+            }
             return Ok(None);
         };
+        if self.max_connections == 0 {
+            return Err(Error::InvalidInput(
+                "--max-connections must be at least 1".into(),
+            ));
+        }
         let addr: SocketAddr = addr.parse().map_err(|_| {
             Error::InvalidInput(format!(
                 "--http {addr}: expected an address and port, e.g. 127.0.0.1:8766"
@@ -139,6 +155,9 @@ pub async fn run(
         let options = HttpOptions {
             token,
             max_message_bytes,
+            allowed_hosts: args.allowed_host.clone(),
+            max_connections: args.max_connections,
+            ..HttpOptions::default()
         };
         return serve_http(gateway, listener, options).await;
     }

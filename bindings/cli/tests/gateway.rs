@@ -283,6 +283,11 @@ struct HttpGateway {
 
 impl HttpGateway {
     fn start(sb: &Sandbox, token: &str) -> HttpGateway {
+        HttpGateway::start_with(sb, token, &[])
+    }
+
+    /// With `extra` flags of `mcpmux gateway`.
+    fn start_with(sb: &Sandbox, token: &str, extra: &[&str]) -> HttpGateway {
         let mut child = Command::new(mcpmux_bin())
             .arg("--config")
             .arg(sb.path().join("mcpmux.toml"))
@@ -293,6 +298,7 @@ impl HttpGateway {
                 "--token-env",
                 "GW_TOKEN",
             ])
+            .args(extra)
             .env("GW_TOKEN", token)
             .current_dir(sb.path())
             .stdin(Stdio::null())
@@ -418,6 +424,48 @@ fn http_gateway_checks_the_token_and_the_origin_and_speaks_the_stateless_revisio
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
     let (status, _) = gw.post(&list, &[auth]);
     assert_eq!(status, 400);
+}
+
+#[test]
+fn http_gateway_refuses_a_foreign_host_unless_allowed() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start_with(
+        &sb,
+        "tok-gw-secret",
+        &[
+            "--allowed-host",
+            "mcp.example.org",
+            "--allowed-host",
+            "other.example.org:8443",
+            "--max-connections",
+            "8",
+        ],
+    );
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {}});
+    let auth = ("Authorization", "Bearer tok-gw-secret");
+    for host in ["evil.com", "other.example.org:8444"] {
+        let (status, body) = gw.post(&discover, &[auth, ("Host", host)]);
+        assert_eq!(status, 403, "Host: {host}: {body}");
+    }
+    // The URL's own 127.0.0.1:PORT, and the names allowed.
+    let (status, body) = gw.post(&discover, &[auth]);
+    assert_eq!(status, 200, "{body}");
+    for host in [
+        "mcp.example.org",
+        "mcp.example.org:443",
+        "other.example.org:8443",
+        "localhost",
+    ] {
+        let (status, body) = gw.post(&discover, &[auth, ("Host", host)]);
+        assert_eq!(status, 200, "Host: {host}: {body}");
+    }
+    // Without --http there is no Host; no connection is not a cap.
+    let out = sb.mcpmux(&["gateway", "--allowed-host", "x.org"]).run();
+    out.fails_with("INVALID_INPUT");
+    let out = sb
+        .mcpmux(&["gateway", "--http", "127.0.0.1:0", "--max-connections", "0"])
+        .run();
+    out.fails_with("INVALID_INPUT");
 }
 
 #[test]
@@ -668,4 +716,19 @@ fn prompts_answer_to_the_gateway_name_and_to_the_server_s_own_name() {
     let typo = gw.request("prompts/get", json!({"name": "mcp_demo_gret"}));
     let message = typo["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("did you mean 'mcp_demo_greet'"), "{typo}");
+fn over_stdio_a_request_whose_method_is_not_a_string_is_answered_with_its_id() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let mut gw = Raw::start(&sb, &[]);
+    gw.send(json!({"jsonrpc": "2.0", "id": "m1", "method": 42}));
+    let answer = loop {
+        let msg = gw.next_message(HANG).expect("an answer");
+        if msg.get("method").is_none() {
+            break msg;
+        }
+    };
+    assert_eq!(answer["id"], "m1", "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // The gateway goes on serving.
+    let pong = gw.request("ping", json!({}));
+    assert!(pong["result"].is_object(), "{pong}");
 }

@@ -108,6 +108,14 @@ impl Connection {
     /// send, if the message is a request refused at once.
     fn dispatch(&self, msg: Value) -> Option<Value> {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
+            if let (Some(_), Some(id)) = (msg.get("method"), msg.get("id")) {
+                return Some(error_answer(
+                    id,
+                    -32600,
+                    "invalid request: method must be a string",
+                    None,
+                ));
+            }
             // An answer to a request we relayed (or to nothing we asked).
             self.downstream.answered(&msg);
             return None;

@@ -8,7 +8,18 @@
 //! Who may talk to it: with a token (`--token-env`), every request needs
 //! `Authorization: Bearer <token>` (401 otherwise; compared in constant
 //! time, never logged); a request whose `Origin` is not the gateway's own
-//! is 403 (DNS rebinding). Binding to anything but loopback needs a token.
+//! is 403 (DNS rebinding), and so is one whose `Host` is not a loopback
+//! name or address (or one of [`HttpOptions::allowed_hosts`]) when the
+//! gateway is bound to loopback or names its allowed hosts. Binding to
+//! anything but loopback needs a token.
+//!
+//! The front door, before any of that: at most
+//! [`HttpOptions::max_connections`] connections at once (the next ones wait
+//! in the listen queue), a request head must arrive within
+//! [`HttpOptions::header_read_timeout`] (which also closes a keep-alive
+//! connection waiting that long for its next request), and a request body
+//! that takes longer than [`HttpOptions::idle_timeout`], or a response the
+//! client stops reading for that long, closes its connection.
 //!
 //! Each session owns one connection (`connection.rs`); a router task per session sends
 //! each answer to the `POST` that carried its request, progress to the
@@ -19,24 +30,33 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, ORIGIN};
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
 use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
 use super::Gateway;
 use crate::error::Error;
 use crate::stateless;
 
-/// Most sessions open at once; past it a new `initialize` ends the session
-/// idle longest.
+/// Most sessions open at once (the default of [`HttpOptions::max_sessions`]);
+/// past it a new `initialize` ends the session idle longest among those
+/// with no call in flight and no open `GET` stream, and is refused (503,
+/// a JSON-RPC error) when there is none.
 pub const MAX_SESSIONS: usize = 256;
+/// Default [`HttpOptions::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+/// Default [`HttpOptions::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`HttpOptions::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Messages waiting on one response stream.
 const STREAM_QUEUE: usize = 256;
 /// The session header.
@@ -44,7 +64,9 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
-/// Who may use the HTTP gateway, and how big a request may be.
+/// Who may use the HTTP gateway, how big a request may be, and how many
+/// connections it holds for how long. [`HttpOptions::default`]: no token,
+/// the config's default message bound, the `DEFAULT_*` limits.
 #[derive(Clone)]
 pub struct HttpOptions {
     /// The bearer token clients must send; `None` = none needed (loopback
@@ -52,6 +74,37 @@ pub struct HttpOptions {
     pub token: Option<String>,
     /// Largest request body, in bytes.
     pub max_message_bytes: usize,
+    /// `Host` names (or `name:port`) served besides the loopback ones
+    /// (`--allowed-host`, behind a reverse proxy). Bound to loopback, or
+    /// with any name here, a request for another `Host` is 403.
+    pub allowed_hosts: Vec<String>,
+    /// Most connections served at once; the next ones wait in the listen
+    /// queue until one closes.
+    pub max_connections: usize,
+    /// Most sessions open at once ([`MAX_SESSIONS`] by default).
+    pub max_sessions: usize,
+    /// How long a request head may take to arrive, counted from when the
+    /// connection waits for one (so also a keep-alive connection's idle
+    /// time between requests).
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive, and how long a response
+    /// may wait for a client that does not read it, before the connection
+    /// is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            max_message_bytes: crate::config::DEFAULT_MAX_MESSAGE_BYTES,
+            allowed_hosts: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: MAX_SESSIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -59,6 +112,11 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -87,19 +145,35 @@ pub async fn serve_http(
         .local_addr()
         .map_err(|e| Error::Internal(format!("gateway: local address: {e}")))?;
     check_bind(&local, options.token.is_some())?;
+    let enforce_host = local.ip().is_loopback() || !options.allowed_hosts.is_empty();
+    let mut origins = own_origins(&local);
+    for host in &options.allowed_hosts {
+        origins.extend([format!("http://{host}"), format!("https://{host}")]);
+    }
     let state = Arc::new(State {
         gateway,
         sessions: Mutex::default(),
-        origins: own_origins(&local),
+        origins,
+        enforce_host,
         options,
     });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(state.options.header_read_timeout);
+    // Taken before `accept`: past the cap, connections wait in the listen
+    // queue (they cost no descriptor there) until one closes.
+    let slots = Arc::new(Semaphore::new(state.options.max_connections.max(1)));
     loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return Ok(());
+        };
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
             // Out of descriptors and the like: try again, never exit.
             Err(e) => {
                 tracing::warn!("gateway: accept failed: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
@@ -107,15 +181,116 @@ pub async fn serve_http(
         // algorithm and delayed ACKs hold each one back ~40 ms.
         let _ = stream.set_nodelay(true);
         let state = state.clone();
+        let builder = builder.clone();
         tokio::spawn(async move {
+            let _slot = slot;
+            let idle = state.options.idle_timeout;
+            let stall = Arc::new(Stall::default());
+            let io = Watched {
+                inner: stream,
+                stall: stall.clone(),
+            };
             let service = hyper::service::service_fn(move |req| {
                 let state = state.clone();
                 async move { Ok::<_, Infallible>(handle(&state, req).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
+            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            // A response the client stops reading holds its connection
+            // for `idle` at most.
+            tokio::select! {
+                _ = connection => {}
+                () = stall.expired(idle) => {}
+            }
         });
+    }
+}
+
+/// When a connection's writes last stopped making progress, if they have.
+#[derive(Default)]
+struct Stall {
+    since: Mutex<Option<std::time::Instant>>,
+}
+
+impl Stall {
+    /// Ends once writes have made no progress for `idle`.
+    async fn expired(&self, idle: Duration) {
+        loop {
+            let since = *self.since.lock().unwrap();
+            match since {
+                Some(t) if t.elapsed() >= idle => return,
+                Some(t) => tokio::time::sleep_until((t + idle).into()).await,
+                None => tokio::time::sleep(idle).await,
+            }
+        }
+    }
+}
+
+/// A connection's socket, noting when its writes stall.
+struct Watched {
+    inner: tokio::net::TcpStream,
+    stall: Arc<Stall>,
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.note(polled.is_pending());
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.note(polled.is_pending());
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl Watched {
+    /// A write that could not proceed starts the stall clock (unless it
+    /// runs); one that did stops it.
+    fn note(&self, blocked: bool) {
+        let mut since = self.stall.since.lock().unwrap();
+        if !blocked {
+            *since = None;
+        } else if since.is_none() {
+            *since = Some(std::time::Instant::now());
+        }
     }
 }
 
@@ -125,6 +300,8 @@ struct State {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// `Origin` values that are the gateway itself.
     origins: Vec<String>,
+    /// Whether `Host` must be loopback or one of `options.allowed_hosts`.
+    enforce_host: bool,
     options: HttpOptions,
 }
 
@@ -142,12 +319,37 @@ impl Session {
         *self.last_used.lock().unwrap() = std::time::Instant::now();
     }
 
-    fn end(&self) {
+    /// Ends the session: its calls are cancelled, each answered with an
+    /// error saying `why` (on the POST that carried it), and its GET
+    /// stream ends.
+    fn end(&self, why: &str) {
         self.connection.close();
-        // Ends its GET stream and any POST still waiting.
         let mut routes = self.routes.lock().unwrap();
         routes.standalone = None;
-        routes.waiting.clear();
+        routes.tokens.clear();
+        for (key, stream) in routes.waiting.drain() {
+            let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+            // Each POST keeps a slot per request for its answer.
+            let _ = stream.tx.try_send(cancelled_answer(&id, why));
+        }
+    }
+
+    /// Whether a call is in flight or a `GET` stream is open.
+    fn busy(&self) -> bool {
+        let routes = self.routes.lock().unwrap();
+        !routes.waiting.is_empty() || routes.standalone.as_ref().is_some_and(|s| !s.is_closed())
+    }
+
+    /// Answers request `id` with an error saying `why` when it is still
+    /// unanswered (whichever comes first, this or its own answer, is the
+    /// one the client gets).
+    fn resolve(&self, id: &Value, why: &str) {
+        let key = id.to_string();
+        let mut routes = self.routes.lock().unwrap();
+        routes.tokens.retain(|_, k| *k != key);
+        if let Some(stream) = routes.waiting.remove(&key) {
+            let _ = stream.tx.try_send(cancelled_answer(id, why));
+        }
     }
 }
 
@@ -225,6 +427,19 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     if req.uri().path() != "/mcp" {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
+    if state.enforce_host {
+        // The target's authority (absolute form) wins over the header.
+        let host = match req.uri().authority() {
+            Some(authority) => Some(authority.as_str()),
+            None => req.headers().get(HOST).and_then(|v| v.to_str().ok()),
+        };
+        if !host.is_some_and(|h| host_allowed(h, &state.options.allowed_hosts)) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "forbidden: Host is not this gateway (see --allowed-host)",
+            );
+        }
+    }
     if let Some(origin) = req.headers().get(ORIGIN) {
         let origin = origin.to_str().unwrap_or_default();
         if !state.origins.iter().any(|o| o == origin) {
@@ -264,7 +479,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
             let removed = state.sessions.lock().unwrap().remove(&id);
             match removed {
                 Some(session) => {
-                    session.end();
+                    session.end("the session was ended (DELETE)");
                     plain(StatusCode::OK, "")
                 }
                 None => plain(StatusCode::NOT_FOUND, "unknown session"),
@@ -300,12 +515,16 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         .get(ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
-    let body = match Limited::new(req.into_body(), state.options.max_message_bytes)
-        .collect()
-        .await
-    {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
+    // A body that trickles in holds its connection `idle_timeout` at most.
+    let collected = tokio::time::timeout(
+        state.options.idle_timeout,
+        Limited::new(req.into_body(), state.options.max_message_bytes).collect(),
+    )
+    .await;
+    let body = match collected {
+        Ok(Ok(body)) => body.to_bytes(),
+        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "request body too slow"),
+        Ok(Err(_)) => {
             return json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &error_answer(
@@ -321,9 +540,9 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
             )
         }
     };
-    let messages = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Array(batch)) if !batch.is_empty() => batch,
-        Ok(msg @ Value::Object(_)) => vec![msg],
+    let (messages, batch) = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(batch)) if !batch.is_empty() => (batch, true),
+        Ok(msg @ Value::Object(_)) => (vec![msg], false),
         Ok(_) | Err(_) => {
             return json_response(
                 StatusCode::BAD_REQUEST,
@@ -337,8 +556,24 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
             )
         }
     };
+    // Answers the POST gives itself (invalid messages, duplicate ids): every
+    // request whose id is known is answered once, with that id.
+    let mut local: Vec<Value> = Vec::new();
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .filter_map(|m| match invalid(&m) {
+            Some(refusal) => {
+                local.push(refusal);
+                None
+            }
+            None => Some(m),
+        })
+        .collect();
+    if messages.is_empty() {
+        return local_answers(local, batch);
+    }
     let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
-    let initialize = messages.iter().any(|m| m["method"] == "initialize");
+    let initialize = messages.iter().find(|m| m["method"] == "initialize");
     let stateless = header_version.as_deref() == Some(stateless::VERSION)
         || messages.iter().any(|m| {
             m["method"] == "server/discover"
@@ -362,15 +597,34 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
                 )
             }
         },
-        (None, true, _) => {
+        (None, Some(init), _) => {
             let mut sessions = state.sessions.lock().unwrap();
-            if sessions.len() >= MAX_SESSIONS {
+            let max = state.options.max_sessions.max(1);
+            if sessions.len() >= max {
+                // Only a session with nothing running and no open stream
+                // may make room: the one idle longest.
                 let idlest = sessions
                     .iter()
+                    .filter(|(_, s)| !s.busy())
                     .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
                     .map(|(id, _)| id.clone());
-                if let Some(old) = idlest.and_then(|id| sessions.remove(&id)) {
-                    old.end();
+                match idlest.and_then(|id| sessions.remove(&id)) {
+                    Some(old) => old.end("the session was ended to make room for a new one"),
+                    None => {
+                        return json_response(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &error_answer(
+                                &init["id"],
+                                -32000,
+                                &format!(
+                                    "too many sessions (at most {max}, all busy); \
+                                     try again later"
+                                ),
+                                Some("LIMIT_EXCEEDED"),
+                            ),
+                            None,
+                        )
+                    }
                 }
             }
             let Some(id) = new_session_id() else {
@@ -383,52 +637,70 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
             sessions.insert(id.clone(), session.clone());
             (session, Some(id), false)
         }
-        (None, false, true) => {
+        (None, None, true) => {
             let session = Session::start(state.gateway.clone());
             session.connection.set_stateless();
             (Arc::new(session), None, true)
         }
-        (None, false, false) => {
+        (None, None, false) => {
             return plain(
                 StatusCode::BAD_REQUEST,
                 "missing Mcp-Session-Id (initialize first, or use the stateless revision)",
             )
         }
     };
-    let requests: Vec<String> = messages
-        .iter()
-        .filter(|m| is_request(m))
-        .map(|m| m["id"].to_string())
-        .collect();
-    if requests.is_empty() {
-        for msg in messages {
-            session.connection.handle(msg).await;
-        }
-        return plain(StatusCode::ACCEPTED, "");
-    }
-    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE + requests.len());
+    let count = messages.iter().filter(|m| is_request(m)).count();
+    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE + count.max(1));
     let stream = PostStream {
         tx,
-        reserved: requests.len(),
+        reserved: count,
     };
+    let mut requests: Vec<String> = Vec::new();
     let mut asked_for_progress = false;
-    {
+    let messages: Vec<Value> = {
         let mut routes = session.routes.lock().unwrap();
-        for msg in messages.iter().filter(|m| is_request(m)) {
-            let key = msg["id"].to_string();
-            routes.waiting.insert(key.clone(), stream.clone());
-            let token = msg
-                .get("params")
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get("progressToken"));
-            if let Some(token) = token {
-                routes.tokens.insert(token.to_string(), key);
-                asked_for_progress = true;
-            }
-        }
-    }
+        messages
+            .into_iter()
+            .filter(|msg| {
+                if !is_request(msg) {
+                    return true;
+                }
+                let key = msg["id"].to_string();
+                // An id in flight in this session, or twice in this batch:
+                // refused, and the first one left alone.
+                if routes.waiting.contains_key(&key) {
+                    local.push(error_answer(
+                        &msg["id"],
+                        -32600,
+                        "a request with this id is already in flight",
+                        None,
+                    ));
+                    return false;
+                }
+                routes.waiting.insert(key.clone(), stream.clone());
+                let token = msg
+                    .get("params")
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get("progressToken"));
+                if let Some(token) = token {
+                    routes.tokens.insert(token.to_string(), key.clone());
+                    asked_for_progress = true;
+                }
+                requests.push(key);
+                true
+            })
+            .collect()
+    };
     drop(stream);
-    let batch = messages.len() > 1;
+    if requests.is_empty() {
+        for msg in messages {
+            forward(&session, msg).await;
+        }
+        if ephemeral {
+            session.connection.close();
+        }
+        return local_answers(local, batch);
+    }
     // Cancels what is still unanswered when the response goes away early
     // (the client disconnected), and ends a one-request session.
     let guard = PendingGuard {
@@ -437,17 +709,17 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         ephemeral,
     };
     for msg in messages {
-        session.connection.handle(msg).await;
+        forward(&session, msg).await;
     }
     let header = new_id.as_deref();
     // An SSE stream only when there is something to stream before the
     // answer (progress); a plain JSON answer costs less.
     if wants_sse && asked_for_progress {
-        sse_response(rx, guard, header)
+        sse_response(rx, guard, local, header)
     } else {
         let mut guard = guard;
         let mut rx = rx;
-        let mut answers = Vec::new();
+        let mut answers = local;
         while let Some(msg) = rx.recv().await {
             if msg.get("method").is_none() {
                 guard.answered(&msg["id"]);
@@ -457,20 +729,73 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
                 }
             }
         }
+        // The session ended under them: the rest are answered here.
+        answers.extend(guard.give_up());
         let body = if batch {
             Value::Array(answers)
         } else {
-            answers.pop().unwrap_or_else(|| {
-                error_answer(
-                    &Value::Null,
-                    -32603,
-                    "no answer (the request was cancelled)",
-                    None,
-                )
-            })
+            answers.pop().unwrap_or(Value::Null)
         };
         json_response(StatusCode::OK, &body, header)
     }
+}
+
+/// Hands one message to the session's connection; a `notifications/cancelled`
+/// also answers the request it names (an error), if still unanswered.
+async fn forward(session: &Session, msg: Value) {
+    let cancelled = (msg["method"] == "notifications/cancelled")
+        .then(|| msg["params"]["requestId"].clone())
+        .filter(|id| !id.is_null());
+    session.connection.handle(msg).await;
+    if let Some(id) = cancelled {
+        session.resolve(&id, "the request was cancelled by the client");
+    }
+}
+
+/// The refusal of a message that is no valid JSON-RPC message (-32600,
+/// with its id when it has one), or `None`.
+fn invalid(msg: &Value) -> Option<Value> {
+    let Value::Object(fields) = msg else {
+        return Some(error_answer(
+            &Value::Null,
+            -32600,
+            "invalid request: a batch member must be a JSON-RPC object",
+            None,
+        ));
+    };
+    let id = fields.get("id");
+    let problem = match fields.get("method") {
+        Some(Value::String(_)) => return None,
+        Some(_) => "invalid request: method must be a string",
+        // An answer to a request the gateway relayed.
+        None if fields.contains_key("result") || fields.contains_key("error") => return None,
+        None => "invalid request: no method",
+    };
+    Some(error_answer(
+        id.unwrap_or(&Value::Null),
+        -32600,
+        problem,
+        None,
+    ))
+}
+
+/// The response of a `POST` whose answers are all its own: 202 when there
+/// are none.
+fn local_answers(mut local: Vec<Value>, batch: bool) -> Response<Body> {
+    if local.is_empty() {
+        return plain(StatusCode::ACCEPTED, "");
+    }
+    let body = if batch {
+        Value::Array(local)
+    } else {
+        local.pop().unwrap_or(Value::Null)
+    };
+    json_response(StatusCode::OK, &body, None)
+}
+
+/// The answer to request `id` when it is cancelled or its session ends.
+fn cancelled_answer(id: &Value, why: &str) -> Value {
+    error_answer(id, -32603, why, Some("CANCELLED"))
 }
 
 /// A `GET`: the session's stream of notifications.
@@ -490,7 +815,7 @@ fn get(state: &State, session_id: Option<String>) -> Response<Body> {
         pending: Vec::new(),
         ephemeral: false,
     };
-    sse_response(rx, guard, None)
+    sse_response(rx, guard, Vec::new(), None)
 }
 
 /// Requests of one `POST` not answered yet.
@@ -504,6 +829,18 @@ impl PendingGuard {
     fn answered(&mut self, id: &Value) {
         let key = id.to_string();
         self.pending.retain(|k| *k != key);
+    }
+
+    /// Answers for the requests still pending once their stream has closed
+    /// (their session ended): nothing else will answer them.
+    fn give_up(&mut self) -> Vec<Value> {
+        self.pending
+            .drain(..)
+            .map(|key| {
+                let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+                cancelled_answer(&id, "the session ended")
+            })
+            .collect()
     }
 }
 
@@ -524,27 +861,39 @@ impl Drop for PendingGuard {
     }
 }
 
-/// An SSE response carrying what arrives on `rx`; it ends once every
-/// request of `guard` is answered (a `GET` stream: when replaced).
+/// An SSE response carrying `first`, then what arrives on `rx`; it ends
+/// once every request of `guard` is answered (a `GET` stream: when
+/// replaced).
 fn sse_response(
     rx: mpsc::Receiver<Value>,
     guard: PendingGuard,
+    first: Vec<Value>,
     session: Option<&str>,
 ) -> Response<Body> {
     let stream_for_get = guard.pending.is_empty();
+    let queue: std::collections::VecDeque<Value> = first.into();
     let events = futures::stream::unfold(
-        (rx, guard, false),
-        move |(mut rx, mut guard, done)| async move {
-            if done {
-                return None;
-            }
-            let msg = rx.recv().await?;
-            if msg.get("method").is_none() {
-                guard.answered(&msg["id"]);
-            }
-            let finished = !stream_for_get && guard.pending.is_empty();
+        (rx, guard, queue),
+        move |(mut rx, mut guard, mut queue)| async move {
+            let msg = match queue.pop_front() {
+                Some(msg) => msg,
+                None if !stream_for_get && guard.pending.is_empty() => return None,
+                None => match rx.recv().await {
+                    Some(msg) => {
+                        if msg.get("method").is_none() {
+                            guard.answered(&msg["id"]);
+                        }
+                        msg
+                    }
+                    None => {
+                        // The session ended: what is pending is answered here.
+                        queue.extend(guard.give_up());
+                        queue.pop_front()?
+                    }
+                },
+            };
             let frame = Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n")));
-            Some((Ok::<_, Infallible>(frame), (rx, guard, finished)))
+            Some((Ok::<_, Infallible>(frame), (rx, guard, queue)))
         },
     );
     let mut response = Response::new(StreamBody::new(events).boxed());
@@ -595,6 +944,41 @@ fn own_origins(local: &SocketAddr) -> Vec<String> {
     origins
 }
 
+/// Whether a `Host` value names the gateway: `localhost`, an address of
+/// 127.0.0.0/8 or `[::1]`, with or without a port, or one of `allowed`
+/// (a bare name, any port; `name:port`, that port), case aside.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((name, port)) if port.is_empty() || is_port(port) => name,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            Some(_) => return false,
+            None => host.as_str(),
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let loopback = name == "localhost"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback
+        || allowed.iter().any(|a| {
+            let a = a.trim().to_ascii_lowercase();
+            a == name || a == host
+        })
+}
+
+/// `:port` (the part after the colon): one to five digits.
+fn is_port(port: &str) -> bool {
+    let port = port.strip_prefix(':').unwrap_or(port);
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// Compares two secrets in time that depends on their lengths only.
 fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -623,6 +1007,42 @@ mod tests {
         assert!(!same_secret(b"abc", b"abd"));
         assert!(!same_secret(b"abc", b"abcd"));
         assert!(!same_secret(b"", b"x"));
+    }
+
+    #[test]
+    fn hosts_are_loopback_or_allowed() {
+        let none: Vec<String> = Vec::new();
+        for ok in [
+            "localhost",
+            "LOCALHOST:8766",
+            "127.0.0.1",
+            "127.0.0.1:1",
+            "127.9.8.7:65535",
+            "[::1]",
+            "[::1]:8766",
+            "localhost.",
+        ] {
+            assert!(host_allowed(ok, &none), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "evil.com:8766",
+            "128.0.0.1",
+            "[::2]:1",
+            "localhost.evil.com",
+            "127.0.0.1.evil.com",
+            "localhost:80:80",
+            "[::1]x",
+            "",
+        ] {
+            assert!(!host_allowed(bad, &none), "{bad}");
+        }
+        let allowed = vec!["mcp.example.org".to_owned(), "other.org:8443".to_owned()];
+        assert!(host_allowed("mcp.example.org", &allowed));
+        assert!(host_allowed("MCP.example.org:443", &allowed));
+        assert!(host_allowed("other.org:8443", &allowed));
+        assert!(!host_allowed("other.org:8444", &allowed));
+        assert!(!host_allowed("evil.com", &allowed));
     }
 
     #[test]

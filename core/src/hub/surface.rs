@@ -112,14 +112,18 @@ impl Hub {
     }
 
     /// Subscribes to changes of resource `uri` (`resources/subscribe`) on
-    /// `server`, or on the server that lists it; changes arrive as
-    /// `resource_updated` events. A server that cannot subscribe is
-    /// `INVALID_INPUT` naming it.
+    /// `server`, or on the server that lists it; when no listing names it
+    /// (a resource made on the fly), on the only server with resources,
+    /// else on the servers one of whose resource templates matches it, else
+    /// on every server that can subscribe (succeeding when one accepts).
+    /// Changes arrive as `resource_updated` events. A server that cannot
+    /// subscribe is `INVALID_INPUT` naming it.
     pub async fn subscribe(&self, uri: &str, server: Option<&str>) -> Result<(), Error> {
         self.subscription("resources/subscribe", uri, server).await
     }
 
-    /// Ends a subscription made with [`Hub::subscribe`].
+    /// Ends a subscription made with [`Hub::subscribe`] (sent to the same
+    /// servers).
     pub async fn unsubscribe(&self, uri: &str, server: Option<&str>) -> Result<(), Error> {
         self.subscription("resources/unsubscribe", uri, server)
             .await
@@ -131,35 +135,126 @@ impl Hub {
         uri: &str,
         server: Option<&str>,
     ) -> Result<(), Error> {
-        let client = match server {
-            Some(s) => self.started_client(s).await?,
-            None => {
-                let listed = self.list_resources(None).await?;
-                self.client(&single_owner(&listed, "uri", uri, "resource")?)?
-            }
+        let clients = match server {
+            Some(s) => vec![self.started_client(s).await?],
+            None => self.subscription_targets(uri).await?,
         };
-        let subscribes = client
-            .init()
-            .capabilities
-            .get("resources")
-            .and_then(|r| r.get("subscribe"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        if !subscribes {
+        let mut last = None;
+        let mut accepted = false;
+        for client in clients {
+            if !can_subscribe(&client) {
+                last = Some(Error::InvalidInput(format!(
+                    "server '{}' does not offer resource subscriptions",
+                    client.name()
+                )));
+                continue;
+            }
+            match client
+                .request(
+                    method,
+                    Some(&json!({ "uri": uri })),
+                    &CallOptions::default(),
+                )
+                .await
+            {
+                Ok(_) => accepted = true,
+                Err(e) => last = Some(e),
+            }
+        }
+        match (accepted, last) {
+            (true, _) => Ok(()),
+            (false, Some(e)) => Err(e),
+            (false, None) => Err(Error::InvalidInput(format!(
+                "no connected server can subscribe to '{uri}'"
+            ))),
+        }
+    }
+
+    /// The servers a subscription to `uri` goes to (see [`Hub::subscribe`]).
+    async fn subscription_targets(&self, uri: &str) -> Result<Vec<Client>, Error> {
+        let listed = self.list_resources(None).await?;
+        if listed.iter().any(|r| r["uri"] == uri) {
+            return Ok(vec![
+                self.client(&single_owner(&listed, "uri", uri, "resource")?)?
+            ]);
+        }
+        let clients = self.clients_with("resources", None).await?;
+        if clients.len() <= 1 {
+            return if clients.is_empty() {
+                Err(Error::InvalidInput(format!(
+                    "no connected server has a resource named '{uri}'"
+                )))
+            } else {
+                Ok(clients)
+            };
+        }
+        let templates = self.list_resource_templates(None).await.unwrap_or_default();
+        let matching: Vec<&str> = templates
+            .iter()
+            .filter(|t| {
+                t["uriTemplate"]
+                    .as_str()
+                    .is_some_and(|template| template_matches(template, uri))
+            })
+            .filter_map(|t| t["server"].as_str())
+            .collect();
+        let by_template: Vec<Client> = clients
+            .iter()
+            .filter(|c| matching.contains(&c.name()))
+            .cloned()
+            .collect();
+        if !by_template.is_empty() {
+            return Ok(by_template);
+        }
+        let subscribing: Vec<Client> = clients.into_iter().filter(can_subscribe).collect();
+        if subscribing.is_empty() {
             return Err(Error::InvalidInput(format!(
-                "server '{}' does not offer resource subscriptions",
-                client.name()
+                "no connected server has a resource named '{uri}', and none offers subscriptions"
             )));
         }
-        client
-            .request(
-                method,
-                Some(&json!({ "uri": uri })),
-                &CallOptions::default(),
-            )
-            .await
-            .map(|_| ())
+        Ok(subscribing)
     }
+}
+
+/// Whether the server declared `resources.subscribe`.
+fn can_subscribe(client: &Client) -> bool {
+    client
+        .init()
+        .capabilities
+        .get("resources")
+        .and_then(|r| r.get("subscribe"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// Whether `uri` is one of the URIs RFC 6570 `template` expands to (each
+/// expression matched loosely by its operator: a simple one is one path
+/// segment or more of text, `+` and `#` anything, `/`, `.`, `;`, `?` and
+/// `&` their optional parts).
+pub(super) fn template_matches(template: &str, uri: &str) -> bool {
+    let mut pattern = String::from("^");
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        pattern.push_str(&regex::escape(&rest[..open]));
+        let Some(close) = rest[open..].find('}') else {
+            return false;
+        };
+        let expression = &rest[open + 1..open + close];
+        pattern.push_str(match expression.chars().next() {
+            Some('+') => ".*",
+            Some('#') => "(#.*)?",
+            Some('/') => "(/[^/?#]*)*",
+            Some('.') => r"(\.[^/?#.]*)*",
+            Some(';') => "(;[^/?#]*)*",
+            Some('?') => r"(\?[^#]*)?",
+            Some('&') => "(&[^#]*)?",
+            _ => "[^/?#]+",
+        });
+        rest = &rest[open + close + 1..];
+    }
+    pattern.push_str(&regex::escape(rest));
+    pattern.push('$');
+    regex::Regex::new(&pattern).is_ok_and(|re| re.is_match(uri))
 }
 
 /// INVALID_INPUT unless `level` is an MCP log level.
@@ -240,4 +335,34 @@ pub(super) async fn connect(
     let client = Client::connect(config, options).await?;
     apply_log_level(&client).await;
     Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_matches;
+
+    #[test]
+    fn templates_match_the_uris_they_expand_to() {
+        assert!(template_matches(
+            "test://static/resource/{id}",
+            "test://static/resource/7"
+        ));
+        assert!(!template_matches(
+            "test://static/resource/{id}",
+            "test://static/resource/"
+        ));
+        assert!(!template_matches(
+            "test://static/resource/{id}",
+            "test://static/resource/7/x"
+        ));
+        assert!(template_matches("file:///{+path}", "file:///a/b/c.txt"));
+        assert!(template_matches("api://x{?q,page}", "api://x?q=1&page=2"));
+        assert!(template_matches("api://x{?q,page}", "api://x"));
+        assert!(!template_matches(
+            "test://other/{id}",
+            "test://watched-resource"
+        ));
+        assert!(!template_matches("a.b://{x}", "aXb://1"));
+        assert!(!template_matches("broken://{x", "broken://1"));
+    }
 }
