@@ -43,3 +43,25 @@ def test_a_missing_framework_names_the_package(adapter, hidden, package):
     out = run(code)
     assert out.returncode == 0, out.stderr
     assert f"pip install {package}" in out.stdout and adapter in out.stdout
+
+
+def test_adapters_check_hub_and_policy():
+    import mcpmux
+    import mcpmux.langchain
+    import mcpmux.openai_agents
+    import mcpmux.pydantic_ai
+    from frameworks import hub_config
+
+    makers = [
+        mcpmux.langchain.tools,
+        mcpmux.openai_agents.HubServer,
+        mcpmux.pydantic_ai.HubToolset,
+    ]
+    with mcpmux.Hub.connect(hub_config()) as hub, mcpmux.Hub.connect(hub_config()) as other:
+        for make in makers:
+            with pytest.raises(TypeError, match="mcpmux.Hub"):
+                make("not a hub")
+            with pytest.raises(TypeError, match="policy"):
+                make(hub, policy="strict")
+            with pytest.raises(mcpmux.InvalidInput, match="another hub"):
+                make(hub, policy=other.policy())

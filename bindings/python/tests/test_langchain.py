@@ -196,3 +196,15 @@ async def test_tools_called_again_follow_tools_changed():
         with pytest.warns(RuntimeWarning):
             after = {t.name for t in await mcpmux.langchain.tools(hub)}
         assert after - before == {"mcp_demo_extra_1"}
+
+
+async def test_each_tool_has_invoke_and_ainvoke_for_either_hub():
+    call = {"type": "tool_call", "id": "1", "name": "mcp_demo_echo", "args": {"text": "both ways"}}
+    with mcpmux.Hub.connect(hub_config()) as hub:
+        with pytest.warns(RuntimeWarning):
+            echo = next(t for t in mcpmux.langchain.tools(hub) if t.name == "mcp_demo_echo")
+        assert (await echo.ainvoke(call)).content == "both ways"  # on the loop, cancellable
+    async with mcpmux.AsyncHub.connect(hub_config()) as hub:
+        with pytest.warns(RuntimeWarning):
+            echo = next(t for t in await mcpmux.langchain.tools(hub) if t.name == "mcp_demo_echo")
+        assert (await asyncio.to_thread(echo.invoke, call)).content == "both ways"

@@ -14,7 +14,7 @@ import json
 import secrets
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
-from . import AsyncHub, AsyncPolicy, Hub, McpmuxError, Policy, _warn_failed_servers
+from . import AsyncHub, AsyncPolicy, Hub, InvalidInput, McpmuxError, Policy, _warn_failed_servers
 
 AnyHub = Union[Hub, AsyncHub]
 AnyPolicy = Union[Policy, AsyncPolicy]
@@ -60,11 +60,17 @@ def check_hub(hub: Any, adapter: str) -> None:
         raise TypeError(f"{adapter}: 'hub' must be an mcpmux.Hub or mcpmux.AsyncHub, not {type(hub).__name__!r}")
 
 
-def check_policy(policy: Any, adapter: str) -> None:
-    if policy is not None and not isinstance(policy, (Policy, AsyncPolicy)):
+def check_policy(policy: Any, hub: AnyHub, adapter: str) -> None:
+    """A policy must come from this hub's ``policy()`` (the engine would
+    refuse every call made with another hub's, at call time)."""
+    if policy is None:
+        return
+    if not isinstance(policy, (Policy, AsyncPolicy)):
         raise TypeError(
             f"{adapter}: 'policy' must be an mcpmux.Policy from hub.policy(), not {type(policy).__name__!r}"
         )
+    if policy._hub is not hub._native:
+        raise InvalidInput(f"{adapter}: 'policy' was made by another hub; use hub.policy() of this hub")
 
 
 def sync_hub(hub: AnyHub) -> Hub:

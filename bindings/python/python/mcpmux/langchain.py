@@ -167,7 +167,7 @@ def tools(hub: AnyHub, *, policy: Optional[AnyPolicy] = None) -> List[Any]:
     text output is framed as untrusted data. For an ``AsyncHub`` the list
     may be awaited (``await tools(hub)``)."""
     _adapters.check_hub(hub, _ADAPTER)
-    _adapters.check_policy(policy, _ADAPTER)
+    _adapters.check_policy(policy, hub, _ADAPTER)
     found = _ToolList()
     for tool in _adapters.callable_tools(hub, warn=True):
         found.append(

@@ -69,7 +69,7 @@ class HubServer(MCPServer):  # type: ignore[misc, valid-type]
         **kwargs: Any,
     ) -> None:
         _adapters.check_hub(hub, _ADAPTER)
-        _adapters.check_policy(policy, _ADAPTER)
+        _adapters.check_policy(policy, hub, _ADAPTER)
         super().__init__(**kwargs)
         self.hub = hub
         self.policy = policy

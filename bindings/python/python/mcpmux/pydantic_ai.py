@@ -81,7 +81,7 @@ class HubToolset(AbstractToolset):  # type: ignore[misc, valid-type]
         max_retries: Optional[int] = None,
     ) -> None:
         _adapters.check_hub(hub, _ADAPTER)
-        _adapters.check_policy(policy, _ADAPTER)
+        _adapters.check_policy(policy, hub, _ADAPTER)
         self.hub = hub
         self.policy = policy
         self.max_retries = max_retries
@@ -136,9 +136,12 @@ class HubToolset(AbstractToolset):  # type: ignore[misc, valid-type]
 
         try:
             outcome = await _adapters.acall(self._async, name, tool_args, self.policy, on_progress)
-        finally:
-            if emitted:  # in order, before the result; a run without an event stream drops them
-                await asyncio.gather(*emitted, return_exceptions=True)
+        except BaseException:  # cancelled: the MCP request is cancelled; so are the events
+            for task in emitted:
+                task.cancel()
+            raise
+        if emitted:  # in order, before the result; a run without an event stream drops them
+            await asyncio.gather(*emitted, return_exceptions=True)
         if outcome.is_error:
             if outcome.error is not None and outcome.error.code in _REFUSALS:
                 raise _exceptions.ToolFailed(outcome.text)
