@@ -4,7 +4,8 @@
 #
 #   .deps/venv/      the repository venv (tests/setup.sh makes it, with the
 #                    official MCP SDK); here it also gets the pinned tools of
-#                    bindings/python/requirements-dev.txt and the mcpmux
+#                    bindings/python/requirements-dev.txt, the agent
+#                    frameworks of requirements-frameworks.txt and the mcpmux
 #                    package itself (pip install ./bindings/python)
 #   target/          cargo's output ($CARGO_TARGET_DIR if set)
 #
@@ -36,11 +37,14 @@ sha() { sha256sum "$@" | cut -d' ' -f1; }
 # ---------------------------------------------------------------- peers + venv
 bash tests/setup.sh >/dev/null
 
+# requirements-frameworks.txt: the agent frameworks the adapters are tested
+# against (mcpmux.langchain, .openai_agents, .pydantic_ai). The stamp covers
+# tests/requirements.txt too: a reinstall by setup.sh redoes this step.
 DEV_STAMP="$VENV/.mcpmux-python-dev.sha256"
-dev_sha="$(sha "$HERE/requirements-dev.txt")"
+dev_sha="$(cat "$HERE/requirements-dev.txt" "$HERE/requirements-frameworks.txt" tests/requirements.txt | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$DEV_STAMP" 2>/dev/null || true)" != "$dev_sha" ]; then
-  log "installing $HERE/requirements-dev.txt into $VENV"
-  "$PY" -m pip install --quiet -r "$HERE/requirements-dev.txt" >&2
+  log "installing $HERE/requirements-dev.txt and requirements-frameworks.txt into $VENV"
+  "$PY" -m pip install --quiet -r "$HERE/requirements-dev.txt" -r "$HERE/requirements-frameworks.txt" >&2
   printf '%s\n' "$dev_sha" > "$DEV_STAMP"
 fi
 
