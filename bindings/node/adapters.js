@@ -14,37 +14,34 @@ const { Hub, Policy, McpmuxError } = require('./index.js')
 
 /**
  * The entry file of package `name` as `import` would load it, resolved from
- * `base` (a file path), or null when it is not installed there. The package
- * is found with require's lookup (node_modules folders up from `base`),
- * then its `exports` are read for the `import` condition, so that the host's
- * ES module instance is used (not the CommonJS copy of a dual package).
+ * `base` (a file path), or null when it is not installed there. The
+ * package is looked for in the node_modules folders from `base` up, as
+ * Node does, and its `exports` are read for the `import` condition, so that
+ * the host's ES module instance is used (not the CommonJS copy of a dual
+ * package); require's lookup (NODE_PATH, ...) is the last resort.
  */
 function resolveImport(name, base) {
-  let entry
-  try {
-    entry = createRequire(base).resolve(name)
-  } catch {
-    return null
-  }
-  // The package's root: the nearest package.json named `name` above the entry.
-  let dir = path.dirname(entry)
-  for (;;) {
-    const file = path.join(dir, 'package.json')
+  for (let dir = path.dirname(path.resolve(base)); ; ) {
+    const root = path.join(dir, 'node_modules', name)
+    const file = path.join(root, 'package.json')
     if (fs.existsSync(file)) {
-      let pkg
+      let pkg = null
       try {
         pkg = JSON.parse(fs.readFileSync(file, 'utf8'))
-      } catch {
-        pkg = null
-      }
-      if (pkg && pkg.name === name) {
-        const target = importTarget(pkg.exports)
-        return target ? path.join(dir, target) : entry
+      } catch {}
+      if (pkg) {
+        const target = importTarget(pkg.exports) ?? pkg.module ?? pkg.main ?? 'index.js'
+        return path.join(root, target)
       }
     }
     const up = path.dirname(dir)
-    if (up === dir) return entry
+    if (up === dir) break
     dir = up
+  }
+  try {
+    return createRequire(base).resolve(name)
+  } catch {
+    return null
   }
 }
 
@@ -219,47 +216,79 @@ function renderText(result) {
 }
 
 /**
- * Calls `onChange()` after each `tools_changed` event of `hub` (several
- * close together run it once more at most). Returns a function that stops
- * watching. Listening never keeps the process alive.
+ * Per hub: one `'event'` listener for every adapter that follows its tool
+ * list, holding each adapter weakly (a ToolSet or server the host dropped
+ * is collected, and a host that builds one per request adds no listeners).
+ * @type {WeakMap<object, Set<WeakRef<object>>>}
  */
-function watchTools(hub, onChange) {
-  let running = null
-  let again = false
-  const run = () => {
-    if (running) {
-      again = true
-      return
+const watchers = new WeakMap()
+/** Per followed object: its refresh function and whether one is running. */
+const followed = new WeakMap()
+
+/**
+ * Calls `onChange()` after each `tools_changed` event of `hub` while
+ * `owner` is alive and not unwatched (`onChange` must not hold `owner`
+ * strongly other than through `owner` itself: it is stored in a WeakMap
+ * keyed by it). Refreshes of one owner never overlap: events during one
+ * run it once more. Returns `{stop, settled}`.
+ */
+function watchTools(hub, owner, onChange) {
+  let refs = watchers.get(hub)
+  if (refs === undefined) {
+    refs = new Set()
+    watchers.set(hub, refs)
+    const listener = (event) => {
+      if (!event || event.type !== 'tools_changed') return
+      // Closing the hub sends tools_changed with every tool removed: nothing to re-read.
+      if (hub.closed) {
+        hub.off('event', listener)
+        refs.clear()
+        return
+      }
+      for (const ref of refs) {
+        const target = ref.deref()
+        if (target === undefined) refs.delete(ref)
+        else refresh(target)
+      }
     }
-    running = Promise.resolve()
-      .then(onChange)
-      .catch((err) => {
-        if (!(err instanceof McpmuxError && err.code === 'TRANSPORT_CLOSED')) {
-          process.emitWarning(`mcpmux: could not re-read the tools after tools_changed: ${err && err.message}`, 'McpmuxWarning')
-        }
-      })
-      .finally(() => {
-        running = null
-        if (again) {
-          again = false
-          run()
-        }
-      })
+    hub.on('event', listener)
   }
-  const listener = (event) => {
-    if (!event || event.type !== 'tools_changed') return
-    // Closing the hub sends tools_changed with every tool removed: nothing to re-read.
-    if (hub.closed) hub.off('event', listener)
-    else run()
-  }
-  hub.on('event', listener)
+  const ref = new WeakRef(owner)
+  refs.add(ref)
+  followed.set(owner, { onChange, running: null, again: false })
   return {
-    stop: () => hub.off('event', listener),
+    stop: () => {
+      refs.delete(ref)
+      followed.delete(owner)
+    },
     /** Resolves once the refresh under way (if any) is done. */
     settled: async () => {
-      while (running) await running
+      for (let state = followed.get(owner); state && state.running; state = followed.get(owner)) await state.running
     },
   }
+}
+
+function refresh(owner) {
+  const state = followed.get(owner)
+  if (state === undefined) return
+  if (state.running) {
+    state.again = true
+    return
+  }
+  state.running = Promise.resolve()
+    .then(() => state.onChange(owner))
+    .catch((err) => {
+      if (!(err instanceof McpmuxError && err.code === 'TRANSPORT_CLOSED')) {
+        process.emitWarning(`mcpmux: could not re-read the tools after tools_changed: ${err && err.message}`, 'McpmuxWarning')
+      }
+    })
+    .finally(() => {
+      state.running = null
+      if (state.again) {
+        state.again = false
+        refresh(owner)
+      }
+    })
 }
 
 module.exports = {

@@ -101,14 +101,17 @@ export async function tools(hub, options = {}) {
   }
 
   const set = {}
-  const fill = (list) => {
-    const names = new Set(list.map((t) => t.name))
-    for (const key of Object.keys(set)) if (!names.has(key)) delete set[key]
-    for (const t of list) set[t.name] = make(t)
-  }
-  fill(await common.toolList(hub, policy))
-  if (watch) common.watchTools(hub, async () => fill(await common.toolList(hub, policy)))
+  fill(set, await common.toolList(hub, policy))
+  // The refresh holds the ToolSet only through its argument: a ToolSet the
+  // host drops is collected, and its watch with it.
+  if (watch) common.watchTools(hub, set, async (target) => fill(target, await common.toolList(hub, policy)))
   return set
+
+  function fill(target, list) {
+    const names = new Set(list.map((t) => t.name))
+    for (const key of Object.keys(target)) if (!names.has(key)) delete target[key]
+    for (const t of list) target[t.name] = make(t)
+  }
 }
 
 /**

@@ -78,7 +78,7 @@ class HubMCPServer {
      */
     this.errorFunction = ({ error }) => `Error: ${error && error.message ? error.message : String(error)}`
     /** @private */
-    this._watch = common.watchTools(hub, () => this.invalidateToolsCache())
+    this._watch = common.watchTools(hub, this, (server) => server.invalidateToolsCache())
   }
 
   /** The server's name in the SDK (traces, tool filters): `mcpmux` unless given. */

@@ -97,3 +97,19 @@ test('mcpmux/ai-sdk: a missing `ai` is named; an injected one works', T, async (
     await hub.close()
   }
 })
+
+test('one listener per hub, however many ToolSets and servers follow it', T, async () => {
+  const { tools } = await import('mcpmux/ai-sdk')
+  const ai = { jsonSchema: (schema) => ({ schema }), dynamicTool: (definition) => definition }
+  const hub = await Hub.connect(h.demoConfig())
+  try {
+    const sets = []
+    for (let i = 0; i < 20; i++) sets.push(await tools(hub, { ai }))
+    for (let i = 0; i < 20; i++) new HubMCPServer(hub)
+    assert.equal(hub.listenerCount('event'), 1)
+    await hub.callTool('mcp_demo_grow')
+    await h.waitFor(() => sets.every((set) => 'mcp_demo_extra_1' in set), 10_000, 'every ToolSet has extra_1')
+  } finally {
+    await hub.close()
+  }
+})
