@@ -459,7 +459,8 @@ enum mcpmux_status mcpmux_hub_list_tools(const struct mcpmux_hub *hub, char **ou
  * Writes the tools matching `query` to `*out_json`, best first, at most
  * `limit` (0 = the default, 10): a JSON array of the objects of
  * mcpmux_hub_list_tools(). BM25 over names, titles, descriptions and
- * parameter names; tools sharing no word with the query are left out.
+ * parameter names, stemmed, with a few synonyms; never empty while there
+ * are tools.
  * Does not block; any thread, callbacks included.
  *
  * On success `*out_json` receives a string owned by the caller (free it

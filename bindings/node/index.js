@@ -630,8 +630,8 @@ class Hub extends EventEmitter {
    */
   /**
    * The tools matching `query`, best first, at most `limit` (default 10):
-   * BM25 over names, titles, descriptions and parameter names; tools
-   * sharing no word with the query are left out. The objects of
+   * BM25 over names, titles, descriptions and parameter names, stemmed,
+   * with a few synonyms; never empty while there are tools. The objects of
    * {@link Hub#listTools}.
    * @param {string} query
    * @param {number} [limit]

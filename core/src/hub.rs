@@ -543,8 +543,10 @@ impl Hub {
     pub const SEARCH_DEFAULT_LIMIT: usize = crate::tool_search::DEFAULT_LIMIT;
 
     /// The tools that match `query`, best first, at most `limit` (BM25 over
-    /// each tool's names, title, description and parameter names; tools
-    /// sharing no word with the query are left out). For hosts that show a
+    /// each tool's names, title, description and parameter names, stemmed,
+    /// with a few synonyms; never empty while there are tools and `limit` >
+    /// 0: near words, then list order, when no tool shares a word with the
+    /// query). For hosts that show a
     /// model a search instead of hundreds of tools.
     /// Front ends default `limit` to [`Hub::SEARCH_DEFAULT_LIMIT`].
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<HubTool> {

@@ -17,7 +17,8 @@ test('searchTools ranks the tool the query is about first', T, async () => {
     assert.equal(found[0].name, 'mcp_demo_add', JSON.stringify(found.map((t) => t.name)))
     assert.ok(found[0].input_schema, JSON.stringify(found[0]))
     assert.equal((await hub.searchTools('echo', 1)).length, 1)
-    assert.deepEqual(await hub.searchTools('kubernetes cluster autoscaler'), [])
+    // Nothing matches: still an answer while there are tools.
+    assert.ok((await hub.searchTools('kubernetes cluster autoscaler')).length > 0)
     await h.rejectsWith(hub.searchTools(42), 'INVALID_INPUT', McpmuxError)
     await h.rejectsWith(hub.searchTools('echo', -1), 'INVALID_INPUT', McpmuxError)
   } finally {

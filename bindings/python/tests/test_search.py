@@ -17,7 +17,8 @@ def test_search_ranks_the_tool_the_query_is_about_first():
         assert found and found[0]["name"] == "mcp_demo_add", [t["name"] for t in found]
         assert set(found[0]) >= {"name", "server", "tool", "input_schema"}
         assert len(hub.search_tools("echo", limit=1)) == 1
-        assert hub.search_tools("kubernetes cluster autoscaler") == []
+        # Nothing matches: still an answer while there are tools.
+        assert len(hub.search_tools("kubernetes cluster autoscaler")) > 0
         with pytest.raises(mcpmux.InvalidInput):
             hub.search_tools(42)
 

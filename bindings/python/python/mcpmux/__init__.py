@@ -341,8 +341,8 @@ class Hub:
 
     def search_tools(self, query: str, limit: int = 10) -> List[Dict[str, Any]]:
         """The tools matching ``query``, best first, at most ``limit``
-        (BM25 over names, titles, descriptions and parameter names; tools
-        sharing no word with the query are left out). The same objects as
+        (BM25 over names, titles, descriptions and parameter names, stemmed,
+        with a few synonyms; never empty while there are tools). The same objects as
         :meth:`list_tools`."""
         return self._native.search_tools(query, limit)
 
