@@ -716,6 +716,9 @@ fn prompts_answer_to_the_gateway_name_and_to_the_server_s_own_name() {
     let typo = gw.request("prompts/get", json!({"name": "mcp_demo_gret"}));
     let message = typo["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("did you mean 'mcp_demo_greet'"), "{typo}");
+}
+
+#[test]
 fn over_stdio_a_request_whose_method_is_not_a_string_is_answered_with_its_id() {
     let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
     let mut gw = Raw::start(&sb, &[]);
