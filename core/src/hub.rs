@@ -479,6 +479,21 @@ impl Hub {
             .collect()
     }
 
+    /// The `instructions` of every connected server that sent some, in
+    /// config order, with the server's name: what the gateway passes on to
+    /// its clients.
+    pub fn instructions(&self) -> Vec<(String, String)> {
+        self.inner
+            .slots()
+            .iter()
+            .filter_map(|slot| {
+                let client = slot.client()?;
+                let text = client.init().instructions.clone()?;
+                (!text.trim().is_empty()).then(|| (slot.config.name.clone(), text))
+            })
+            .collect()
+    }
+
     /// One line saying which enabled servers failed (so their tools are
     /// missing from [`Hub::list_tools`] and [`Hub::tools_for`]), with each
     /// one's error code, and which are still `starting`; `None` when none. A server that is restarting

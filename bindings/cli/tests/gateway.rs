@@ -595,7 +595,7 @@ fn a_tool_that_requires_a_task_is_a_plain_call_through_the_gateway() {
         "everything",
         Path::new("node"),
         &[js.to_str().unwrap(), "stdio"],
-        "allow_tools = [\"simulate-research-query\"]\nconfirm_read_only = [\"simulate-research-query\"]",
+        "allow_tools = [\"simulate-research-query\", \"echo\"]\nconfirm_read_only = [\"simulate-research-query\", \"echo\"]",
     ));
     let mut gw = Raw::start(&sb, &[]);
     let list = gw.request("tools/list", json!({}));
@@ -608,6 +608,16 @@ fn a_tool_that_requires_a_task_is_a_plain_call_through_the_gateway() {
     assert!(
         research.pointer("/execution/taskSupport").is_none(),
         "{research}"
+    );
+    // Every other `execution` passes as the server sent it.
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "mcp_everything_echo")
+        .unwrap_or_else(|| panic!("not listed: {list}"));
+    assert_eq!(
+        echo["execution"],
+        json!({"taskSupport": "forbidden"}),
+        "{echo}"
     );
     let called = gw.request(
         "tools/call",
@@ -734,4 +744,26 @@ fn over_stdio_a_request_whose_method_is_not_a_string_is_answered_with_its_id() {
     // The gateway goes on serving.
     let pong = gw.request("ping", json!({}));
     assert!(pong["result"].is_object(), "{pong}");
+}
+
+#[test]
+fn server_instructions_pass_through_one_server_s_as_sent_several_under_their_names() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = Raw::start(&sb, &[]);
+    let init = gw.initialize_answer();
+    let text = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(text.starts_with("Demo server for mcpmux."), "{init}");
+    drop(gw);
+
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        demo_entry("first", "allow_all = true"),
+        demo_entry("second", "allow_all = true")
+    ));
+    let gw = Raw::start(&sb, &[]);
+    let init = gw.initialize_answer();
+    let text = init["result"]["instructions"].as_str().unwrap_or_default();
+    let first = text.find("## first\n\nDemo server for mcpmux.");
+    let second = text.find("## second\n\nDemo server for mcpmux.");
+    assert!(first.is_some() && second > first, "{init}");
 }

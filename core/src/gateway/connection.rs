@@ -345,7 +345,13 @@ async fn answer(
             .ok_or_else(|| Error::InvalidInput(format!("{method}: params.{key} must be a string")))
     };
     match method {
-        "initialize" => Ok(initialize(params)),
+        "initialize" => {
+            let mut answer = initialize(params);
+            if let Some(text) = merged_instructions(&hub.instructions()) {
+                answer["instructions"] = text.into();
+            }
+            Ok(answer)
+        }
         "server/discover" => Ok(discover()),
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
@@ -435,6 +441,23 @@ fn initialize(params: &Value) -> Value {
         },
         "serverInfo": {"name": "mcpmux-gateway", "version": env!("CARGO_PKG_VERSION")},
     })
+}
+
+/// The instructions the gateway gives its clients: one server's as it sent
+/// them; several servers' each under a heading with its name, in config
+/// order; none when no server sent any (servers still starting when the
+/// client initializes are not waited for).
+fn merged_instructions(each: &[(String, String)]) -> Option<String> {
+    match each {
+        [] => None,
+        [(_, only)] => Some(only.clone()),
+        many => Some(
+            many.iter()
+                .map(|(server, text)| format!("## {server}\n\n{}", text.trim_end()))
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
+    }
 }
 
 /// A prompt as the gateway lists it.

@@ -205,10 +205,12 @@ impl Gateway {
     }
 
     /// `tools` as the client sees them: MCP form, under the names it
-    /// knows, without `execution.taskSupport`: the gateway runs a tool that
-    /// needs a task as one itself (polling, answering, cancelling) and
-    /// answers the client's plain `tools/call` with the task's result, so
-    /// to its clients no tool needs task augmentation.
+    /// knows, `execution` as the server sent it except a `taskSupport` of
+    /// `"required"`: the gateway runs such a tool as a task itself
+    /// (polling, answering, cancelling) and answers the client's plain
+    /// `tools/call` with the task's result, so to its clients it needs no
+    /// task augmentation (and a client that refuses to call a tool that
+    /// requires one can call it).
     fn listed(&self, tools: &[HubTool]) -> Vec<Value> {
         let Value::Array(mut listed) = render_as(tools, ToolFormat::Mcp) else {
             return Vec::new();
@@ -216,9 +218,11 @@ impl Gateway {
         for (tool, hub_tool) in listed.iter_mut().zip(tools) {
             tool["name"] = self.shown_name(hub_tool).into();
             if let Some(Value::Object(execution)) = tool.get_mut("execution") {
-                execution.remove("taskSupport");
-                if execution.is_empty() {
-                    tool.as_object_mut().map(|t| t.remove("execution"));
+                if execution.get("taskSupport").and_then(Value::as_str) == Some("required") {
+                    execution.remove("taskSupport");
+                    if execution.is_empty() {
+                        tool.as_object_mut().map(|t| t.remove("execution"));
+                    }
                 }
             }
         }

@@ -27,6 +27,8 @@ pub struct Raw {
     next_id: u64,
     /// Messages read while waiting for something else.
     pub seen: Vec<Value>,
+    /// The gateway's answer to our `initialize`.
+    initialized: Value,
 }
 
 impl Raw {
@@ -95,13 +97,19 @@ impl Raw {
             stdout_fd,
             next_id: 0,
             seen: Vec::new(),
+            initialized: Value::Null,
         };
-        raw.request(
+        raw.initialized = raw.request(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "0"}}),
         );
         raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         raw
+    }
+
+    /// The gateway's answer to the `initialize` [`Raw::start`] sent.
+    pub fn initialize_answer(&self) -> &Value {
+        &self.initialized
     }
 
     /// The gateway's stdin (until [`Raw::close_stdin`]).
