@@ -952,22 +952,32 @@ impl Hub {
         .await
     }
 
-    /// Reads `uri` from `server`, or from the server that lists it, or from
-    /// the first server with resources that can read it.
+    /// Reads `uri` from `server`; without one, from the server that lists
+    /// it, else the only server with resources, else the servers one of
+    /// whose resource templates matches it (in config order, until one
+    /// answers). A URI no server claims is `INVALID_INPUT` saying so and
+    /// naming the servers that have resources; no server is asked.
     pub async fn read_resource(&self, uri: &str, server: Option<&str>) -> Result<Value, Error> {
         let params = serde_json::json!({ "uri": uri });
-        let mut clients = self.clients_with("resources", server).await?;
-        if server.is_none() {
-            // Try the server that lists this URI first.
-            let listed = self.list_resources(None).await.unwrap_or_default();
-            if let Some(owner) = listed
-                .iter()
-                .find(|r| r["uri"] == uri)
-                .and_then(|r| r["server"].as_str())
-            {
-                clients.sort_by_key(|c| c.name() != owner);
+        let clients = match server {
+            Some(_) => self.clients_with("resources", server).await?,
+            None => {
+                let (claimed, all) = self.resource_claimants(uri).await?;
+                if claimed.is_empty() {
+                    let names: Vec<&str> = all.iter().map(Client::name).collect();
+                    return Err(Error::InvalidInput(if names.is_empty() {
+                        format!("no connected server offers resources to read '{uri}'")
+                    } else {
+                        format!(
+                            "no connected server lists '{uri}' or has a resource template \
+                             that matches it (servers with resources: {}); name the server to ask",
+                            names.join(", ")
+                        )
+                    }));
+                }
+                claimed
             }
-        }
+        };
         let mut last = Error::InvalidInput(format!(
             "no connected server offers resources to read '{uri}'"
         ));

@@ -786,3 +786,30 @@ fn timeout_flag_also_bounds_the_handshake() {
         "expected about 1 s\n{out}"
     );
 }
+
+#[test]
+fn read_without_server_goes_by_the_listings_and_templates() {
+    let js = everything_server();
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        stdio_server(
+            "everything",
+            std::path::Path::new("node"),
+            &[js.to_str().unwrap(), "stdio"],
+            ""
+        ),
+        demo_entry("demo", ""),
+    ));
+    // Matched by the demo's template `demo://item/{id}`, not listed.
+    let out = sb.mcpmux(&["read", "demo://item/7"]).run();
+    out.ok();
+    assert_eq!(out.stdout, "item 7\n", "{out}");
+    // Listed by the demo.
+    let out = sb.mcpmux(&["read", "demo://readme"]).run();
+    out.ok();
+    // Claimed by nobody: said so, and no server's own error.
+    let out = sb.mcpmux(&["--json", "read", "nope://x/1"]).run();
+    let msg = out.fails_with("INVALID_INPUT");
+    assert_mentions(&msg, &["nope://x/1", "everything", "demo"], &out);
+    assert!(out.error().get("rpc_code").is_none(), "{out}");
+}

@@ -172,21 +172,40 @@ impl Hub {
 
     /// The servers a subscription to `uri` goes to (see [`Hub::subscribe`]).
     async fn subscription_targets(&self, uri: &str) -> Result<Vec<Client>, Error> {
-        let listed = self.list_resources(None).await?;
-        if listed.iter().any(|r| r["uri"] == uri) {
-            return Ok(vec![
-                self.client(&single_owner(&listed, "uri", uri, "resource")?)?
-            ]);
+        let (claimed, all) = self.resource_claimants(uri).await?;
+        if !claimed.is_empty() {
+            return Ok(claimed);
         }
+        if all.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "no connected server has a resource named '{uri}'"
+            )));
+        }
+        let subscribing: Vec<Client> = all.into_iter().filter(can_subscribe).collect();
+        if subscribing.is_empty() {
+            return Err(Error::InvalidInput(format!(
+                "no connected server has a resource named '{uri}', and none offers subscriptions"
+            )));
+        }
+        Ok(subscribing)
+    }
+
+    /// The servers that claim resource `uri`, in the order to ask them: the
+    /// one whose listing names it; else the only server with resources;
+    /// else those one of whose resource templates matches it. Empty when
+    /// none does. Also returns every connected server with resources.
+    pub(super) async fn resource_claimants(
+        &self,
+        uri: &str,
+    ) -> Result<(Vec<Client>, Vec<Client>), Error> {
+        let listed = self.list_resources(None).await?;
         let clients = self.clients_with("resources", None).await?;
-        if clients.len() <= 1 {
-            return if clients.is_empty() {
-                Err(Error::InvalidInput(format!(
-                    "no connected server has a resource named '{uri}'"
-                )))
-            } else {
-                Ok(clients)
-            };
+        if listed.iter().any(|r| r["uri"] == uri) {
+            let owner = self.client(&single_owner(&listed, "uri", uri, "resource")?)?;
+            return Ok((vec![owner], clients));
+        }
+        if clients.len() == 1 {
+            return Ok((clients.clone(), clients));
         }
         let templates = self.list_resource_templates(None).await.unwrap_or_default();
         let matching: Vec<&str> = templates
@@ -203,16 +222,7 @@ impl Hub {
             .filter(|c| matching.contains(&c.name()))
             .cloned()
             .collect();
-        if !by_template.is_empty() {
-            return Ok(by_template);
-        }
-        let subscribing: Vec<Client> = clients.into_iter().filter(can_subscribe).collect();
-        if subscribing.is_empty() {
-            return Err(Error::InvalidInput(format!(
-                "no connected server has a resource named '{uri}', and none offers subscriptions"
-            )));
-        }
-        Ok(subscribing)
+        Ok((by_template, clients))
     }
 }
 
