@@ -229,6 +229,23 @@ fn search_mode_offers_three_tools_that_find_describe_and_call_the_rest() {
         json!({"name": "mcp_demo_add", "arguments": {"a": 1, "b": 1}}),
     );
     assert_eq!(direct["result"]["isError"], true, "{direct}");
+    // A typo: describe_tool and call_tool agree, and name the tool meant.
+    for (tool, arguments) in [
+        ("describe_tool", json!({"name": "mcp_demo_ad"})),
+        (
+            "call_tool",
+            json!({"name": "mcp_demo_ad", "arguments": {"a": 1, "b": 1}}),
+        ),
+    ] {
+        let typo = gw.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let text = typo["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.starts_with("UNKNOWN_TOOL: ") && text.contains("did you mean 'mcp_demo_add'"),
+            "{tool}: {typo}"
+        );
+    }
 }
 
 #[test]

@@ -581,7 +581,13 @@ async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Value>) -> V
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let inner_args = arguments.and_then(|a| a.get("arguments")).filter(|a| !a.is_null());
-                call_hub_tool(gateway, inner_name, inner_args, progress, out).await
+                // A name no server has is UNKNOWN_TOOL, as describe_tool
+                // says; a known one the policy does not offer goes on to be
+                // refused (and audited) by the policy.
+                match gateway.resolve(inner_name) {
+                    Some(_) => call_hub_tool(gateway, inner_name, inner_args, progress, out).await,
+                    None => Err(not_offered(gateway, inner_name)),
+                }
             }
             other => Err(Error::UnknownTool(format!(
                 "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
@@ -687,17 +693,28 @@ fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
     })
 }
 
+/// UNKNOWN_TOOL for a name no server has, with the offered names meant.
+fn not_offered(gateway: &Gateway, name: &str) -> Error {
+    let offered = gateway.offered();
+    let shown: Vec<(String, &str)> = offered
+        .iter()
+        .map(|t| (gateway.shown_name(t), t.tool.as_str()))
+        .collect();
+    let hint = crate::tool_names::did_you_mean(name, shown.iter().map(|(n, t)| (n.as_str(), *t)));
+    Error::UnknownTool(format!(
+        "no tool '{name}' is offered{hint} (search with {SEARCH_TOOLS})"
+    ))
+}
+
 /// `describe_tool {name}`: one offered tool in MCP form.
 fn describe(gateway: &Gateway, arguments: Option<&Value>) -> Result<Value, Error> {
     let name = arguments
         .and_then(|a| a.get("name"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    let hub_name = gateway.resolve(name).ok_or_else(|| {
-        Error::UnknownTool(format!(
-            "no tool '{name}' is offered (search with {SEARCH_TOOLS})"
-        ))
-    })?;
+    let hub_name = gateway
+        .resolve(name)
+        .ok_or_else(|| not_offered(gateway, name))?;
     let tool = gateway
         .offered()
         .into_iter()
