@@ -396,6 +396,21 @@ enum mcpmux_status mcpmux_hub_connect(struct mcpmux_engine *engine, const char *
 enum mcpmux_status mcpmux_hub_connect_file(struct mcpmux_engine *engine, const char *path, struct mcpmux_hub **out, struct mcpmux_error **err);
 
 /**
+ * Like mcpmux_hub_connect(), with options. `options_json` (nullable): a
+ * JSON object; `{"startup_timeout_ms": N}` (or `startup_timeout_seconds`)
+ * returns after at most that long with the servers that are up: the others
+ * show as "starting" in mcpmux_hub_servers() and go on starting in the
+ * background (their tools are listed, with a `tools_changed` event, once
+ * they are up). Without it, as mcpmux_hub_connect(): until every server is
+ * connected or has failed. Blocking.
+ *
+ * # Safety
+ * As for mcpmux_hub_connect(); `options_json` is NULL or a NUL-terminated
+ * string.
+ */
+enum mcpmux_status mcpmux_hub_connect_with_options(struct mcpmux_engine *engine, const char *config_text, const char *options_json, struct mcpmux_hub **out, struct mcpmux_error **err);
+
+/**
  * Frees a hub. Does not block: its server processes are killed at once
  * (SIGKILL to each process group) once no call of it is in flight any
  * more; for a graceful stop call mcpmux_hub_close() first. Asynchronous
@@ -411,7 +426,8 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
 /**
  * Writes the status of every configured server, in config order, to
  * `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
- * "failed", "restarting", "disabled" or "idle": lazy, not started yet),
+ * "failed", "restarting", "disabled", "idle": lazy, not started yet, or
+ * "starting": a bounded connect returned before it came up),
  * "protocol_version", "server_info", "tool_count",
  * "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
  * block; any thread, callbacks included.

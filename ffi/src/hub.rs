@@ -239,6 +239,88 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
     }
 }
 
+/// Reads `options_json` of a connect: `startup_timeout_ms` /
+/// `startup_timeout_seconds` (core's `HubOptions::startup_wait`).
+fn connect_options(
+    args: Args,
+    options: Option<Map<String, Value>>,
+) -> Result<mcpmux_core::HubOptions, Error> {
+    let mut hub_options = mcpmux_core::HubOptions::default();
+    for (key, value) in options.unwrap_or_default() {
+        let scale = match key.as_str() {
+            "startup_timeout_ms" => 1e-3,
+            "startup_timeout_seconds" => 1.0,
+            other => {
+                return Err(args.invalid(
+                    "options_json",
+                    format!(
+                        "has unknown option '{other}' (known: startup_timeout_ms, \
+                         startup_timeout_seconds)"
+                    ),
+                ))
+            }
+        };
+        let duration = value
+            .as_f64()
+            .filter(|n| *n > 0.0)
+            .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
+            .ok_or_else(|| {
+                args.invalid(
+                    "options_json",
+                    format!("option '{key}' must be a positive number, not {value}"),
+                )
+            })?;
+        if hub_options.startup_wait.replace(duration).is_some() {
+            return Err(args.invalid(
+                "options_json",
+                format!("sets the startup timeout twice ('{key}')"),
+            ));
+        }
+    }
+    Ok(hub_options)
+}
+
+/// Like mcpmux_hub_connect(), with options. `options_json` (nullable): a
+/// JSON object; `{"startup_timeout_ms": N}` (or `startup_timeout_seconds`)
+/// returns after at most that long with the servers that are up: the others
+/// show as "starting" in mcpmux_hub_servers() and go on starting in the
+/// background (their tools are listed, with a `tools_changed` event, once
+/// they are up). Without it, as mcpmux_hub_connect(): until every server is
+/// connected or has failed. Blocking.
+///
+/// # Safety
+/// As for mcpmux_hub_connect(); `options_json` is NULL or a NUL-terminated
+/// string.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_connect_with_options(
+    engine: *mut mcpmux_engine,
+    config_text: *const c_char,
+    options_json: *const c_char,
+    out: *mut *mut mcpmux_hub,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_connect_with_options",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            args.non_null("engine", engine)?;
+            let text = args.str("config_text", config_text)?;
+            let options = connect_options(args, args.opt_object("options_json", options_json)?)?;
+            args.non_null("out", out)?;
+            let hub = connect_with(
+                args,
+                &*engine,
+                Config::from_source(ConfigSource::Text(text.to_owned())),
+                options,
+            )?;
+            write_out(out, hub);
+            Ok(())
+        })
+    }
+}
+
 /// Frees a hub. Does not block: its server processes are killed at once
 /// (SIGKILL to each process group) once no call of it is in flight any
 /// more; for a graceful stop call mcpmux_hub_close() first. Asynchronous
@@ -265,7 +347,8 @@ pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
 
 /// Writes the status of every configured server, in config order, to
 /// `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
-/// "failed", "restarting", "disabled" or "idle": lazy, not started yet),
+/// "failed", "restarting", "disabled", "idle": lazy, not started yet, or
+/// "starting": a bounded connect returned before it came up),
 /// "protocol_version", "server_info", "tool_count",
 /// "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
 /// block; any thread, callbacks included.
