@@ -13,7 +13,7 @@ use mcpmux_core::gateway::{
 };
 use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// The command's flags.
 #[derive(clap::Args)]
@@ -112,6 +112,7 @@ pub async fn run(
     args: &GatewayArgs,
     config_flag: Option<&std::path::Path>,
     relay: Option<Relay>,
+    stdin: Option<StdinReader>,
 ) -> Result<(), Error> {
     let options = args.options()?;
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
@@ -161,6 +162,40 @@ pub async fn run(
         };
         return serve_http(gateway, listener, options).await;
     }
-    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let stdin = stdin.unwrap_or_else(|| {
+        use tokio::io::AsyncReadExt;
+        std::io::Cursor::new(Vec::new()).chain(tokio::io::BufReader::new(tokio::io::stdin()))
+    });
     serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes).await
+}
+
+/// The stdio gateway's input: the client's first message (read before the
+/// servers start, to learn what the client can answer), then the rest of
+/// stdin.
+pub type StdinReader =
+    tokio::io::Chain<std::io::Cursor<Vec<u8>>, tokio::io::BufReader<tokio::io::Stdin>>;
+
+/// Reads the stdio client's first line (at most `limit` bytes) and the
+/// capabilities its `initialize` declares (`{}` when the first message is
+/// something else). Returns the line, to be served first, and the hub
+/// handlers for what the client can answer.
+pub async fn first_message(
+    relay: &Relay,
+    limit: usize,
+) -> Result<(StdinReader, mcpmux_core::ClientHandlers), Error> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut line = Vec::new();
+    (&mut stdin)
+        .take(limit as u64 + 1)
+        .read_until(b'\n', &mut line)
+        .await
+        .map_err(|e| Error::TransportClosed(format!("gateway: reading stdin: {e}")))?;
+    let capabilities = serde_json::from_slice::<Value>(&line)
+        .ok()
+        .filter(|m| m["method"] == "initialize")
+        .map(|m| m["params"]["capabilities"].clone())
+        .unwrap_or_else(|| json!({}));
+    let handlers = relay.handlers_for(&capabilities);
+    Ok((std::io::Cursor::new(line).chain(stdin), handlers))
 }

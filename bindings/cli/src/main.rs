@@ -351,9 +351,31 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     // A gateway relays the servers' requests (sampling, elicitation,
     // roots) to its clients: the hub gets the relay's handlers.
     let relay = matches!(cli.command, Command::Gateway(_)).then(mcpmux_core::gateway::Relay::new);
+    // Over stdio the gateway has one client: its `initialize` is read
+    // before the servers start, so that they are told only of what it can
+    // answer (roots, sampling, elicitation). Over HTTP any may come.
+    let mut stdin = None;
+    let handlers = match (&relay, &cli.command) {
+        (Some(relay), Command::Gateway(args)) if args.http()?.is_none() => {
+            let limit = config
+                .servers
+                .iter()
+                .map(|s| s.max_message_bytes)
+                .max()
+                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+            let (reader, handlers) = tokio::select! {
+                first = gateway::first_message(relay, limit) => first?,
+                e = &mut interrupted => return Err(e),
+            };
+            stdin = Some(reader);
+            handlers
+        }
+        (Some(relay), _) => relay.handlers(),
+        (None, _) => Default::default(),
+    };
     let options = mcpmux_core::HubOptions {
         events,
-        handlers: relay.as_ref().map(|r| r.handlers()).unwrap_or_default(),
+        handlers,
         startup_wait,
         ..mcpmux_core::HubOptions::default()
     };
@@ -376,7 +398,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         // Served until stdin closes or the gateway is interrupted.
         let outcome = tokio::select! {
-            r = gateway::run(&hub, args, cli.config.as_deref(), relay) => r,
+            r = gateway::run(&hub, args, cli.config.as_deref(), relay, stdin) => r,
             _ = &mut interrupted => Ok(()),
         };
         hub.close().await;

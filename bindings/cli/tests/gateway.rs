@@ -784,3 +784,37 @@ fn server_instructions_pass_through_one_server_s_as_sent_several_under_their_nam
     let second = text.find("## second\n\nDemo server for mcpmux.");
     assert!(first.is_some() && second > first, "{init}");
 }
+
+#[test]
+fn servers_are_told_only_of_what_the_stdio_client_can_answer() {
+    let js = everything_server();
+    let sb = Sandbox::with_config(&stdio_server(
+        "everything",
+        Path::new("node"),
+        &[js.to_str().unwrap(), "stdio"],
+        "allow_tools = [\"get-roots-list\", \"echo\"]\nconfirm_read_only = [\"get-roots-list\", \"echo\"]",
+    ));
+    // server-everything offers get-roots-list only to a client with roots.
+    let mut without = Raw::start(&sb, &[]);
+    let names = tool_names(&without.request("tools/list", json!({})));
+    assert!(
+        names.contains(&"mcp_everything_echo".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"mcp_everything_get-roots-list".to_owned()),
+        "{names:?}"
+    );
+    drop(without);
+    let mut with = Raw::start_with(&sb, &[], json!({"roots": {"listChanged": true}}));
+    // It registers the tool once it learns the client's capabilities.
+    let mut names = tool_names(&with.request("tools/list", json!({})));
+    if !names.contains(&"mcp_everything_get-roots-list".to_owned()) {
+        with.notification("notifications/tools/list_changed");
+        names = tool_names(&with.request("tools/list", json!({})));
+    }
+    assert!(
+        names.contains(&"mcp_everything_get-roots-list".to_owned()),
+        "{names:?}"
+    );
+}

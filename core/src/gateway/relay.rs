@@ -59,6 +59,21 @@ impl Relay {
         }
     }
 
+    /// [`Relay::handlers`] for only what a client declared in its
+    /// `initialize` `capabilities` (`roots`, `sampling`, `elicitation`):
+    /// the servers are then told only of what the client can answer (a
+    /// server may offer more when its client declares roots, as
+    /// server-everything's `get-roots-list` does).
+    pub fn handlers_for(&self, capabilities: &Value) -> ClientHandlers {
+        let all = self.handlers();
+        let declared = |name: &str| capabilities.get(name).is_some_and(Value::is_object);
+        ClientHandlers {
+            roots: all.roots.filter(|_| declared("roots")),
+            sampling: all.sampling.filter(|_| declared("sampling")),
+            elicitation: all.elicitation.filter(|_| declared("elicitation")),
+        }
+    }
+
     /// Makes `target` the first choice for what it accepts.
     pub(crate) fn attach(&self, target: Weak<dyn RelayTarget>) {
         let mut targets = self.targets.lock().unwrap();

@@ -190,8 +190,8 @@ impl Hub {
         Ok(subscribing)
     }
 
-    /// The servers that claim resource `uri`, in the order to ask them: the
-    /// one whose listing names it; else the only server with resources;
+    /// The servers that claim resource `uri`, in the order to ask them:
+    /// those whose listing names it; else the only server with resources;
     /// else those one of whose resource templates matches it. Empty when
     /// none does. Also returns every connected server with resources.
     pub(super) async fn resource_claimants(
@@ -200,9 +200,19 @@ impl Hub {
     ) -> Result<(Vec<Client>, Vec<Client>), Error> {
         let listed = self.list_resources(None).await?;
         let clients = self.clients_with("resources", None).await?;
-        if listed.iter().any(|r| r["uri"] == uri) {
-            let owner = self.client(&single_owner(&listed, "uri", uri, "resource")?)?;
-            return Ok((vec![owner], clients));
+        let owners: Vec<&str> = listed
+            .iter()
+            .filter(|r| r["uri"] == uri)
+            .filter_map(|r| r["server"].as_str())
+            .collect();
+        if !owners.is_empty() {
+            // Every server that lists it, in config order.
+            let listing = clients
+                .iter()
+                .filter(|c| owners.contains(&c.name()))
+                .cloned()
+                .collect();
+            return Ok((listing, clients));
         }
         if clients.len() == 1 {
             return Ok((clients.clone(), clients));
