@@ -55,6 +55,11 @@ done
 cargo clippy -p mcpmux-core --no-default-features --all-targets --locked -- -D warnings
 cargo test -p mcpmux-core --no-default-features --locked
 
+step "mcpmux-core: each feature alone compiles (cargo check --no-default-features --features F)"
+for feature in websocket sse oauth sessions; do
+  cargo check -p mcpmux-core --no-default-features --features "$feature" --locked
+done
+
 # Each front end that lives outside the Rust test harness brings its own
 # test script (C ABI, Python, Node); each installs what it needs into
 # folders of the checkout and exits non-zero on failure.
