@@ -50,7 +50,7 @@ struct Cli {
     /// Per-request timeout in seconds for every server (overrides the config).
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
-    /// How long listing commands (servers, tools, resources, prompts, policy, watch, and read/prompt/complete without --server) wait for servers to come up before they list what is up [default: 10, and never more than the call timeout]; `call` waits for its server, the gateway answers within 5 s.
+    /// How long listing commands (servers, tools, resources, prompts, policy, watch, and read/prompt/complete without --server) wait for servers to come up before they list what is up [default: 10]; `call` waits for its server, the gateway answers within 5 s.
     #[arg(long, global = true, value_name = "SECONDS")]
     startup_timeout: Option<f64>,
     /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.
@@ -339,7 +339,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             )));
         }
     }
-    let startup_wait = startup_wait(&cli, &config, timeout)?;
+    let startup_wait = startup_wait(&cli)?;
     let interrupted = shutdown_signal();
     tokio::pin!(interrupted);
     // An interrupt while servers start drops the half-made hub, which kills
@@ -422,13 +422,9 @@ const GATEWAY_STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs
 /// How long `Hub::connect_with` waits for the servers, by command: `call`
 /// (and `read`, `prompt`, `complete` with `--server`) for its server; the
 /// gateway [`GATEWAY_STARTUP_WAIT`]; the listing commands
-/// `--startup-timeout` (default [`DEFAULT_STARTUP_WAIT`]), never longer
-/// than the shortest call timeout of the config.
-fn startup_wait(
-    cli: &Cli,
-    config: &Config,
-    timeout: Option<std::time::Duration>,
-) -> Result<Option<std::time::Duration>, Error> {
+/// `--startup-timeout` (default [`DEFAULT_STARTUP_WAIT`], shorter than the
+/// default call timeout of 60 s).
+fn startup_wait(cli: &Cli) -> Result<Option<std::time::Duration>, Error> {
     let flag = match cli.startup_timeout {
         None => None,
         Some(secs) => Some(mcpmux_core::config::seconds(secs).ok_or_else(|| {
@@ -453,14 +449,9 @@ fn startup_wait(
             flag.map_or(GATEWAY_STARTUP_WAIT, |f| f.min(GATEWAY_STARTUP_WAIT)),
         ));
     }
-    let shortest_call = config
-        .servers
-        .iter()
-        .map(|s| s.timeout)
-        .chain(timeout)
-        .min();
-    let wait = flag.unwrap_or(DEFAULT_STARTUP_WAIT);
-    Ok(Some(shortest_call.map_or(wait, |t| wait.min(t))))
+    // A server's handshake is bounded by its own timeout too: with shorter
+    // timeouts the listing ends when the last server has answered or failed.
+    Ok(Some(flag.unwrap_or(DEFAULT_STARTUP_WAIT)))
 }
 
 /// Resolves on Ctrl-C (SIGINT) or, on Unix, SIGTERM, with the error to report.
