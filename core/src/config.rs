@@ -92,6 +92,19 @@ pub struct ServerConfig {
     /// and checked at load time; the policy interprets them
     /// ([`ServerPolicy::decide`]). Also still in `extra` as written.
     pub policy: ServerPolicy,
+    /// How the entry was written, so that hints name it in the file's own
+    /// syntax.
+    pub written_as: EntrySyntax,
+}
+
+/// How a server entry was written: in a JSON or a TOML file, as a
+/// `mcpServers.<name>` entry or a `[[mcp.servers]]` one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EntrySyntax {
+    /// The file is JSON (`"key": value`), not TOML (`key = value`).
+    pub json: bool,
+    /// The entry is `mcpServers.<name>`, not an `mcp.servers` array item.
+    pub mcp_servers: bool,
 }
 
 impl ServerConfig {
@@ -309,7 +322,13 @@ enum Format {
 /// One server entry as found: its name, where it is (`mcpServers.x`,
 /// `mcp.servers[0]`), its keys, and the keys it may have besides the
 /// engine's and the policy's (other clients' keys, in `mcpServers` only).
-type Entry = (String, String, Map<String, Value>, &'static [&'static str]);
+type Entry = (
+    String,
+    String,
+    Map<String, Value>,
+    &'static [&'static str],
+    EntrySyntax,
+);
 
 fn parse_with(
     text: &str,
@@ -401,7 +420,11 @@ fn parse_with(
                 Some(_) => return Err(ctx.err(format!("{at}: field 'name' must be a string"))),
                 None => return Err(ctx.err(format!("{at}: missing field 'name'"))),
             };
-            entries.push((name, at, entry.clone(), &[]));
+            let written_as = EntrySyntax {
+                json: !is_toml,
+                mcp_servers: false,
+            };
+            entries.push((name, at, entry.clone(), &[], written_as));
         }
     }
     if let Some(servers) = doc.get("mcpServers") {
@@ -414,7 +437,17 @@ fn parse_with(
             let Value::Object(entry) = entry else {
                 return Err(ctx.err(format!("{at} must be an object")));
             };
-            entries.push((name.clone(), at, entry.clone(), keys::MCP_SERVERS_COMPAT));
+            let written_as = EntrySyntax {
+                json: !is_toml,
+                mcp_servers: true,
+            };
+            entries.push((
+                name.clone(),
+                at,
+                entry.clone(),
+                keys::MCP_SERVERS_COMPAT,
+                written_as,
+            ));
         }
     }
     let session = match doc.get("session") {
@@ -431,7 +464,7 @@ fn parse_with(
 
     let mut servers: Vec<ServerConfig> = Vec::with_capacity(entries.len());
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    for (name, at, entry, compat) in entries {
+    for (name, at, entry, compat, written_as) in entries {
         if name.trim().is_empty() {
             return Err(ctx.err(format!("{at}: field 'name' is empty")));
         }
@@ -445,7 +478,9 @@ fn parse_with(
         ) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
-        servers.push(server_entry(&ctx, &defaults, name, &entry)?);
+        let mut server = server_entry(&ctx, &defaults, name, &entry)?;
+        server.written_as = written_as;
+        servers.push(server);
     }
     Ok(Config {
         servers,
@@ -923,6 +958,7 @@ fn server_entry(
         supervision,
         extra,
         policy,
+        written_as: EntrySyntax::default(),
     })
 }
 

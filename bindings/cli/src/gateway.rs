@@ -45,6 +45,9 @@ pub struct GatewayArgs {
     /// Frame text results as untrusted data, as a review session shows them to its model.
     #[arg(long)]
     pub frame_output: bool,
+    /// Offer every tool of every enabled server, whatever the policy's allow lists and the servers' annotations say (deny_tools, scopes, redaction, limits, --frame-output and --audit still apply).
+    #[arg(long)]
+    pub expose_all: bool,
     /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
@@ -57,6 +60,7 @@ impl GatewayArgs {
             mode: self.mode.parse::<GatewayMode>()?,
             no_prefix: self.no_prefix,
             frame_output: self.frame_output,
+            expose_all: self.expose_all,
         })
     }
 
@@ -127,11 +131,8 @@ pub async fn run(
         let ctx = crate::review::context(crate::review::optional_config(config_flag)?)?;
         gateway = gateway.offer_review_tools(ctx)?;
     }
-    for server in gateway.servers_offering_nothing() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "mcpmux gateway: server '{server}' offers no tools under the policy; add allow_tools = [...] or allow_all = true to its entry to offer them (and confirm_read_only = [...] for tools it does not mark readOnlyHint)"
-        );
+    for note in gateway.startup_notes() {
+        let _ = writeln!(std::io::stderr(), "mcpmux gateway: {note}");
     }
     if let Some(note) = hub.failed_servers_note() {
         let _ = writeln!(std::io::stderr(), "mcpmux gateway: {note}");

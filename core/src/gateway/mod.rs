@@ -62,6 +62,11 @@ pub struct GatewayOptions {
     pub no_prefix: bool,
     /// Text results are framed as untrusted data (`--frame-output`).
     pub frame_output: bool,
+    /// Offer every tool of every enabled server (`--expose-all`): the
+    /// policy's allow lists and annotation checks are set aside
+    /// ([`PolicySettings::expose_all`](crate::policy::PolicySettings::expose_all));
+    /// `deny_tools`, `scopes`, redaction, limits, framing and audit still apply.
+    pub expose_all: bool,
 }
 
 /// The search mode's tools.
@@ -95,7 +100,14 @@ impl Gateway {
     /// A gateway over `hub`, each call going through `policy` (made for
     /// this hub's config). `--no-prefix` with other than one enabled
     /// server is `INVALID_INPUT`.
-    pub fn new(hub: Hub, policy: SessionPolicy, options: GatewayOptions) -> Result<Gateway, Error> {
+    pub fn new(
+        hub: Hub,
+        mut policy: SessionPolicy,
+        options: GatewayOptions,
+    ) -> Result<Gateway, Error> {
+        if options.expose_all {
+            policy.set_expose_all(true);
+        }
         if options.no_prefix {
             let config = hub.config();
             let enabled: Vec<&str> = config
@@ -177,6 +189,22 @@ impl Gateway {
             .filter(|s| !offered.iter().any(|t| t.server == s.name))
             .map(|s| s.name.clone())
             .collect()
+    }
+
+    /// What to tell the operator at start about the policy, one line each:
+    /// under `--expose-all` what it did; otherwise the servers offering
+    /// nothing with the keys that would offer their tools (in the config's
+    /// own syntax), the rule for tools not marked read-only when it
+    /// applies, and a summary line naming `--expose-all`.
+    pub fn startup_notes(&self) -> Vec<String> {
+        let offered = self.offered();
+        let hub = &self.inner.hub;
+        crate::policy::hints::startup_notes(
+            &self.inner.policy,
+            &hub.config(),
+            &hub.list_tools(),
+            &offered,
+        )
     }
 
     /// The tools the policy offers now, in hub order (of those the hub can

@@ -14,11 +14,14 @@
 //! `call_timeout_seconds` → redact → cap at `max_output_bytes` → frame as
 //! untrusted data → audit.
 //!
-//! Modules: [`rules`] (per-server keys and the offer decision), [`settings`]
-//! (`[session]` keys), [`redact`], `output` (render, cap, frame), [`audit`],
-//! [`host`] (policies built by hosts from JSON settings).
+//! Modules: [`rules`] (per-server keys, globs and the offer decision),
+//! [`settings`] (`[session]` keys, `expose_all`), [`redact`], `output`
+//! (render, cap, frame), [`audit`], [`host`] (policies built by hosts from
+//! JSON settings), [`hints`] (what a front end says at start about the
+//! policy: the keys to add, in the config's own syntax).
 
 pub mod audit;
+pub mod hints;
 pub mod host;
 pub(crate) mod output;
 pub mod redact;
@@ -189,12 +192,20 @@ impl SessionPolicy {
         self.servers.get(name)
     }
 
-    /// The decision for one hub tool under the config and this session's scope.
+    /// The decision for one hub tool under the config and this session's
+    /// scope (and [`PolicySettings::expose_all`]).
     pub fn decide(&self, tool: &HubTool) -> Decision {
+        let scope = self.settings.scope.as_deref();
         match self.servers.get(&tool.server) {
-            Some(p) => p.decide(tool, self.settings.scope.as_deref()),
+            Some(p) if self.settings.expose_all => p.decide_exposing_all(tool, scope),
+            Some(p) => p.decide(tool, scope),
             None => Decision::Refused(Refusal::UnknownTool),
         }
+    }
+
+    /// Sets [`PolicySettings::expose_all`] (`mcpmux gateway --expose-all`).
+    pub fn set_expose_all(&mut self, on: bool) {
+        self.settings.expose_all = on;
     }
 
     /// Every tool with its decision, in hub order.

@@ -37,6 +37,13 @@ pub struct PolicySettings {
     pub scope: Option<String>,
     /// Redaction rules added to the built-in ones (`[[session.redact]]`).
     pub redact: Vec<RedactRule>,
+    /// Offer every tool of every enabled server (`mcpmux gateway
+    /// --expose-all`): the allow lists (`allow_tools`, `allow_all`) and the
+    /// annotation checks (`allow_destructive`, `confirm_read_only`) are set
+    /// aside; `deny_tools`, `scopes`, limits, redaction, framing and audit
+    /// still apply. Never read from a config file: only a host or a flag
+    /// sets it.
+    pub expose_all: bool,
 }
 
 impl PolicySettings {
@@ -123,6 +130,7 @@ impl PolicySettings {
             max_output_bytes,
             scope,
             redact,
+            expose_all: false,
         })
     }
 
@@ -137,6 +145,7 @@ impl PolicySettings {
             max_output_bytes: over.max_output_bytes.or(self.max_output_bytes),
             scope: over.scope.clone().or_else(|| self.scope.clone()),
             redact,
+            expose_all: self.expose_all || over.expose_all,
         }
     }
 

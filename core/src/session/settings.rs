@@ -124,6 +124,7 @@ impl Settings {
             max_output_bytes: self.max_output_bytes,
             scope: self.scope.clone(),
             redact: Vec::new(),
+            expose_all: false,
         }
     }
 
