@@ -9,6 +9,7 @@
 pub(crate) mod line_reader;
 mod pipe_writer;
 pub mod send_bound;
+mod stderr_reader;
 mod stdout_reader;
 // A transport whose Cargo feature is off is replaced by a stand-in of the
 // same name whose connect fails with CONFIG_INVALID naming the feature.

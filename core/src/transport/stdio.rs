@@ -8,18 +8,17 @@
 //! and a reaper (waits for the exit status). None of them keeps the
 //! connection's owner alive.
 
-use std::collections::VecDeque;
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::watch;
 
 use super::pipe_writer::{Closed, PipeWriter};
+use super::stderr_reader::StderrReader;
 use super::stdout_reader::{StdoutReader, Stopped};
 use super::{FrameSink, Transport};
 use crate::config::StdioConfig;
@@ -27,8 +26,6 @@ use crate::error::Error;
 
 /// How long `close` waits after closing stdin, and again after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
-/// How much of the child's stderr is kept for error messages.
-const STDERR_KEEP_BYTES: usize = 8 * 1024;
 /// The least room for what waits to be written to the child's stdin.
 const MIN_QUEUE_BYTES: usize = 1024 * 1024;
 
@@ -117,16 +114,23 @@ impl StdioTransport {
             let _ = exit_tx.send(status);
         });
 
-        // Stdout messages so far, stamped on each stderr line (see StderrRing).
-        let frames = Arc::new(AtomicU64::new(0));
-        let ring = Arc::new(StderrRing::new(frames.clone()));
+        let stderr = match stderr
+            .into_owned_fd()
+            .and_then(|fd| StderrReader::new(fd, label))
+        {
+            Ok(reader) => reader,
+            Err(e) => {
+                if pgid > 0 {
+                    // SAFETY: plain syscall on the process group we created.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+                return Err(Error::ConnectFailed(format!(
+                    "{label}: cannot read stderr: {e}"
+                )));
+            }
+        };
         let (stderr_done_tx, stderr_done_rx) = watch::channel(false);
-        tokio::spawn(read_stderr(
-            label.to_owned(),
-            stderr,
-            ring.clone(),
-            stderr_done_tx,
-        ));
+        tokio::spawn(stderr.clone().run(stderr_done_tx));
 
         let stdin = PipeWriter::start(stdin, stdin_queue_limit(max_message_bytes));
 
@@ -137,12 +141,12 @@ impl StdioTransport {
             aborted: aborted.clone(),
             exit: exit_rx.clone(),
             stderr_done: stderr_done_rx,
-            ring,
+            stderr: stderr.clone(),
             closing: closing.clone(),
         };
         let stdout = match stdout
             .into_owned_fd()
-            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone(), frames))
+            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone(), stderr))
         {
             Ok(reader) => reader,
             Err(e) => {
@@ -300,7 +304,7 @@ struct Ending {
     aborted: Arc<Mutex<Option<String>>>,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr_done: watch::Receiver<bool>,
-    ring: Arc<StderrRing>,
+    stderr: Arc<StderrReader>,
     closing: Arc<AtomicBool>,
 }
 
@@ -325,7 +329,7 @@ impl Ending {
             Some(status) => format!("server process exited ({status})"),
             None => format!("server {cause}"),
         };
-        let stderr = self.ring.since_last_message();
+        let stderr = self.stderr.since_last_message();
         let stderr = if stderr.is_empty() {
             String::new()
         } else {
@@ -345,116 +349,5 @@ async fn read_stdout(reader: Arc<StdoutReader>, sink: Weak<dyn FrameSink>, endin
     let error = ending.error(cause).await;
     if let Some(sink) = sink.upgrade() {
         sink.on_closed(error);
-    }
-}
-
-/// The last few KiB of a child's stderr, each line stamped with how many
-/// stdout messages the server had sent when it was read. An error quotes
-/// only the lines stamped with the final count: what the server wrote
-/// since its last message, which is the call under way and the crash
-/// itself, never what it wrote during an earlier, answered call.
-struct StderrRing {
-    lines: Mutex<(VecDeque<(u64, String)>, usize)>,
-    frames: Arc<AtomicU64>,
-}
-
-impl StderrRing {
-    fn new(frames: Arc<AtomicU64>) -> StderrRing {
-        StderrRing {
-            lines: Mutex::default(),
-            frames,
-        }
-    }
-
-    fn push(&self, line: String) {
-        let stamp = self.frames.load(Ordering::Relaxed);
-        let mut guard = self.lines.lock().unwrap();
-        let (lines, bytes) = &mut *guard;
-        *bytes += line.len();
-        lines.push_back((stamp, line));
-        while *bytes > STDERR_KEEP_BYTES && lines.len() > 1 {
-            *bytes -= lines.pop_front().map_or(0, |(_, l)| l.len());
-        }
-    }
-
-    /// The lines read since the server's last stdout message, cut to the
-    /// last [`STDERR_KEEP_BYTES`].
-    fn since_last_message(&self) -> String {
-        let last = self.frames.load(Ordering::Relaxed);
-        let guard = self.lines.lock().unwrap();
-        let joined = guard
-            .0
-            .iter()
-            .filter(|(stamp, _)| *stamp == last)
-            .map(|(_, line)| line.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
-        if joined.len() > STDERR_KEEP_BYTES {
-            let mut cut = joined.len() - STDERR_KEEP_BYTES;
-            while !joined.is_char_boundary(cut) {
-                cut += 1;
-            }
-            return joined[cut..].to_owned();
-        }
-        joined
-    }
-}
-
-async fn read_stderr(
-    label: String,
-    stderr: impl AsyncRead + Unpin,
-    ring: Arc<StderrRing>,
-    done: watch::Sender<bool>,
-) {
-    let mut reader = BufReader::with_capacity(512, stderr);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // Lines are capped so a server cannot grow our memory through stderr.
-        match (&mut reader)
-            .take(STDERR_KEEP_BYTES as u64)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&line).trim_end().to_owned();
-                // Known secrets go before the line is logged or kept for
-                // an error: a server may print its env at start-up.
-                let text = crate::secrets::redact(&text).into_owned();
-                if !text.is_empty() {
-                    tracing::info!(target: "mcpmux::server_stderr", server = %label, "{text}");
-                    ring.push(text);
-                }
-            }
-        }
-    }
-    let _ = done.send(true);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stderr_ring_keeps_the_tail() {
-        let ring = StderrRing::new(Arc::default());
-        for i in 0..2000 {
-            ring.push(format!("line {i}"));
-        }
-        let tail = ring.since_last_message();
-        assert!(tail.len() <= STDERR_KEEP_BYTES);
-        assert!(tail.ends_with("line 1999"));
-    }
-
-    #[test]
-    fn an_error_quotes_only_what_was_written_since_the_last_message() {
-        let frames = Arc::new(AtomicU64::new(0));
-        let ring = StderrRing::new(frames.clone());
-        ring.push("warning during the first call".into());
-        frames.fetch_add(1, Ordering::Relaxed); // its answer
-        assert_eq!(ring.since_last_message(), "");
-        ring.push("panicked: out of cheese".into());
-        assert_eq!(ring.since_last_message(), "panicked: out of cheese");
     }
 }

@@ -19,7 +19,6 @@
 
 use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use tokio::net::unix::pipe;
@@ -36,11 +35,17 @@ pub(crate) struct StdoutReader {
     state: Mutex<Splitter>,
     sink: Weak<dyn FrameSink>,
     max: usize,
-    /// Messages handed to the sink so far: the stderr reader stamps each
-    /// line with it, so that an error quotes only what the server wrote
-    /// since its last message (the call under way, the crash), not what it
-    /// wrote during earlier calls.
-    frames: Arc<AtomicU64>,
+    /// Told of each read and each message (the stderr reader's drain and
+    /// count, see `stderr_reader`).
+    before: Arc<dyn BeforeMessage>,
+}
+
+/// What the stdout reader tells before it hands on messages.
+pub(crate) trait BeforeMessage: Send + Sync {
+    /// Once per read of stdout, before its messages are handed on.
+    fn before_messages(&self);
+    /// Once per message, just before it is handed on.
+    fn message(&self);
 }
 
 /// Why [`StdoutReader::run`] stopped reading.
@@ -60,7 +65,7 @@ impl StdoutReader {
         stdout: OwnedFd,
         max: usize,
         sink: Weak<dyn FrameSink>,
-        frames: Arc<AtomicU64>,
+        before: Arc<dyn BeforeMessage>,
     ) -> std::io::Result<Arc<StdoutReader>> {
         let fd = stdout.as_raw_fd();
         Ok(Arc::new(StdoutReader {
@@ -69,7 +74,7 @@ impl StdoutReader {
             state: Mutex::new(Splitter::new(max)),
             sink,
             max,
-            frames,
+            before,
         }))
     }
 
@@ -88,7 +93,7 @@ impl StdoutReader {
             let mut out = ToSink {
                 sink: &self.sink,
                 max: self.max,
-                frames: &self.frames,
+                before: &*self.before,
             };
             loop {
                 // (`try_read_buf` clears the pipe's readiness when it sees
@@ -96,6 +101,7 @@ impl StdoutReader {
                 match self.pipe.try_read_buf(splitter.buffer()) {
                     Ok(0) => return Stopped::Eof,
                     Ok(_) => {
+                        self.before.before_messages();
                         if !splitter.split(&mut out) {
                             return Stopped::SinkGone;
                         }
@@ -128,10 +134,11 @@ impl ReadNow for StdoutReader {
         };
         // SAFETY: the kernel initialized `n` bytes after `len`.
         unsafe { buf.set_len(len + n) };
+        self.before.before_messages();
         let mut out = ToSink {
             sink: &self.sink,
             max: self.max,
-            frames: &self.frames,
+            before: &*self.before,
         };
         splitter.split(&mut out);
     }
@@ -141,7 +148,7 @@ impl ReadNow for StdoutReader {
 struct ToSink<'a> {
     sink: &'a Weak<dyn FrameSink>,
     max: usize,
-    frames: &'a AtomicU64,
+    before: &'a dyn BeforeMessage,
 }
 
 impl Lines for ToSink<'_> {
@@ -149,7 +156,7 @@ impl Lines for ToSink<'_> {
         let Some(sink) = self.sink.upgrade() else {
             return false;
         };
-        self.frames.fetch_add(1, Ordering::Relaxed);
+        self.before.message();
         sink.on_frame(line);
         true
     }
