@@ -5,6 +5,9 @@
 //!   once (JSON-RPC -32000), and the ones in flight reach the server;
 //! - a client that never reads its answers: the gateway keeps reading and
 //!   stays small;
+//! - a client that does not read big answers: the gateway holds at most its
+//!   budget of answers for it (64 MiB; one larger answer alone), and its
+//!   further calls get -32000 "gateway busy" at once;
 //! - an endless line: refused at `max_message_bytes`, never buffered whole;
 //! - a client that declares sampling but never answers relayed requests:
 //!   at most 64 wait for it, the servers' other requests get errors at
@@ -36,6 +39,11 @@ fn assert_small(gw: &Raw, case: &str) {
         peak < RSS_LIMIT_MIB,
         "{case}: gateway peak RSS {peak} MiB passed {RSS_LIMIT_MIB} MiB"
     );
+}
+
+/// The start of `msg` as JSON (some answers here are megabytes long).
+fn short(msg: &Value) -> String {
+    msg.to_string().chars().take(300).collect()
 }
 
 /// Lines of `path` (none when it does not exist yet).
@@ -170,6 +178,102 @@ fn a_client_that_does_not_read_is_slowed_down_and_still_gets_one_answer_per_requ
     let pong = gw.request("ping", json!({}));
     assert_eq!(pong["result"], json!({}), "{pong}");
     assert_small(&gw, "client that does not read");
+}
+
+#[test]
+fn a_client_that_does_not_read_big_answers_holds_its_budget_and_further_calls_are_busy() {
+    let sb = Sandbox::with_config(&demo_entry(
+        "demo",
+        "allow_all = true\nrestart = \"never\"\nmax_message_bytes = 100000000\ntimeout_seconds = 600",
+    ));
+    let mut gw = Raw::start_unbuffered(&sb, &[]);
+    // One answer larger than the client's budget (64 MiB): it goes out
+    // alone. Not read, it keeps the budget taken.
+    let big = 64usize << 20;
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call",
+        "params": {"name": "mcp_demo_big", "arguments": {"bytes": big}}}),
+    );
+    let deadline = Instant::now() + HANG;
+    while !gw.stdout_pipe_full() {
+        assert!(Instant::now() < deadline, "the big answer never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Then more calls than the gateway's queues hold: each would add to
+    // what the client does not read.
+    let count = 3_000usize;
+    let mut text = String::new();
+    for id in 0..count {
+        let msg = json!({"jsonrpc": "2.0", "id": format!("c{id}"), "method": "tools/call",
+            "params": {"name": "mcp_demo_big", "arguments": {"bytes": 1024}}});
+        text.push_str(&format!("{msg}\n"));
+    }
+    let writer = gw.write_in_background(text.into_bytes());
+    // The gateway stops reading once its queue to the client is full.
+    while !gw.stdin_pipe_full() {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway never stopped reading a client that does not read"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Everything queued while the client did not read: the big answer,
+    // whole, then a refusal for each call (the queue holds 1024 messages;
+    // they were all decided before we read anything).
+    let first = gw.next_message(HANG).expect("the big answer");
+    assert_eq!(first["id"], "big");
+    let text = first["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(text.len(), big, "the big answer was not whole");
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < count {
+        let msg = gw.next_message(HANG).unwrap_or_else(|| {
+            panic!(
+                "{} of {count} calls answered within {HANG:?}",
+                answered.len()
+            )
+        });
+        if msg.get("method").is_some() {
+            continue;
+        }
+        let id = msg["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{msg}"))
+            .to_owned();
+        if answered.len() < 1_000 {
+            assert_eq!(msg["error"]["code"], -32000, "{}", short(&msg));
+            assert!(
+                msg["error"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("busy"),
+                "{}",
+                short(&msg)
+            );
+        } else {
+            assert!(
+                msg.get("result").is_some() || msg["error"]["code"] == -32000,
+                "{}",
+                short(&msg)
+            );
+        }
+        assert!(
+            answered.insert(id),
+            "two answers to one call: {}",
+            short(&msg)
+        );
+    }
+    gw.join_writer(writer);
+    // Read, the answers gave the budget back: the client is served again.
+    let again = gw.request(
+        "tools/call",
+        json!({"name": "mcp_demo_big", "arguments": {"bytes": 1 << 20}}),
+    );
+    let text = again["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(text.len(), 1 << 20);
+    eprintln!(
+        "client that does not read big answers: gateway peak RSS {} MiB",
+        gw.peak_rss_mib()
+    );
 }
 
 #[test]

@@ -13,22 +13,29 @@
 //! Each session owns one connection (`connection.rs`); a router task per session sends
 //! each answer to the `POST` that carried its request, progress to the
 //! stream of the request that asked for it, and everything else to the
-//! session's `GET` stream (dropped when none is open). All bounded.
+//! session's `GET` stream (dropped when none is open). All bounded. An
+//! answer holds its session's budget (`budget.rs`) until hyper has taken
+//! the last of it: a batch's answers are assembled as their parts, never
+//! copied into one buffer, and those past the budget are -32000 "gateway
+//! busy" errors.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use super::budget::{Held, Outgoing};
 use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
 use super::Gateway;
 use crate::error::Error;
@@ -159,13 +166,13 @@ struct Routes {
     /// Progress token (as JSON text) → request id (as JSON text).
     tokens: HashMap<String, String>,
     /// The session's `GET` stream, when one is open.
-    standalone: Option<mpsc::Sender<Value>>,
+    standalone: Option<mpsc::Sender<Outgoing>>,
 }
 
 impl Session {
     /// A session whose connection's messages are routed by a new task.
     fn start(gateway: Gateway) -> Session {
-        let (out, mut outgoing) = mpsc::channel::<Value>(OUTGOING_QUEUE);
+        let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let table = routes.clone();
         tokio::spawn(async move {
@@ -184,7 +191,7 @@ impl Session {
 /// The response stream of one `POST`, shared by the requests it carried.
 #[derive(Clone)]
 struct PostStream {
-    tx: mpsc::Sender<Value>,
+    tx: mpsc::Sender<Outgoing>,
     /// Slots kept free for answers (one per request of the `POST`): a
     /// notification may only take a slot above them, so an answer always
     /// finds room.
@@ -192,8 +199,9 @@ struct PostStream {
 }
 
 /// Sends one outgoing message where it belongs (see the module doc).
-fn route(routes: &Mutex<Routes>, msg: Value) {
+fn route(routes: &Mutex<Routes>, out: Outgoing) {
     let mut routes = routes.lock().unwrap();
+    let msg = &out.msg;
     let is_answer = msg.get("method").is_none();
     let target = if is_answer {
         let key = msg["id"].to_string();
@@ -217,7 +225,7 @@ fn route(routes: &Mutex<Routes>, msg: Value) {
     if let Some(target) = target {
         // Full: the client is not reading its notification stream, and
         // this notification is dropped (answers always have room).
-        let _ = target.try_send(msg);
+        let _ = target.try_send(out);
     }
 }
 
@@ -406,7 +414,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         }
         return plain(StatusCode::ACCEPTED, "");
     }
-    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE + requests.len());
+    let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + requests.len());
     let stream = PostStream {
         tx,
         reserved: requests.len(),
@@ -447,29 +455,107 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     } else {
         let mut guard = guard;
         let mut rx = rx;
-        let mut answers = Vec::new();
-        while let Some(msg) = rx.recv().await {
-            if msg.get("method").is_none() {
-                guard.answered(&msg["id"]);
-                answers.push(msg);
+        // Each answer serialized as it comes (its value dropped), and what
+        // it holds of the session's budget kept until hyper has sent it.
+        let mut parts = VecDeque::new();
+        let mut held = Vec::new();
+        while let Some(out) = rx.recv().await {
+            if out.msg.get("method").is_none() {
+                guard.answered(&out.msg["id"]);
+                let (bytes, answer_held) = out.into_bytes();
+                if batch {
+                    parts.push_back(Bytes::from_static(if parts.is_empty() {
+                        b"["
+                    } else {
+                        b","
+                    }));
+                }
+                parts.push_back(Bytes::from(bytes));
+                held.extend(answer_held);
                 if guard.pending.is_empty() {
                     break;
                 }
             }
         }
-        let body = if batch {
-            Value::Array(answers)
-        } else {
-            answers.pop().unwrap_or_else(|| {
-                error_answer(
-                    &Value::Null,
-                    -32603,
-                    "no answer (the request was cancelled)",
-                    None,
-                )
-            })
+        if batch {
+            parts.push_back(Bytes::from_static(if parts.is_empty() {
+                b"[]"
+            } else {
+                b"]"
+            }));
+        } else if parts.is_empty() {
+            let none = error_answer(
+                &Value::Null,
+                -32603,
+                "no answer (the request was cancelled)",
+                None,
+            );
+            parts.push_back(Bytes::from(none.to_string()));
+        }
+        let mut response = Response::new(JsonParts::new(parts, held).boxed());
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = header.and_then(|s| HeaderValue::from_str(s).ok()) {
+            response.headers_mut().insert(SESSION_HEADER, id);
+        }
+        response
+    }
+}
+
+/// Most bytes of a [`JsonParts`] body handed to hyper at once: an answer's
+/// budget is given back only about when the last of it is written.
+const BODY_CHUNK: usize = 1 << 20;
+
+/// A JSON body sent as the parts it was assembled from (a batch's answers
+/// are never copied into one buffer), in chunks of at most [`BODY_CHUNK`],
+/// with its exact length; what the answers hold of the session's budget is
+/// given back once hyper has taken the last chunk, or the response is
+/// dropped (the client went away).
+struct JsonParts {
+    parts: VecDeque<Bytes>,
+    remaining: u64,
+    held: Vec<Held>,
+}
+
+impl JsonParts {
+    fn new(parts: VecDeque<Bytes>, held: Vec<Held>) -> JsonParts {
+        let remaining = parts.iter().map(|p| p.len() as u64).sum();
+        JsonParts {
+            parts,
+            remaining,
+            held,
+        }
+    }
+}
+
+impl hyper::body::Body for JsonParts {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let Some(mut part) = this.parts.pop_front() else {
+            this.held.clear();
+            return Poll::Ready(None);
         };
-        json_response(StatusCode::OK, &body, header)
+        if part.len() > BODY_CHUNK {
+            let rest = part.split_off(BODY_CHUNK);
+            this.parts.push_front(rest);
+        }
+        this.remaining -= part.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
     }
 }
 
@@ -525,26 +611,29 @@ impl Drop for PendingGuard {
 }
 
 /// An SSE response carrying what arrives on `rx`; it ends once every
-/// request of `guard` is answered (a `GET` stream: when replaced).
+/// request of `guard` is answered (a `GET` stream: when replaced). What an
+/// event holds of the session's budget is given back when hyper asks for
+/// the next one.
 fn sse_response(
-    rx: mpsc::Receiver<Value>,
+    rx: mpsc::Receiver<Outgoing>,
     guard: PendingGuard,
     session: Option<&str>,
 ) -> Response<Body> {
     let stream_for_get = guard.pending.is_empty();
     let events = futures::stream::unfold(
-        (rx, guard, false),
-        move |(mut rx, mut guard, done)| async move {
+        (rx, guard, false, None::<Held>),
+        move |(mut rx, mut guard, done, sent)| async move {
+            drop(sent);
             if done {
                 return None;
             }
-            let msg = rx.recv().await?;
+            let Outgoing { msg, held } = rx.recv().await?;
             if msg.get("method").is_none() {
                 guard.answered(&msg["id"]);
             }
             let finished = !stream_for_get && guard.pending.is_empty();
             let frame = Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n")));
-            Some((Ok::<_, Infallible>(frame), (rx, guard, finished)))
+            Some((Ok::<_, Infallible>(frame), (rx, guard, finished, held)))
         },
     );
     let mut response = Response::new(StreamBody::new(events).boxed());
