@@ -125,7 +125,7 @@ impl ClientBudget {
         let bytes = json_len(msg);
         if !self.own.take(bytes, true) {
             return Err(format!(
-                "gateway busy: an answer of {bytes} bytes does not fit this client's budget ({} bytes, {} held for it); it was dropped",
+                "gateway busy: a message of {bytes} bytes for this client does not fit its budget ({} bytes, {} held for it); it was dropped",
                 self.own.limit,
                 self.own.used.load(Ordering::Acquire)
             ));
@@ -133,7 +133,7 @@ impl ClientBudget {
         if !self.total.0.take(bytes, false) {
             self.own.give_back(bytes);
             return Err(format!(
-                "gateway busy: an answer of {bytes} bytes does not fit the gateway's total budget ({} bytes, {} held); it was dropped",
+                "gateway busy: a message of {bytes} bytes does not fit the gateway's total budget ({} bytes, {} held); it was dropped",
                 self.total.0.limit,
                 self.total.held()
             ));

@@ -346,14 +346,12 @@ impl RelayTarget for Downstream {
                     msg,
                     held: Some(held),
                 })
-                .map_err(|_| "the gateway's client is not reading".to_owned()),
-            Err(why) => Err(why),
+                .map_err(|_| Error::TransportClosed("the gateway's client is not reading".into())),
+            Err(why) => Err(Error::LimitExceeded(why)),
         };
         Box::pin(async move {
             let _entry = entry;
-            if let Err(why) = sent {
-                return Err(Error::TransportClosed(why));
-            }
+            sent?;
             rx.await.unwrap_or_else(|_| {
                 Err(Error::TransportClosed(
                     "the gateway's client went away".into(),
