@@ -6,8 +6,8 @@
 //! - a client that never reads its answers: the gateway keeps reading and
 //!   stays small;
 //! - a client that does not read big answers: the gateway holds at most its
-//!   budget of answers for it (64 MiB; one larger answer alone), and its
-//!   further calls get -32000 "gateway busy" at once;
+//!   budget of answers for it (`--client-budget-mib`; one larger answer
+//!   alone), and its further calls get -32000 "gateway busy" at once;
 //! - an endless line: refused at `max_message_bytes`, never buffered whole;
 //! - a client that declares sampling but never answers relayed requests:
 //!   at most 64 wait for it, the servers' other requests get errors at
@@ -182,14 +182,16 @@ fn a_client_that_does_not_read_is_slowed_down_and_still_gets_one_answer_per_requ
 
 #[test]
 fn a_client_that_does_not_read_big_answers_holds_its_budget_and_further_calls_are_busy() {
-    let sb = Sandbox::with_config(&demo_entry(
-        "demo",
-        "allow_all = true\nrestart = \"never\"\nmax_message_bytes = 100000000\ntimeout_seconds = 600",
-    ));
-    let mut gw = Raw::start_unbuffered(&sb, &[]);
-    // One answer larger than the client's budget (64 MiB): it goes out
-    // alone. Not read, it keeps the budget taken.
-    let big = 64usize << 20;
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true\nrestart = \"never\""));
+    // A budget of 1 MiB per client (64 by default: the same, with answers
+    // 64 times larger).
+    let mut gw = Raw::start_unbuffered(&sb, &["--client-budget-mib", "1"]);
+    // A ping whose answer our side takes off the pipe and then holds (one
+    // line at most), so that nothing more leaves the pipe; then one answer
+    // larger than the client's budget: it goes out alone, and while the
+    // gateway cannot finish writing it, it keeps the budget taken.
+    gw.send(json!({"jsonrpc": "2.0", "id": "ping", "method": "ping"}));
+    let big = 2usize << 20;
     gw.send(
         json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call",
         "params": {"name": "mcp_demo_big", "arguments": {"bytes": big}}}),
@@ -224,6 +226,8 @@ fn a_client_that_does_not_read_big_answers_holds_its_budget_and_further_calls_ar
     // All of it was decided before we read anything: the big answer,
     // whole, then a busy refusal for each call, none of which reached the
     // server.
+    let pong = gw.next_message(HANG).expect("the ping's answer");
+    assert_eq!(pong["id"], "ping", "{}", short(&pong));
     let first = gw.next_message(HANG).expect("the big answer");
     assert_eq!(first["id"], "big");
     let text = first["result"]["content"][0]["text"].as_str().unwrap_or("");
