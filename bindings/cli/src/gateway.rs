@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use mcpmux_core::gateway::http::check_bind;
 use mcpmux_core::gateway::{
     serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
+    DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
 };
 use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
@@ -51,16 +52,34 @@ pub struct GatewayArgs {
     /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
+    /// MiB of answers held for one client (not yet read, or a batch being assembled); past it, its requests get JSON-RPC -32000 "gateway busy".
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CLIENT_BUDGET_BYTES >> 20)]
+    pub client_budget_mib: usize,
+    /// MiB of answers held for every client together; past it, requests get JSON-RPC -32000 "gateway busy".
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_TOTAL_BUDGET_BYTES >> 20)]
+    pub total_budget_mib: usize,
 }
 
 impl GatewayArgs {
     /// The options, checked before any server starts.
     pub fn options(&self) -> Result<GatewayOptions, Error> {
+        let mib = |flag: &str, value: usize| -> Result<usize, Error> {
+            value
+                .checked_mul(1 << 20)
+                .filter(|&bytes| bytes > 0)
+                .ok_or_else(|| {
+                    Error::InvalidInput(format!(
+                        "{flag} {value}: expected a number of MiB, at least 1"
+                    ))
+                })
+        };
         Ok(GatewayOptions {
             mode: self.mode.parse::<GatewayMode>()?,
             no_prefix: self.no_prefix,
             frame_output: self.frame_output,
             expose_all: self.expose_all,
+            client_budget_bytes: mib("--client-budget-mib", self.client_budget_mib)?,
+            total_budget_bytes: mib("--total-budget-mib", self.total_budget_mib)?,
         })
     }
 

@@ -5,6 +5,9 @@
 //!   once (JSON-RPC -32000), and the ones in flight reach the server;
 //! - a client that never reads its answers: the gateway keeps reading and
 //!   stays small;
+//! - a client that does not read big answers: the gateway holds at most its
+//!   budget of answers for it (`--client-budget-mib`; one larger answer
+//!   alone), and its further calls get -32000 "gateway busy" at once;
 //! - an endless line: refused at `max_message_bytes`, never buffered whole;
 //! - a client that declares sampling but never answers relayed requests:
 //!   at most 64 wait for it, the servers' other requests get errors at
@@ -36,6 +39,11 @@ fn assert_small(gw: &Raw, case: &str) {
         peak < RSS_LIMIT_MIB,
         "{case}: gateway peak RSS {peak} MiB passed {RSS_LIMIT_MIB} MiB"
     );
+}
+
+/// The start of `msg` as JSON (some answers here are megabytes long).
+fn short(msg: &Value) -> String {
+    msg.to_string().chars().take(300).collect()
 }
 
 /// Lines of `path` (none when it does not exist yet).
@@ -170,6 +178,101 @@ fn a_client_that_does_not_read_is_slowed_down_and_still_gets_one_answer_per_requ
     let pong = gw.request("ping", json!({}));
     assert_eq!(pong["result"], json!({}), "{pong}");
     assert_small(&gw, "client that does not read");
+}
+
+#[test]
+fn a_client_that_does_not_read_big_answers_holds_its_budget_and_further_calls_are_busy() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true\nrestart = \"never\""));
+    // A budget of 1 MiB per client (64 by default: the same, with answers
+    // 64 times larger).
+    let mut gw = Raw::start_unbuffered(&sb, &["--client-budget-mib", "1"]);
+    // A ping whose answer our side takes off the pipe and then holds (one
+    // line at most), so that nothing more leaves the pipe; then one answer
+    // larger than the client's budget: it goes out alone, and while the
+    // gateway cannot finish writing it, it keeps the budget taken.
+    gw.send(json!({"jsonrpc": "2.0", "id": "ping", "method": "ping"}));
+    let big = 2usize << 20;
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": "big", "method": "tools/call",
+        "params": {"name": "mcp_demo_big", "arguments": {"bytes": big}}}),
+    );
+    let deadline = Instant::now() + HANG;
+    while !gw.stdout_pipe_full() {
+        assert!(Instant::now() < deadline, "the big answer never came");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Then 600 calls (fewer than the gateway's queue to the client holds,
+    // so it never stops reading them), each of which would add to what the
+    // client does not read; then 100 KiB of blank lines (skipped), more
+    // than the pipe and the gateway's read buffer hold: once all of it is
+    // written, the gateway has read, and acted on, every call.
+    let count = 600usize;
+    let mut text = String::new();
+    for id in 0..count {
+        let msg = json!({"jsonrpc": "2.0", "id": format!("c{id}"), "method": "tools/call",
+            "params": {"name": "mcp_demo_big", "arguments": {"bytes": 1024}}});
+        text.push_str(&format!("{msg}\n"));
+    }
+    text.push_str(&"\n".repeat(100 << 10));
+    let writer = gw.write_in_background(text.into_bytes());
+    while !writer.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the gateway stopped reading a client that does not read"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    gw.join_writer(writer);
+    // All of it was decided before we read anything: the big answer,
+    // whole, then a busy refusal for each call, none of which reached the
+    // server.
+    let pong = gw.next_message(HANG).expect("the ping's answer");
+    assert_eq!(pong["id"], "ping", "{}", short(&pong));
+    let first = gw.next_message(HANG).expect("the big answer");
+    assert_eq!(first["id"], "big");
+    let text = first["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(text.len(), big, "the big answer was not whole");
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < count {
+        let msg = gw.next_message(HANG).unwrap_or_else(|| {
+            panic!(
+                "{} of {count} calls answered within {HANG:?}",
+                answered.len()
+            )
+        });
+        if msg.get("method").is_some() {
+            continue;
+        }
+        let id = msg["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{msg}"))
+            .to_owned();
+        assert_eq!(msg["error"]["code"], -32000, "{}", short(&msg));
+        assert!(
+            msg["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("busy"),
+            "{}",
+            short(&msg)
+        );
+        assert!(
+            answered.insert(id),
+            "two answers to one call: {}",
+            short(&msg)
+        );
+    }
+    // Read, the answers gave the budget back: the client is served again.
+    let again = gw.request(
+        "tools/call",
+        json!({"name": "mcp_demo_big", "arguments": {"bytes": 1 << 20}}),
+    );
+    let text = again["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert_eq!(text.len(), 1 << 20);
+    eprintln!(
+        "client that does not read big answers: gateway peak RSS {} MiB",
+        gw.peak_rss_mib()
+    );
 }
 
 #[test]

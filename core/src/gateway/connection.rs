@@ -6,7 +6,11 @@
 //! Everything the connection sends goes through one bounded channel that
 //! the transport drains. Answers wait for room; notifications are dropped
 //! when the client does not keep up (a client that stops reading cannot
-//! make the gateway hold an unbounded backlog).
+//! make the gateway hold an unbounded backlog). What answers, notifications
+//! and relayed requests hold is counted against the client's budget
+//! (`budget.rs`) until written: an answer that does not fit is replaced by
+//! a -32000 "gateway busy" error, and while the client is full its new
+//! requests get that error at once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -17,6 +21,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+use super::budget::{ClientBudget, Outgoing};
 use super::relay::{capability_for, RelayTarget};
 use super::{
     Gateway, GatewayMode, CALL_TOOL, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOL, MAX_SEARCH_LIMIT,
@@ -39,7 +44,9 @@ pub const OUTGOING_QUEUE: usize = 1024;
 /// the client's calls in flight.
 pub struct Connection {
     gateway: Gateway,
-    out: mpsc::Sender<Value>,
+    out: mpsc::Sender<Outgoing>,
+    /// What this client's messages may hold.
+    budget: ClientBudget,
     log_level: LogLevel,
     /// This client as the target of relayed server requests.
     downstream: Arc<Downstream>,
@@ -52,16 +59,22 @@ pub struct Connection {
 impl Connection {
     /// A connection whose outgoing messages go to `out` (the transport
     /// drains it); starts forwarding the hub's notifications.
-    pub fn new(gateway: Gateway, out: mpsc::Sender<Value>) -> Connection {
+    pub(crate) fn new(gateway: Gateway, out: mpsc::Sender<Outgoing>) -> Connection {
         let log_level = LogLevel::default();
+        let budget = ClientBudget::new(
+            gateway.inner.options.client_budget_bytes,
+            gateway.inner.total.clone(),
+        );
         let forwarder = tokio::spawn(forward_events(
             gateway.clone(),
             out.clone(),
             log_level.clone(),
+            budget.clone(),
         ))
         .abort_handle();
         let downstream = Arc::new(Downstream {
             out: out.clone(),
+            budget: budget.clone(),
             capabilities: Mutex::new(Value::Null),
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
@@ -69,6 +82,7 @@ impl Connection {
         Connection {
             gateway,
             out,
+            budget,
             log_level,
             downstream,
             inflight: Arc::default(),
@@ -87,12 +101,13 @@ impl Connection {
     /// Acts on one message from the client: a request is answered on its
     /// own task, `notifications/cancelled` stops the request it names,
     /// other notifications and answers are ignored. A request refused at
-    /// once (duplicate id, too many in flight) waits here until its
-    /// refusal is queued: every request gets an answer, so a client that
-    /// floods requests without reading is slowed down, never dropped.
+    /// once (duplicate id, too many in flight, the client's budget full)
+    /// waits here until its refusal is queued: every request gets an
+    /// answer, so a client that floods requests without reading is slowed
+    /// down, never dropped.
     pub async fn handle(&self, msg: Value) {
         if let Some(refusal) = self.dispatch(msg) {
-            let _ = self.out.send(refusal).await;
+            let _ = self.out.send(refusal.into()).await;
         }
     }
 
@@ -147,6 +162,11 @@ impl Connection {
                 None,
             ));
         }
+        // The client holds its budget of answers it has not read (or the
+        // gateway its total): this one would only add to them.
+        if let Some(why) = self.budget.refuses_new() {
+            return Some(error_answer(&id, -32000, &why, Some("LIMIT_EXCEEDED")));
+        }
         if method == "initialize" {
             self.attach(&params);
         }
@@ -163,6 +183,7 @@ impl Connection {
         let method = method.to_owned();
         let table = self.inflight.clone();
         let task_key = key.clone();
+        let budget = self.budget.clone();
         let task = tokio::spawn(async move {
             let answer = match answer(&gateway, &method, &params, &out, &log_level).await {
                 Ok(mut result) => {
@@ -172,6 +193,18 @@ impl Connection {
                     json!({"jsonrpc": "2.0", "id": id, "result": result})
                 }
                 Err(e) => error_of(&id, &e),
+            };
+            // Held against the client's budget until written; one that
+            // does not fit is dropped for a small refusal.
+            let answer = match budget.hold(&answer) {
+                Ok(held) => Outgoing {
+                    msg: answer,
+                    held: Some(held),
+                },
+                Err(why) => {
+                    drop(answer);
+                    error_answer(&id, -32000, &why, Some("LIMIT_EXCEEDED")).into()
+                }
             };
             // Counted until its answer is queued: a client that stops
             // reading holds at most MAX_REQUESTS_IN_FLIGHT answers.
@@ -218,7 +251,9 @@ type Waiters = HashMap<String, oneshot::Sender<Result<Value, Error>>>;
 
 /// One client as the target of relayed server requests.
 struct Downstream {
-    out: mpsc::Sender<Value>,
+    out: mpsc::Sender<Outgoing>,
+    /// What the relayed requests may hold.
+    budget: ClientBudget,
     /// Its `initialize` capabilities.
     capabilities: Mutex<Value>,
     /// Our request id → who waits for the answer.
@@ -312,14 +347,19 @@ impl RelayTarget for Downstream {
             pending: self.pending.clone(),
             id,
         };
-        let sent = self.out.try_send(msg).is_ok();
+        let sent = match self.budget.hold(&msg) {
+            Ok(held) => self
+                .out
+                .try_send(Outgoing {
+                    msg,
+                    held: Some(held),
+                })
+                .map_err(|_| Error::TransportClosed("the gateway's client is not reading".into())),
+            Err(why) => Err(Error::LimitExceeded(why)),
+        };
         Box::pin(async move {
             let _entry = entry;
-            if !sent {
-                return Err(Error::TransportClosed(
-                    "the gateway's client is not reading".into(),
-                ));
-            }
+            sent?;
             rx.await.unwrap_or_else(|_| {
                 Err(Error::TransportClosed(
                     "the gateway's client went away".into(),
@@ -334,7 +374,7 @@ async fn answer(
     gateway: &Gateway,
     method: &str,
     params: &Value,
-    out: &mpsc::Sender<Value>,
+    out: &mpsc::Sender<Outgoing>,
     log_level: &LogLevel,
 ) -> Result<Value, Error> {
     let hub = gateway.hub();
@@ -556,7 +596,7 @@ fn own(items: Vec<Value>) -> Vec<Value> {
 /// A `tools/call`: always a tool result; refusals and failures are results
 /// with `isError` and the error's code first in their text, so that a
 /// model sees them.
-async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Value>) -> Value {
+async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Outgoing>) -> Value {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let arguments = params.get("arguments").filter(|a| !a.is_null());
     let progress = params
@@ -609,7 +649,7 @@ async fn call_hub_tool(
     name: &str,
     arguments: Option<&Value>,
     progress: Option<Value>,
-    out: &mpsc::Sender<Value>,
+    out: &mpsc::Sender<Outgoing>,
 ) -> Result<Value, Error> {
     // A name the policy does not offer still goes to the policy, which
     // refuses it (TOOL_NOT_ALLOWED) and audits the attempt. With prefixes
@@ -630,11 +670,14 @@ async fn call_hub_tool(
             if let Some(message) = update.message {
                 params["message"] = message.into();
             }
-            let _ = out.try_send(json!({
-                "jsonrpc": "2.0",
-                "method": "notifications/progress",
-                "params": params
-            }));
+            let _ = out.try_send(
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": params
+                })
+                .into(),
+            );
         }));
     }
     let result = gateway
@@ -642,7 +685,7 @@ async fn call_hub_tool(
         .policy
         .call_for_host(&gateway.inner.hub, &hub_name, arguments, &options)
         .await?;
-    let mut value = result.value().clone();
+    let mut value = result.value();
     if gateway.inner.options.frame_output {
         frame_text_blocks(&mut value, name);
     }
@@ -764,7 +807,12 @@ impl LogLevel {
 
 /// Forwards the hub's change notifications to one client until the hub
 /// closes or the client is gone.
-async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>, log_level: LogLevel) {
+async fn forward_events(
+    gateway: Gateway,
+    out: mpsc::Sender<Outgoing>,
+    log_level: LogLevel,
+    budget: ClientBudget,
+) {
     let mut events = gateway.hub().events();
     let search = gateway.inner.options.mode == GatewayMode::Search;
     let notify = |method: &str, params: Option<Value>| {
@@ -772,8 +820,18 @@ async fn forward_events(gateway: Gateway, out: mpsc::Sender<Value>, log_level: L
         if let Some(params) = params {
             msg["params"] = params;
         }
-        // Dropped when the client does not keep up (see the module doc).
-        out.try_send(msg).is_ok() || !out.is_closed()
+        // Dropped when the client does not keep up (see the module doc),
+        // or when it does not fit the client's budget (a server's log
+        // message may be large).
+        let Ok(held) = budget.hold(&msg) else {
+            return !out.is_closed();
+        };
+        out.try_send(Outgoing {
+            msg,
+            held: Some(held),
+        })
+        .is_ok()
+            || !out.is_closed()
     };
     while let Some(event) = events.recv().await {
         let alive = match event {

@@ -24,23 +24,30 @@
 //! Each session owns one connection (`connection.rs`); a router task per session sends
 //! each answer to the `POST` that carried its request, progress to the
 //! stream of the request that asked for it, and everything else to the
-//! session's `GET` stream (dropped when none is open). All bounded.
+//! session's `GET` stream (dropped when none is open). All bounded. An
+//! answer holds its session's budget (`budget.rs`) until hyper has taken
+//! the last of it: a batch's answers are assembled as their parts, never
+//! copied into one buffer, and those past the budget are -32000 "gateway
+//! busy" errors.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
-use hyper::body::{Frame, Incoming};
+use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
+use super::budget::{Held, Outgoing};
 use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
 use super::Gateway;
 use crate::error::Error;
@@ -330,7 +337,7 @@ impl Session {
         for (key, stream) in routes.waiting.drain() {
             let id = serde_json::from_str(&key).unwrap_or(Value::Null);
             // Each POST keeps a slot per request for its answer.
-            let _ = stream.tx.try_send(cancelled_answer(&id, why));
+            let _ = stream.tx.try_send(cancelled_answer(&id, why).into());
         }
     }
 
@@ -348,7 +355,7 @@ impl Session {
         let mut routes = self.routes.lock().unwrap();
         routes.tokens.retain(|_, k| *k != key);
         if let Some(stream) = routes.waiting.remove(&key) {
-            let _ = stream.tx.try_send(cancelled_answer(id, why));
+            let _ = stream.tx.try_send(cancelled_answer(id, why).into());
         }
     }
 }
@@ -361,13 +368,13 @@ struct Routes {
     /// Progress token (as JSON text) → request id (as JSON text).
     tokens: HashMap<String, String>,
     /// The session's `GET` stream, when one is open.
-    standalone: Option<mpsc::Sender<Value>>,
+    standalone: Option<mpsc::Sender<Outgoing>>,
 }
 
 impl Session {
     /// A session whose connection's messages are routed by a new task.
     fn start(gateway: Gateway) -> Session {
-        let (out, mut outgoing) = mpsc::channel::<Value>(OUTGOING_QUEUE);
+        let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let table = routes.clone();
         tokio::spawn(async move {
@@ -386,7 +393,7 @@ impl Session {
 /// The response stream of one `POST`, shared by the requests it carried.
 #[derive(Clone)]
 struct PostStream {
-    tx: mpsc::Sender<Value>,
+    tx: mpsc::Sender<Outgoing>,
     /// Slots kept free for answers (one per request of the `POST`): a
     /// notification may only take a slot above them, so an answer always
     /// finds room.
@@ -394,8 +401,9 @@ struct PostStream {
 }
 
 /// Sends one outgoing message where it belongs (see the module doc).
-fn route(routes: &Mutex<Routes>, msg: Value) {
+fn route(routes: &Mutex<Routes>, out: Outgoing) {
     let mut routes = routes.lock().unwrap();
+    let msg = &out.msg;
     let is_answer = msg.get("method").is_none();
     let target = if is_answer {
         let key = msg["id"].to_string();
@@ -419,7 +427,7 @@ fn route(routes: &Mutex<Routes>, msg: Value) {
     if let Some(target) = target {
         // Full: the client is not reading its notification stream, and
         // this notification is dropped (answers always have room).
-        let _ = target.try_send(msg);
+        let _ = target.try_send(out);
     }
 }
 
@@ -650,7 +658,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         }
     };
     let count = messages.iter().filter(|m| is_request(m)).count();
-    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE + count.max(1));
+    let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + count.max(1));
     let stream = PostStream {
         tx,
         reserved: count,
@@ -719,24 +727,117 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     } else {
         let mut guard = guard;
         let mut rx = rx;
-        let mut answers = local;
-        while let Some(msg) = rx.recv().await {
-            if msg.get("method").is_none() {
-                guard.answered(&msg["id"]);
-                answers.push(msg);
+        // Each answer serialized as it comes (its value dropped), and what
+        // it holds of the session's budget kept until hyper has sent it.
+        let mut parts = VecDeque::new();
+        let mut held = Vec::new();
+        let push = |parts: &mut VecDeque<Bytes>, bytes: Vec<u8>| {
+            if batch {
+                parts.push_back(Bytes::from_static(if parts.is_empty() {
+                    b"["
+                } else {
+                    b","
+                }));
+            }
+            parts.push_back(Bytes::from(bytes));
+        };
+        for msg in local {
+            push(&mut parts, msg.to_string().into_bytes());
+        }
+        while let Some(out) = rx.recv().await {
+            if out.msg.get("method").is_none() {
+                guard.answered(&out.msg["id"]);
+                let (bytes, answer_held) = out.into_bytes();
+                push(&mut parts, bytes);
+                held.extend(answer_held);
                 if guard.pending.is_empty() {
                     break;
                 }
             }
         }
         // The session ended under them: the rest are answered here.
-        answers.extend(guard.give_up());
-        let body = if batch {
-            Value::Array(answers)
-        } else {
-            answers.pop().unwrap_or(Value::Null)
+        for msg in guard.give_up() {
+            push(&mut parts, msg.to_string().into_bytes());
+        }
+        if batch {
+            parts.push_back(Bytes::from_static(if parts.is_empty() {
+                b"[]"
+            } else {
+                b"]"
+            }));
+        } else if parts.is_empty() {
+            let none = error_answer(
+                &Value::Null,
+                -32603,
+                "no answer (the request was cancelled)",
+                None,
+            );
+            parts.push_back(Bytes::from(none.to_string()));
+        }
+        let mut response = Response::new(JsonParts::new(parts, held).boxed());
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = header.and_then(|s| HeaderValue::from_str(s).ok()) {
+            response.headers_mut().insert(SESSION_HEADER, id);
+        }
+        response
+    }
+}
+
+/// Most bytes of a [`JsonParts`] body handed to hyper at once: an answer's
+/// budget is given back only about when the last of it is written.
+const BODY_CHUNK: usize = 1 << 20;
+
+/// A JSON body sent as the parts it was assembled from (a batch's answers
+/// are never copied into one buffer), in chunks of at most [`BODY_CHUNK`],
+/// with its exact length; what the answers hold of the session's budget is
+/// given back once hyper has taken the last chunk, or the response is
+/// dropped (the client went away).
+struct JsonParts {
+    parts: VecDeque<Bytes>,
+    remaining: u64,
+    held: Vec<Held>,
+}
+
+impl JsonParts {
+    fn new(parts: VecDeque<Bytes>, held: Vec<Held>) -> JsonParts {
+        let remaining = parts.iter().map(|p| p.len() as u64).sum();
+        JsonParts {
+            parts,
+            remaining,
+            held,
+        }
+    }
+}
+
+impl hyper::body::Body for JsonParts {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let Some(mut part) = this.parts.pop_front() else {
+            this.held.clear();
+            return Poll::Ready(None);
         };
-        json_response(StatusCode::OK, &body, header)
+        if part.len() > BODY_CHUNK {
+            let rest = part.split_off(BODY_CHUNK);
+            this.parts.push_front(rest);
+        }
+        this.remaining -= part.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
     }
 }
 
@@ -863,9 +964,10 @@ impl Drop for PendingGuard {
 
 /// An SSE response carrying `first`, then what arrives on `rx`; it ends
 /// once every request of `guard` is answered (a `GET` stream: when
-/// replaced).
+/// replaced). What an event holds of the session's budget is given back
+/// when hyper asks for the next one.
 fn sse_response(
-    rx: mpsc::Receiver<Value>,
+    rx: mpsc::Receiver<Outgoing>,
     guard: PendingGuard,
     first: Vec<Value>,
     session: Option<&str>,
@@ -873,27 +975,28 @@ fn sse_response(
     let stream_for_get = guard.pending.is_empty();
     let queue: std::collections::VecDeque<Value> = first.into();
     let events = futures::stream::unfold(
-        (rx, guard, queue),
-        move |(mut rx, mut guard, mut queue)| async move {
-            let msg = match queue.pop_front() {
-                Some(msg) => msg,
+        (rx, guard, queue, None::<Held>),
+        move |(mut rx, mut guard, mut queue, sent)| async move {
+            drop(sent);
+            let (msg, held) = match queue.pop_front() {
+                Some(msg) => (msg, None),
                 None if !stream_for_get && guard.pending.is_empty() => return None,
                 None => match rx.recv().await {
-                    Some(msg) => {
+                    Some(Outgoing { msg, held }) => {
                         if msg.get("method").is_none() {
                             guard.answered(&msg["id"]);
                         }
-                        msg
+                        (msg, held)
                     }
                     None => {
                         // The session ended: what is pending is answered here.
                         queue.extend(guard.give_up());
-                        queue.pop_front()?
+                        (queue.pop_front()?, None)
                     }
                 },
             };
             let frame = Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n")));
-            Some((Ok::<_, Infallible>(frame), (rx, guard, queue)))
+            Some((Ok::<_, Infallible>(frame), (rx, guard, queue, held)))
         },
     );
     let mut response = Response::new(StreamBody::new(events).boxed());

@@ -6,8 +6,11 @@
 //! policy, the options); each connection (`connection.rs`) answers one
 //! client's requests, relays progress and cancellation, and forwards the
 //! hub's change notifications. [`stdio`] serves one client over
-//! newline-delimited JSON-RPC on a reader and a writer.
+//! newline-delimited JSON-RPC on a reader and a writer. What the gateway
+//! holds for its clients is counted against a budget per client and a
+//! total one (`budget.rs`).
 
+mod budget;
 mod connection;
 pub mod http;
 pub mod relay;
@@ -22,6 +25,7 @@ use crate::hub::{Hub, HubTool};
 use crate::llm::tool_format::{render_as, ToolFormat};
 use crate::policy::SessionPolicy;
 
+pub use budget::{DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES};
 pub use http::{serve_http, HttpOptions, MAX_SESSIONS};
 pub use relay::Relay;
 pub use stdio::serve_stdio;
@@ -52,8 +56,8 @@ impl std::str::FromStr for GatewayMode {
     }
 }
 
-/// How a gateway presents the hub.
-#[derive(Debug, Clone, Default)]
+/// How a gateway presents the hub, and what it may hold for its clients.
+#[derive(Debug, Clone)]
 pub struct GatewayOptions {
     /// Which tools are listed.
     pub mode: GatewayMode,
@@ -67,6 +71,28 @@ pub struct GatewayOptions {
     /// ([`PolicySettings::expose_all`](crate::policy::PolicySettings::expose_all));
     /// `deny_tools`, `scopes`, redaction, limits, framing and audit still apply.
     pub expose_all: bool,
+    /// Bytes of answers the gateway holds for one client (waiting to be
+    /// written, or a batch being assembled; `--client-budget-mib`); past
+    /// it, the client's further requests get JSON-RPC -32000 "gateway
+    /// busy". One answer larger than this still goes out when the client
+    /// holds nothing else. Default [`DEFAULT_CLIENT_BUDGET_BYTES`].
+    pub client_budget_bytes: usize,
+    /// Bytes of answers the gateway holds for every client together
+    /// (`--total-budget-mib`). Default [`DEFAULT_TOTAL_BUDGET_BYTES`].
+    pub total_budget_bytes: usize,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            mode: GatewayMode::default(),
+            no_prefix: false,
+            frame_output: false,
+            expose_all: false,
+            client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
+            total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
+        }
+    }
 }
 
 /// The search mode's tools.
@@ -88,6 +114,8 @@ struct Shared {
     hub: Hub,
     policy: Arc<SessionPolicy>,
     options: GatewayOptions,
+    /// What every client's answers hold together.
+    total: budget::Total,
     /// Relays the servers' requests to clients, when the hub was connected
     /// with its handlers.
     relay: Option<Relay>,
@@ -128,6 +156,7 @@ impl Gateway {
             inner: Arc::new(Shared {
                 hub,
                 policy: Arc::new(policy),
+                total: budget::Total::new(options.total_budget_bytes),
                 options,
                 relay: None,
                 #[cfg(feature = "sessions")]
@@ -172,6 +201,13 @@ impl Gateway {
     /// The hub behind the gateway.
     pub fn hub(&self) -> &Hub {
         &self.inner.hub
+    }
+
+    /// Bytes of answers the gateway holds now for all its clients (waiting
+    /// to be written, or being assembled): at most
+    /// [`GatewayOptions::total_budget_bytes`].
+    pub fn held_bytes(&self) -> usize {
+        self.inner.total.held()
     }
 
     /// Enabled servers whose tools the policy offers none of, each with

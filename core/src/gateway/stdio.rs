@@ -6,6 +6,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::budget::Outgoing;
 use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
 use super::Gateway;
 use crate::error::Error;
@@ -14,6 +15,8 @@ use crate::error::Error;
 /// client closed its end), then cancels the client's calls in flight and
 /// returns. A line longer than `max_message_bytes` is answered with a
 /// parse error and skipped; nothing the client sends ends the gateway.
+/// An answer holds the client's budget until it is written: a client that
+/// does not read gets -32000 "gateway busy" refusals past it.
 /// Runs on the caller's task; each request runs on its own engine task.
 pub async fn serve_stdio<R, W>(
     gateway: Gateway,
@@ -25,15 +28,17 @@ where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (out, mut outgoing) = mpsc::channel::<Value>(OUTGOING_QUEUE);
+    let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
     let connection = Connection::new(gateway, out.clone());
     let writing = tokio::spawn(async move {
         while let Some(msg) = outgoing.recv().await {
-            let mut line = msg.to_string();
-            line.push('\n');
-            if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+            let (mut line, held) = msg.into_bytes();
+            line.push(b'\n');
+            if writer.write_all(&line).await.is_err() || writer.flush().await.is_err() {
                 return; // the client is gone
             }
+            // Written: its bytes are the client's budget again.
+            drop(held);
         }
     });
     let mut line = Vec::new();
@@ -51,12 +56,15 @@ where
         if line.last() != Some(&b'\n') && line.len() as u64 >= limit {
             skip_rest_of_line(&mut reader).await;
             let _ = out
-                .send(error_answer(
-                    &Value::Null,
-                    -32700,
-                    &format!("message longer than {max_message_bytes} bytes"),
-                    Some("LIMIT_EXCEEDED"),
-                ))
+                .send(
+                    error_answer(
+                        &Value::Null,
+                        -32700,
+                        &format!("message longer than {max_message_bytes} bytes"),
+                        Some("LIMIT_EXCEEDED"),
+                    )
+                    .into(),
+                )
                 .await;
             continue;
         }
@@ -73,12 +81,10 @@ where
             Ok(msg) => connection.handle(msg).await,
             Err(e) => {
                 let _ = out
-                    .send(error_answer(
-                        &Value::Null,
-                        -32700,
-                        &format!("parse error: {e}"),
-                        None,
-                    ))
+                    .send(
+                        error_answer(&Value::Null, -32700, &format!("parse error: {e}"), None)
+                            .into(),
+                    )
                     .await;
             }
         }
