@@ -1,0 +1,106 @@
+//! OpenTelemetry: every request to a server a CLIENT span (by the MCP
+//! semantic conventions), every request the gateway serves a SERVER span,
+//! `params._meta.traceparent` on every request, and the MCP metrics, exported
+//! over OTLP (HTTP/protobuf) to where the standard `OTEL_*` variables say.
+//!
+//! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+//! or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` is set (and `OTEL_SDK_DISABLED`
+//! is not `true`), and off in builds without the `telemetry` feature. The
+//! environment is read once, on first use ([`active`]); when off, a request
+//! pays one `OnceLock` read on its connection. mcpmux has its own tracer and
+//! meter providers (never the process's global ones): a host's own
+//! OpenTelemetry setup is not touched; only its active context is read (by
+//! the front ends, handed in as a W3C `traceparent`).
+//!
+//! Exports run on the SDK's own threads with bounded queues: a collector that
+//! is down or slow never slows a call; what does not fit is dropped (and the
+//! SDK's internal log counts it). [`shutdown`] (the CLI at exit, the
+//! bindings at process exit, the gateway when it stops) and [`flush`]
+//! (`Hub::close`) wait a bounded time.
+
+use std::time::Duration;
+
+#[cfg(feature = "telemetry")]
+mod otel;
+
+#[cfg(feature = "telemetry")]
+pub(crate) use otel::{ClientCall, PeerInfo, Telemetry};
+
+/// How long [`shutdown`] and [`flush`] wait for the exporters at most.
+pub const FLUSH_LIMIT: Duration = Duration::from_millis(2500);
+
+/// The telemetry of this process, when the environment turns it on (read
+/// once, on the first call).
+#[cfg(feature = "telemetry")]
+pub(crate) fn active() -> Option<&'static Telemetry> {
+    otel::active()
+}
+
+/// Whether spans or metrics are exported (reads the environment on the
+/// first call). Always `false` without the `telemetry` feature.
+pub fn enabled() -> bool {
+    #[cfg(feature = "telemetry")]
+    {
+        otel::active().is_some()
+    }
+    #[cfg(not(feature = "telemetry"))]
+    {
+        false
+    }
+}
+
+/// Exports what is queued, waiting at most [`FLUSH_LIMIT`]; the exporters
+/// stay up. Blocking: from async code use [`flush_async`].
+pub fn flush() {
+    #[cfg(feature = "telemetry")]
+    otel::flush(FLUSH_LIMIT);
+}
+
+/// [`flush`] on tokio's blocking pool (what `Hub::close` awaits).
+pub async fn flush_async() {
+    #[cfg(feature = "telemetry")]
+    if otel::started() {
+        let _ = tokio::task::spawn_blocking(flush).await;
+    }
+}
+
+/// Exports what is queued and stops the exporters, waiting at most
+/// [`FLUSH_LIMIT`] (a collector that is down or slow costs no more). For the
+/// end of a process: spans and metrics recorded later are dropped. A no-op
+/// when telemetry never started.
+pub fn shutdown() {
+    #[cfg(feature = "telemetry")]
+    otel::shutdown(FLUSH_LIMIT);
+}
+
+/// Runs `fut` as a child of the W3C trace context `traceparent` (and
+/// `tracestate`): what a host hands in (C's call options, the Python and
+/// Node bindings' active span). Without telemetry, or with a malformed
+/// `traceparent`, just `fut`.
+pub async fn in_context<F: std::future::Future>(
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+    fut: F,
+) -> F::Output {
+    #[cfg(feature = "telemetry")]
+    if let (Some(t), Some(parent)) = (otel::active(), traceparent) {
+        let cx = t.extract(parent, tracestate);
+        return opentelemetry::context::FutureExt::with_context(fut, cx).await;
+    }
+    let _ = (traceparent, tracestate);
+    fut.await
+}
+
+/// The current trace context as a W3C `traceparent`, when telemetry is on
+/// and a span is active (e.g. inside a review round, for the detached
+/// runner to continue).
+pub fn current_traceparent() -> Option<String> {
+    #[cfg(feature = "telemetry")]
+    {
+        otel::active().and_then(|t| t.current_traceparent())
+    }
+    #[cfg(not(feature = "telemetry"))]
+    {
+        None
+    }
+}
