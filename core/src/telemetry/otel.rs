@@ -130,11 +130,30 @@ fn from_env() -> Option<Telemetry> {
     if traces.is_none() && metrics.is_none() {
         return None;
     }
+    at_exit();
     Some(Telemetry {
         traces,
         metrics,
         propagator: TraceContextPropagator::new(),
     })
+}
+
+/// Spans and metrics go out when the process ends (C's `exit`, Python's
+/// and Node's at their end, a CLI that returns from `main`): a
+/// [`shutdown`] bounded by [`super::FLUSH_LIMIT`]; a no-op after an
+/// earlier one.
+fn at_exit() {
+    #[cfg(unix)]
+    {
+        extern "C" fn flush_at_exit() {
+            // Never unwind into the C runtime.
+            let _ = std::panic::catch_unwind(|| shutdown(super::FLUSH_LIMIT));
+        }
+        // SAFETY: registers a function that takes no arguments and does not unwind.
+        unsafe {
+            libc::atexit(flush_at_exit);
+        }
+    }
 }
 
 /// `service.name` is `mcpmux` unless `OTEL_SERVICE_NAME` (or
@@ -260,9 +279,13 @@ pub(super) fn flush(limit: Duration) {
 }
 
 pub(super) fn shutdown(limit: Duration) {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let Some(Some(t)) = TELEMETRY.get() else {
         return;
     };
+    if DONE.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
     let mut jobs: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
     if let Some((provider, _)) = &t.traces {
         jobs.push(Box::new(move || {
