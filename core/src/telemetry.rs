@@ -104,3 +104,25 @@ pub fn current_traceparent() -> Option<String> {
         None
     }
 }
+
+/// Runs `fut` as a span `name` (kind CLIENT when `client`, else INTERNAL),
+/// a child of the current context and the parent of what `fut` does, with
+/// `attrs` (made only when telemetry is on) and `error.type` on failure:
+/// a review round, a model's turn. Without telemetry, just `fut`.
+#[cfg_attr(not(feature = "sessions"), allow(dead_code))]
+pub(crate) async fn span<T, F>(
+    name: impl FnOnce() -> String,
+    client: bool,
+    attrs: impl FnOnce() -> Vec<(&'static str, String)>,
+    fut: F,
+) -> Result<T, crate::error::Error>
+where
+    F: std::future::Future<Output = Result<T, crate::error::Error>>,
+{
+    #[cfg(feature = "telemetry")]
+    if let Some(t) = otel::active() {
+        return t.in_span(name(), client, attrs(), fut).await;
+    }
+    let _ = (name, client, attrs);
+    fut.await
+}

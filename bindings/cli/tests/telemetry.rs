@@ -521,3 +521,59 @@ fn a_dead_collector_costs_a_call_nothing() {
         .iter()
         .any(|(m, meta)| m == "tools/call" && meta["traceparent"].is_string()));
 }
+
+#[test]
+fn a_review_round_continues_the_trace_of_its_begin() {
+    let receiver = Receiver::start();
+    let sb = Sandbox::with_config(&format!(
+        "{}\n[session]\nreviewer = \"command\"\nmax_rounds = 3\n",
+        demo_entry("demo", "")
+    ));
+    let input = sb.write(
+        "plan.md",
+        "---\nUSER_REQUEST: add a flag\n---\n## PLAN\n1. parse it\n",
+    );
+    let path = format!(
+        "{}:{}",
+        workspace_root().join("tests/fixtures/fake-codex").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let endpoint = receiver.endpoint();
+    let mut begin = sb.mcpmux(&["review", "begin", "--skill", "review-plan", "--input"]);
+    begin.arg(&input);
+    for var in OTEL_VARS {
+        begin.env(var, "");
+    }
+    let out = begin
+        .env("PATH", &path)
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{endpoint}/v1/traces"),
+        )
+        .env("TRACEPARENT", host_traceparent())
+        .run();
+    out.ok();
+    // The detached runner exports its spans when it exits, after the round.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let spans = loop {
+        let spans = receiver.spans();
+        if spans.iter().any(|s| s.name == "review round") {
+            break spans;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no round span: {spans:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let begun = find(&spans, "review begin");
+    assert_eq!(begun.trace_id, HOST_TRACE);
+    assert_eq!(begun.parent, HOST_SPAN);
+    let round = find(&spans, "review round");
+    assert_eq!(round.trace_id, HOST_TRACE, "the runner continues the trace");
+    assert_eq!(
+        round.parent, begun.span_id,
+        "the round is the begin's child"
+    );
+    assert_eq!(round.attr("mcpmux.session.round"), Some("1"));
+}

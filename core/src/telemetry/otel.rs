@@ -432,6 +432,44 @@ impl Telemetry {
         fut.with_context(cx).await
     }
 
+    /// [`super::span`] when telemetry is on.
+    #[cfg_attr(not(feature = "sessions"), allow(dead_code))]
+    pub(crate) async fn in_span<T, F>(
+        &self,
+        name: String,
+        client: bool,
+        attrs: Vec<(&'static str, String)>,
+        fut: F,
+    ) -> Result<T, Error>
+    where
+        F: Future<Output = Result<T, Error>>,
+    {
+        let Some(tracer) = self.tracer() else {
+            return fut.await;
+        };
+        let span = tracer
+            .span_builder(name)
+            .with_kind(if client {
+                SpanKind::Client
+            } else {
+                SpanKind::Internal
+            })
+            .with_attributes(attrs.into_iter().map(|(k, v)| KeyValue::new(k, v)))
+            .start(tracer);
+        let cx = Context::current_with_span(span);
+        let out = fut.with_context(cx.clone()).await;
+        let span = cx.span();
+        if let Err(e) = &out {
+            let (error, _) = error_type("", Err(e));
+            if let Some(error) = error {
+                span.set_attribute(KeyValue::new("error.type", error.clone()));
+                span.set_status(Status::error(error));
+            }
+        }
+        span.end();
+        out
+    }
+
     /// Counts a restart of `server` by the supervisor.
     pub(crate) fn count_restart(&self, server: &str) {
         if let Some(i) = self.instruments() {
