@@ -315,7 +315,8 @@ impl Peer {
             })?,
             None => serde_json::Value::Null,
         };
-        let call = crate::telemetry::ClientCall::start(info, id, method, &mut value);
+        let session = self.shared.transport.get().and_then(|t| t.session_id());
+        let call = crate::telemetry::ClientCall::start(info, id, method, session, &mut value);
         let line = if value.is_null() {
             encode_request::<()>(id, method, None)?
         } else {

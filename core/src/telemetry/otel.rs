@@ -632,7 +632,13 @@ pub(crate) struct ClientCall {
 impl ClientCall {
     /// Starts the span of request `id` and puts its context into
     /// `params._meta` (`params` becomes an object when it was absent).
-    pub(crate) fn start(info: &PeerInfo, id: u64, method: &str, params: &mut Value) -> ClientCall {
+    pub(crate) fn start(
+        info: &PeerInfo,
+        id: u64,
+        method: &str,
+        session: Option<String>,
+        params: &mut Value,
+    ) -> ClientCall {
         let telemetry = info.telemetry;
         let mut tool = None;
         let span = telemetry.tracer().map(|tracer| {
@@ -645,6 +651,9 @@ impl ClientCall {
             }
             if let Some(port) = info.port {
                 attrs.push(KeyValue::new("server.port", i64::from(port)));
+            }
+            if let Some(session) = session {
+                attrs.push(KeyValue::new("mcp.session.id", session));
             }
             let target = describe(method, params, &mut attrs);
             if method == "tools/call" {
