@@ -24,7 +24,7 @@ use std::time::Duration;
 mod otel;
 
 #[cfg(feature = "telemetry")]
-pub(crate) use otel::{ClientCall, PeerInfo, Telemetry};
+pub(crate) use otel::{ClientCall, PeerInfo, Telemetry, CAPTURE_LIMIT};
 
 /// How long [`shutdown`] and [`flush`] wait for the exporters at most.
 pub const FLUSH_LIMIT: Duration = Duration::from_millis(2500);

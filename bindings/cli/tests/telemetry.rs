@@ -256,6 +256,7 @@ const OTEL_VARS: &[&str] = &[
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_TRACES_EXPORTER",
     "OTEL_METRICS_EXPORTER",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     "TRACEPARENT",
     "TRACESTATE",
 ];
@@ -576,4 +577,48 @@ fn a_review_round_continues_the_trace_of_its_begin() {
         "the round is the begin's child"
     );
     assert_eq!(round.attr("mcpmux.session.round"), Some("1"));
+}
+
+#[test]
+fn arguments_and_results_are_recorded_only_when_asked_and_redacted() {
+    let receiver = Receiver::start();
+    let sb = Sandbox::new();
+    let record = sb.path().join("meta.jsonl");
+    let script = fault_server("meta_recorder.py");
+    // An `env` value is a config secret: redacted wherever it comes back.
+    let config = stdio_server(
+        "rec",
+        &python(),
+        &[script.to_str().unwrap(), record.to_str().unwrap()],
+        "env = { API_TOKEN = \"tok-4f9a2c1e\" }",
+    );
+    sb.write("mcpmux.toml", &config);
+    let endpoint = receiver.endpoint();
+    let out = run_with(
+        &sb,
+        &[
+            "--json",
+            "call",
+            "mcp_rec_echo",
+            r#"{"text":"key tok-4f9a2c1e here"}"#,
+        ],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ],
+    );
+    out.ok();
+    let spans = receiver.spans();
+    let call = find(&spans, "tools/call echo");
+    let arguments = call
+        .attr("gen_ai.tool.call.arguments")
+        .expect("arguments recorded");
+    let result = call
+        .attr("gen_ai.tool.call.result")
+        .expect("result recorded");
+    for text in [arguments, result] {
+        assert!(text.contains("[REDACTED:config]"), "{text}");
+        assert!(!text.contains("tok-4f9a2c1e"), "{text}");
+    }
+    assert!(arguments.contains("\"text\""), "{arguments}");
 }

@@ -316,14 +316,25 @@ impl Peer {
             None => serde_json::Value::Null,
         };
         let session = self.shared.transport.get().and_then(|t| t.session_id());
-        let call = crate::telemetry::ClientCall::start(info, id, method, session, &mut value);
+        // Arguments and results only when asked for, with config secrets
+        // redacted and cut at CAPTURE_LIMIT bytes.
+        let capture = method == "tools/call" && info.captures();
+        let arguments = capture
+            .then(|| value.get("arguments").map(|a| captured(&a.to_string())))
+            .flatten();
+        let call =
+            crate::telemetry::ClientCall::start(info, id, method, session, arguments, &mut value);
         let line = if value.is_null() {
             encode_request::<()>(id, method, None)?
         } else {
             encode_request(id, method, Some(&value))?
         };
         let result = self.send_request(id, method, line, opts).await;
-        call.end(&result);
+        let text = match &result {
+            Ok(raw) if capture => Some(captured(raw.get())),
+            _ => None,
+        };
+        call.end(&result, text);
         result
     }
 
@@ -394,6 +405,22 @@ impl Peer {
             Err(_) => Err(self.shared.gone()),
         }
     }
+}
+
+/// `text` as a span records it: config secrets redacted, at most
+/// [`CAPTURE_LIMIT`](crate::telemetry::CAPTURE_LIMIT) bytes.
+#[cfg(feature = "telemetry")]
+fn captured(text: &str) -> String {
+    let text = crate::secrets::redact(text);
+    let limit = crate::telemetry::CAPTURE_LIMIT;
+    if text.len() <= limit {
+        return text.into_owned();
+    }
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
 }
 
 /// Removes a request from the table when its caller stops waiting, and tells

@@ -45,7 +45,13 @@ pub(crate) struct Telemetry {
     traces: Option<(SdkTracerProvider, SdkTracer)>,
     metrics: Option<(SdkMeterProvider, Instruments)>,
     propagator: TraceContextPropagator,
+    /// Tool arguments and results on client spans (opt-in:
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
+    capture: bool,
 }
+
+/// Most bytes of arguments or result text one span records.
+pub(crate) const CAPTURE_LIMIT: usize = 8 * 1024;
 
 struct Instruments {
     client_operation: Histogram<f64>,
@@ -135,6 +141,8 @@ fn from_env() -> Option<Telemetry> {
         traces,
         metrics,
         propagator: TraceContextPropagator::new(),
+        capture: var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true")),
     })
 }
 
@@ -591,6 +599,12 @@ impl PeerInfo {
         }
     }
 
+    /// Whether tool arguments and results are recorded (opt-in), when
+    /// spans are exported at all.
+    pub(crate) fn captures(&self) -> bool {
+        self.telemetry.capture && self.telemetry.traces.is_some()
+    }
+
     /// The protocol revision in use (`mcp.protocol.version`).
     pub(crate) fn set_protocol_version(&self, version: Option<&str>) {
         *self.protocol.lock().unwrap() = version.map(str::to_owned);
@@ -637,6 +651,7 @@ impl ClientCall {
         id: u64,
         method: &str,
         session: Option<String>,
+        arguments: Option<String>,
         params: &mut Value,
     ) -> ClientCall {
         let telemetry = info.telemetry;
@@ -654,6 +669,9 @@ impl ClientCall {
             }
             if let Some(session) = session {
                 attrs.push(KeyValue::new("mcp.session.id", session));
+            }
+            if let Some(arguments) = arguments {
+                attrs.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
             }
             let target = describe(method, params, &mut attrs);
             if method == "tools/call" {
@@ -704,11 +722,15 @@ impl ClientCall {
     }
 
     /// Ends the span with the request's outcome and records its duration.
-    pub(crate) fn end(mut self, result: &Result<Box<RawValue>, Error>) {
+    /// `captured`: the result as recorded (opt-in, redacted, capped).
+    pub(crate) fn end(mut self, result: &Result<Box<RawValue>, Error>, captured: Option<String>) {
         let flag = result
             .as_ref()
             .map(|raw| (self.method == "tools/call").then(|| raw_is_error(raw)));
         let (error, rpc) = error_type(&self.method, flag);
+        if let (Some(span), Some(text)) = (&mut self.span, captured) {
+            span.set_attribute(KeyValue::new("gen_ai.tool.call.result", text));
+        }
         self.finish(error, rpc);
     }
 
@@ -812,6 +834,7 @@ mod tests {
             traces: None,
             metrics: None,
             propagator: TraceContextPropagator::new(),
+            capture: false,
         };
         let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         let cx = t.extract(parent, None);
