@@ -358,6 +358,8 @@ impl Hub {
         // From here on, what the servers send back cannot show the
         // config's secrets ([`crate::secrets`]).
         crate::secrets::register(config.secret_values());
+        // Before any server starts: the config's `[telemetry]` table.
+        crate::telemetry::configure(&config.telemetry);
         let startup_wait = options.startup_wait;
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {

@@ -36,6 +36,16 @@ pub(crate) fn active() -> Option<&'static Telemetry> {
     otel::active()
 }
 
+/// Sets telemetry up from the config's `[telemetry]` table (under the
+/// `OTEL_*` variables, which win), unless it is already set up; what
+/// `Hub::connect` does before its servers start. A no-op for an empty table.
+pub fn configure(table: &serde_json::Map<String, serde_json::Value>) {
+    #[cfg(feature = "telemetry")]
+    otel::configure(table);
+    #[cfg(not(feature = "telemetry"))]
+    let _ = table;
+}
+
 /// Whether spans or metrics are exported (reads the environment on the
 /// first call). Always `false` without the `telemetry` feature.
 pub fn enabled() -> bool {
@@ -82,9 +92,11 @@ pub async fn in_context<F: std::future::Future>(
     tracestate: Option<&str>,
     fut: F,
 ) -> F::Output {
+    // Without setting telemetry up: it may be set up later in `fut`
+    // (from a config's table), and the context costs nothing otherwise.
     #[cfg(feature = "telemetry")]
-    if let (Some(t), Some(parent)) = (otel::active(), traceparent) {
-        let cx = t.extract(parent, tracestate);
+    if let Some(parent) = traceparent {
+        let cx = otel::extract(parent, tracestate);
         return opentelemetry::context::FutureExt::with_context(fut, cx).await;
     }
     let _ = (traceparent, tracestate);

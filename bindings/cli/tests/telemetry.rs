@@ -622,3 +622,62 @@ fn arguments_and_results_are_recorded_only_when_asked_and_redacted() {
     }
     assert!(arguments.contains("\"text\""), "{arguments}");
 }
+
+#[test]
+fn the_config_table_turns_it_on_and_the_environment_wins() {
+    let receiver = Receiver::start();
+    let (sb, record) = recorder();
+    let config = std::fs::read_to_string(sb.path().join("mcpmux.toml")).unwrap();
+    sb.write(
+        "mcpmux.toml",
+        &format!(
+            "{config}\n[telemetry]\nendpoint = {}\nservice_name = \"from-config\"\n\
+             resource_attributes = {{ \"deployment.environment\" = \"test\" }}\n",
+            q(receiver.endpoint())
+        ),
+    );
+    let call = ["--json", "call", "mcp_rec_echo", "{}"];
+    run_with(&sb, &call, &[]).ok();
+    let spans = receiver.spans();
+    let span = find(&spans, "tools/call echo");
+    assert_eq!(
+        span.resource.get("service.name").map(String::as_str),
+        Some("from-config")
+    );
+    assert_eq!(
+        span.resource
+            .get("deployment.environment")
+            .map(String::as_str),
+        Some("test")
+    );
+    assert!(receiver
+        .metric_names()
+        .iter()
+        .any(|m| m == "mcp.client.operation.duration"));
+    // The variables win over the table.
+    run_with(&sb, &call, &[("OTEL_SERVICE_NAME", "from-env")]).ok();
+    let names: Vec<String> = receiver
+        .spans()
+        .iter()
+        .filter(|s| s.name == "tools/call echo")
+        .map(|s| s.resource["service.name"].clone())
+        .collect();
+    assert_eq!(names, ["from-config", "from-env"]);
+    let before = receiver.bodies("/v1/traces").len();
+    let calls_before = recorded(&record).len();
+    run_with(&sb, &call, &[("OTEL_SDK_DISABLED", "true")]).ok();
+    assert_eq!(receiver.bodies("/v1/traces").len(), before);
+    let seen = recorded(&record);
+    assert!(seen.len() > calls_before);
+    assert!(seen[calls_before..]
+        .iter()
+        .all(|(_, meta)| meta.get("traceparent").is_none()));
+    // An unknown key is refused at load, naming the nearest.
+    sb.write(
+        "mcpmux.toml",
+        &format!("{config}\n[telemetry]\nendpont = \"http://127.0.0.1:1\"\n"),
+    );
+    let out = run_with(&sb, &call, &[]);
+    let message = out.fails_with("CONFIG_INVALID");
+    assert!(message.contains("endpoint"), "{message}");
+}

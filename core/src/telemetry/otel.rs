@@ -13,13 +13,13 @@ use opentelemetry::trace::{
     Span as _, SpanKind, Status, TraceContextExt, Tracer as _, TracerProvider as _,
 };
 use opentelemetry::{Context, InstrumentationScope, KeyValue};
-use opentelemetry_otlp::{Protocol, WithExportConfig};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::Error;
 
@@ -27,7 +27,27 @@ static TELEMETRY: OnceLock<Option<Telemetry>> = OnceLock::new();
 
 /// The process's telemetry, set up from the environment on the first call.
 pub(super) fn active() -> Option<&'static Telemetry> {
-    TELEMETRY.get_or_init(from_env).as_ref()
+    TELEMETRY
+        .get_or_init(|| from_settings(&Map::new()))
+        .as_ref()
+}
+
+/// Sets telemetry up from a config's `[telemetry]` table (under the
+/// environment), unless it already is.
+pub(super) fn configure(table: &Map<String, Value>) {
+    if !table.is_empty() {
+        TELEMETRY.get_or_init(|| from_settings(table));
+    }
+}
+
+/// The context a W3C `traceparent` / `tracestate` names.
+pub(super) fn extract(traceparent: &str, tracestate: Option<&str>) -> Context {
+    let mut map = HashMap::new();
+    map.insert("traceparent".to_owned(), traceparent.to_owned());
+    if let Some(state) = tracestate {
+        map.insert("tracestate".to_owned(), state.to_owned());
+    }
+    TraceContextPropagator::new().extract_with_context(&Context::new(), &Carrier(map))
 }
 
 /// Whether telemetry was set up and is on (without setting it up).
@@ -68,19 +88,47 @@ fn var(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
+/// A string of the config's `[telemetry]` table.
+fn setting<'a>(table: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    table
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
+/// Where `signal` (`TRACES`, `METRICS`) goes: `None` when the environment
+/// names it (the exporter reads the variables itself), else the full URL
+/// the table gives (`{signal}_endpoint` as is, `endpoint` + `/v1/...`).
+fn table_endpoint(table: &Map<String, Value>, signal: &str) -> Option<String> {
+    if var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some()
+        || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+    {
+        return None;
+    }
+    let lower = signal.to_ascii_lowercase();
+    if let Some(url) = setting(table, &format!("{lower}_endpoint")) {
+        return Some(url.to_owned());
+    }
+    setting(table, "endpoint").map(|base| format!("{}/v1/{lower}", base.trim_end_matches('/')))
+}
+
 /// Whether `signal` (`TRACES`, `METRICS`) is exported: an endpoint for it
-/// (its own or the general one), and its exporter not `none`.
-fn wanted(signal: &str) -> bool {
+/// (its own or the general one, in the environment or the table), and its
+/// exporter not `none`.
+fn wanted(table: &Map<String, Value>, signal: &str) -> bool {
     let endpoint = var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")).is_some()
-        || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+        || var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+        || table_endpoint(table, signal).is_some();
     let exporter = var(&format!("OTEL_{signal}_EXPORTER"));
     endpoint && exporter.as_deref().is_none_or(|e| e != "none")
 }
 
 /// The protocol of `signal`, when this build can export it.
-fn protocol(signal: &str) -> Result<Protocol, String> {
+fn protocol(table: &Map<String, Value>, signal: &str) -> Result<Protocol, String> {
     let chosen = var(&format!("OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"))
-        .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        .or_else(|| setting(table, "protocol").map(str::to_owned));
     match chosen.as_deref() {
         None | Some("http/protobuf") => Ok(Protocol::HttpBinary),
         Some(other) => Err(format!(
@@ -91,22 +139,28 @@ fn protocol(signal: &str) -> Result<Protocol, String> {
     }
 }
 
-fn from_env() -> Option<Telemetry> {
-    if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+/// Telemetry from the environment over the config's `[telemetry]` table
+/// (empty when there is none).
+fn from_settings(table: &Map<String, Value>) -> Option<Telemetry> {
+    let disabled = match var("OTEL_SDK_DISABLED") {
+        Some(v) => v.eq_ignore_ascii_case("true"),
+        None => table.get("disabled").and_then(Value::as_bool) == Some(true),
+    };
+    if disabled {
         return None;
     }
-    let want_traces = wanted("TRACES");
-    let want_metrics = wanted("METRICS");
+    let want_traces = wanted(table, "TRACES");
+    let want_metrics = wanted(table, "METRICS");
     if !want_traces && !want_metrics {
         return None;
     }
-    let resource = resource();
+    let resource = resource(table);
     let scope = InstrumentationScope::builder("mcpmux")
         .with_version(env!("CARGO_PKG_VERSION"))
         .with_schema_url("https://opentelemetry.io/schemas/1.37.0")
         .build();
     let traces = if want_traces {
-        match traces(resource.clone()) {
+        match traces(table, resource.clone()) {
             Ok(provider) => {
                 let tracer = provider.tracer_with_scope(scope.clone());
                 Some((provider, tracer))
@@ -120,7 +174,7 @@ fn from_env() -> Option<Telemetry> {
         None
     };
     let metrics = if want_metrics {
-        match metrics(resource) {
+        match metrics(table, resource) {
             Ok(provider) => {
                 let instruments = Instruments::new(&provider, scope);
                 Some((provider, instruments))
@@ -167,25 +221,62 @@ fn at_exit() {
 /// `service.name` is `mcpmux` unless `OTEL_SERVICE_NAME` (or
 /// `OTEL_RESOURCE_ATTRIBUTES`) names another; the rest of
 /// `OTEL_RESOURCE_ATTRIBUTES` as every SDK reads it.
-fn resource() -> Resource {
-    let named = var("OTEL_SERVICE_NAME").is_some()
-        || var("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| {
+fn resource(table: &Map<String, Value>) -> Resource {
+    // Keys the environment sets win over the table's.
+    let env_keys: Vec<String> = var("OTEL_RESOURCE_ATTRIBUTES")
+        .map(|a| {
             a.split(',')
-                .any(|kv| kv.split('=').next().map(str::trim) == Some("service.name"))
-        });
-    let builder = Resource::builder()
+                .filter_map(|kv| kv.split('=').next())
+                .map(|k| k.trim().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let named = var("OTEL_SERVICE_NAME").is_some() || env_keys.iter().any(|k| k == "service.name");
+    let mut builder = Resource::builder()
         .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if let Some(Value::Object(attrs)) = table.get("resource_attributes") {
+        for (key, value) in attrs {
+            if let (Some(value), false) = (value.as_str(), env_keys.contains(key)) {
+                if named && key == "service.name" {
+                    continue;
+                }
+                builder = builder.with_attribute(KeyValue::new(key.clone(), value.to_owned()));
+            }
+        }
+    }
+    let table_named = matches!(table.get("resource_attributes"), Some(Value::Object(a)) if a.contains_key("service.name"));
     if named {
+        builder.build()
+    } else if let Some(name) = setting(table, "service_name") {
+        builder.with_service_name(name.to_owned()).build()
+    } else if table_named {
         builder.build()
     } else {
         builder.with_service_name("mcpmux").build()
     }
 }
 
-fn traces(resource: Resource) -> Result<SdkTracerProvider, String> {
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
+/// The table's `headers` (the `OTEL_EXPORTER_OTLP_*HEADERS` variables are
+/// added over them by the exporter).
+fn table_headers(table: &Map<String, Value>) -> HashMap<String, String> {
+    match table.get("headers") {
+        Some(Value::Object(h)) => h
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect(),
+        _ => HashMap::new(),
+    }
+}
+
+fn traces(table: &Map<String, Value>, resource: Resource) -> Result<SdkTracerProvider, String> {
+    let mut builder = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_protocol(protocol("TRACES")?)
+        .with_protocol(protocol(table, "TRACES")?)
+        .with_headers(table_headers(table));
+    if let Some(url) = table_endpoint(table, "TRACES") {
+        builder = builder.with_endpoint(url);
+    }
+    let exporter = builder
         .build()
         .map_err(|e| format!("cannot export traces: {e}"))?;
     Ok(SdkTracerProvider::builder()
@@ -194,10 +285,15 @@ fn traces(resource: Resource) -> Result<SdkTracerProvider, String> {
         .build())
 }
 
-fn metrics(resource: Resource) -> Result<SdkMeterProvider, String> {
-    let exporter = opentelemetry_otlp::MetricExporter::builder()
+fn metrics(table: &Map<String, Value>, resource: Resource) -> Result<SdkMeterProvider, String> {
+    let mut builder = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
-        .with_protocol(protocol("METRICS")?)
+        .with_protocol(protocol(table, "METRICS")?)
+        .with_headers(table_headers(table));
+    if let Some(url) = table_endpoint(table, "METRICS") {
+        builder = builder.with_endpoint(url);
+    }
+    let exporter = builder
         .build()
         .map_err(|e| format!("cannot export metrics: {e}"))?;
     Ok(SdkMeterProvider::builder()
