@@ -516,7 +516,10 @@ enum mcpmux_status mcpmux_hub_tools_for(const struct mcpmux_hub *hub, const char
  * (one that is `required` always runs as a task: the call polls it and
  * returns its result, answering `input_required` through the hub's
  * handlers; past the total time or when cancelled the task is cancelled),
- * `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it.
+ * `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
+ * `traceparent` (and `tracestate`), a W3C trace context: with telemetry
+ * on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
+ * children.
  *
  * On success `*out_json` receives the MCP CallToolResult exactly as the
  * server sent it (`content`, `structuredContent`, `isError`, ...), owned by

@@ -56,7 +56,7 @@ cargo clippy -p mcpmux-core --no-default-features --all-targets --locked -- -D w
 cargo test -p mcpmux-core --no-default-features --locked
 
 step "mcpmux-core: each feature alone compiles (cargo check --no-default-features --features F)"
-for feature in websocket sse oauth sessions; do
+for feature in websocket sse oauth sessions telemetry; do
   cargo check -p mcpmux-core --no-default-features --features "$feature" --locked
 done
 

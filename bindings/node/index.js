@@ -7,6 +7,41 @@
 const { EventEmitter } = require('node:events')
 const native = require('./native.js')
 
+// How a call reads the host's active OpenTelemetry span: undefined until
+// the first call, then null (mcpmux exports nothing, or
+// `@opentelemetry/api`, an optional peer dependency, is not installed in
+// the host's project) or the API.
+let otelApi
+
+/**
+ * The host's active span as W3C fields (`{traceparent, tracestate}`), the
+ * parent of mcpmux's spans for a call; null when there is none to hand over.
+ */
+function traceContext() {
+  if (otelApi === undefined) {
+    otelApi = null
+    if (native.telemetryEnabled()) {
+      try {
+        otelApi = require('@opentelemetry/api')
+      } catch {
+        otelApi = null
+      }
+    }
+  }
+  if (otelApi === null) return null
+  const span = otelApi.trace.getActiveSpan()
+  const sc = span && span.spanContext()
+  if (!sc || !otelApi.isSpanContextValid(sc)) return null
+  const flags = (sc.traceFlags & 0xff).toString(16).padStart(2, '0')
+  const state = sc.traceState ? sc.traceState.serialize() : ''
+  return { traceparent: `00-${sc.traceId}-${sc.spanId}-${flags}`, tracestate: state || null }
+}
+
+/** The native `callTool`'s trailing trace arguments. */
+function traceArgs(trace) {
+  return trace === null ? [] : [trace.traceparent, trace.tracestate]
+}
+
 /**
  * The stable error codes (docs/ARCHITECTURE.md#error-codes), as the engine lists them.
  * @type {readonly string[]}
@@ -722,19 +757,20 @@ class Hub extends EventEmitter {
       return Promise.reject(err)
     }
     const nativeHub = this._native
+    const trace = traceContext()
     stayAwake()
     if (signal === undefined) {
       if (onProgress === undefined) {
-        if (timeoutMs === undefined && policy === null && !task) {
+        if (timeoutMs === undefined && policy === null && !task && trace === null) {
           return run((id) => nativeHub.callToolPlain(id, name, argsText))
         }
-        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task))
+        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task, ...traceArgs(trace)))
       }
-      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task), { onProgress })
+      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task, ...traceArgs(trace)), { onProgress })
     }
     if (signal.aborted) return Promise.reject(cancelled(name, signal))
     let onAbort
-    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy, task), {
+    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy, task, ...traceArgs(trace)), {
       onProgress,
       register(id) {
         onAbort = () => {

@@ -125,7 +125,7 @@ export declare class NativeHub {
    * With `progress`, progress notifications are posted under the same id;
    * with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
    */
-  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null): void
+  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): void
   /**
    * [`call_tool`](Self::call_tool) without options (no timeout of its
    * own, progress, cancellation, policy or task): the common call, with
@@ -282,3 +282,9 @@ export declare function sessionSchemas(): string
  * `$MCPMUX_STAY_AWAKE_US`, 0 to sleep at once).
  */
 export declare function stayAwakeMicros(): number
+
+/**
+ * Whether mcpmux exports telemetry (the `OTEL_*` variables): `callTool`
+ * then hands the host's active OpenTelemetry context to the engine.
+ */
+export declare function telemetryEnabled(): boolean

@@ -844,3 +844,4 @@ module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.sessionSchemas = nativeBinding.sessionSchemas
 module.exports.stayAwakeMicros = nativeBinding.stayAwakeMicros
+module.exports.telemetryEnabled = nativeBinding.telemetryEnabled

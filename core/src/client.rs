@@ -253,6 +253,15 @@ impl Client {
             client: OnceLock::new(),
         });
         let peer = Peer::new(label.clone(), inbound.clone());
+        #[cfg(feature = "telemetry")]
+        if let Some(t) = crate::telemetry::active() {
+            use crate::config::TransportConfig as T;
+            let url = match &config.transport {
+                T::Stdio(_) => None,
+                T::Http(n) | T::Sse(n) | T::WebSocket(n) => Some(&n.url),
+            };
+            peer.set_trace_info(crate::telemetry::PeerInfo::new(t, &config.name, url));
+        }
         let transport =
             crate::transport::connect_with_auth(&label, config, peer.sink(), &options.auth)
                 .await

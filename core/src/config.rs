@@ -16,6 +16,7 @@ use crate::policy::settings::PolicySettings;
 mod keys;
 mod source;
 mod supervision;
+mod telemetry;
 pub mod trust;
 
 pub use source::ConfigSource;
@@ -63,6 +64,10 @@ pub struct Config {
     /// The `[session]` table as written, before `${VAR}` expansion: the
     /// session stores these references in `session.json`, not values.
     pub session_raw: Map<String, Value>,
+    /// The `[telemetry]` table (JSON: top-level `"telemetry"` object),
+    /// checked and `${VAR}`-expanded: OpenTelemetry settings that the
+    /// `OTEL_*` variables override (see docs/telemetry.md). Empty when absent.
+    pub telemetry: Map<String, Value>,
 }
 
 /// One server entry.
@@ -456,6 +461,7 @@ fn parse_with(
         Some(_) => return Err(ctx.err("'session' must be a table")),
     };
     check_session(&ctx, &session)?;
+    let telemetry = telemetry::read(&ctx, doc.get("telemetry"))?;
     // A file with only a [session] table is valid: sessions then run
     // without tools.
     if !found_any && doc.get("session").is_none() {
@@ -491,6 +497,7 @@ fn parse_with(
             Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         },
+        telemetry,
     })
 }
 

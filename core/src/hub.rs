@@ -358,6 +358,8 @@ impl Hub {
         // From here on, what the servers send back cannot show the
         // config's secrets ([`crate::secrets`]).
         crate::secrets::register(config.secret_values());
+        // Before any server starts: the config's `[telemetry]` table.
+        crate::telemetry::configure(&config.telemetry);
         let startup_wait = options.startup_wait;
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
@@ -696,6 +698,10 @@ impl Hub {
             return Box::pin(self.call_tool(name, Some(&value), opts)).await;
         }
         let (client, tool) = self.route(name, opts).await?;
+        #[cfg(feature = "telemetry")]
+        if let Some(t) = crate::telemetry::active() {
+            return Box::pin(t.with_hub_tool(name, client.call_tool_raw(&tool, raw, opts))).await;
+        }
         client.call_tool_raw(&tool, raw, opts).await
     }
 
@@ -707,6 +713,11 @@ impl Hub {
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
         let (client, tool) = self.route(name, opts).await?;
+        // The hub's name rides in the context to the client span.
+        #[cfg(feature = "telemetry")]
+        if let Some(t) = crate::telemetry::active() {
+            return Box::pin(t.with_hub_tool(name, client.call_tool(&tool, arguments, opts))).await;
+        }
         client.call_tool(&tool, arguments, opts).await
     }
 
@@ -1131,6 +1142,8 @@ impl Hub {
         self.inner.rebuild_index();
         // After the last events (tools removed): streams end here.
         self.inner.options.events.close();
+        // Spans and metrics so far go out now (bounded; nothing when off).
+        crate::telemetry::flush_async().await;
     }
 
     /// Whether [`close`](Hub::close) was called.

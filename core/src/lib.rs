@@ -50,6 +50,7 @@ pub(crate) mod secrets;
 pub mod session;
 pub(crate) mod stateless;
 pub mod tasks;
+pub mod telemetry;
 pub(crate) mod tool_names;
 pub(crate) mod tool_search;
 pub(crate) mod transport;

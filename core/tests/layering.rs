@@ -61,6 +61,7 @@ const LAYERS: &[&[&str]] = &[
         "elicitation",
         "runtime",
         "files",
+        "telemetry",
     ],
     &["protocol"],
     &["error"],

@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use crate::engine::Work;
 use crate::error::{mcpmux_error, mcpmux_status};
-use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments_raw};
+use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments_raw, CallTrace};
 use crate::util::{c_string, guard_status, guard_value, panic_error, write_out, Args};
 
 /// The callback of an asynchronous call. Called exactly once, on an engine
@@ -120,7 +120,9 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool_async(
             let hub = hub_ref(args, hub)?;
             let name = args.str("name", name)?.to_owned();
             let arguments = tool_arguments_raw(args, args_json)?.map(RawValue::to_owned);
-            let opts = call_options(args, args.opt_object("options_json", options_json)?)?;
+            let options = args.opt_object("options_json", options_json)?;
+            let trace = CallTrace::of(options.as_ref());
+            let opts = call_options(args, options)?;
             let Some(cb) = cb else {
                 return Err(args.invalid("cb", "is NULL"));
             };
@@ -137,7 +139,7 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool_async(
                 done: false,
             };
             let task = run(work, hub.hub.clone(), name, arguments, opts, rx, delivery);
-            hub.shared.handle().spawn(task);
+            hub.shared.handle().spawn(trace.run(task));
             if let Some(handle) = handle {
                 write_out(out_call, handle);
             }

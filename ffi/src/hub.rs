@@ -56,9 +56,19 @@ pub(crate) fn call_options(
     options: Option<Map<String, Value>>,
 ) -> Result<CallOptions, Error> {
     const KNOWN: &str = "timeout_ms, timeout_seconds, max_total_timeout_ms, \
-         max_total_timeout_seconds, task, task_ttl_ms, task_ttl_seconds";
+         max_total_timeout_seconds, task, task_ttl_ms, task_ttl_seconds, traceparent, tracestate";
     let mut opts = CallOptions::default();
     for (key, value) in options.unwrap_or_default() {
+        if key == "traceparent" || key == "tracestate" {
+            // Read by call_trace (telemetry), checked here.
+            if !value.is_string() {
+                return Err(args.invalid(
+                    "options_json",
+                    format!("option '{key}' must be a string, not {value}"),
+                ));
+            }
+            continue;
+        }
         if key == "task" {
             opts.task = value.as_bool().ok_or_else(|| {
                 args.invalid(
@@ -100,6 +110,40 @@ pub(crate) fn call_options(
         }
     }
     Ok(opts)
+}
+
+/// The W3C trace context of a call's `options_json` (`traceparent`,
+/// `tracestate`): with telemetry on, the call's spans are its children.
+#[derive(Default)]
+pub(crate) struct CallTrace {
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+}
+
+impl CallTrace {
+    /// Reads it from the options (checked by [`call_options`]).
+    pub(crate) fn of(options: Option<&Map<String, Value>>) -> CallTrace {
+        let field = |key: &str| {
+            options
+                .and_then(|o| o.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        CallTrace {
+            traceparent: field("traceparent"),
+            tracestate: field("tracestate"),
+        }
+    }
+
+    /// Runs `fut` in this context.
+    pub(crate) async fn run<F: std::future::Future>(self, fut: F) -> F::Output {
+        mcpmux_core::telemetry::in_context(
+            self.traceparent.as_deref(),
+            self.tracestate.as_deref(),
+            fut,
+        )
+        .await
+    }
 }
 
 /// Reads `args_json` of a tool call: NULL or a JSON object.
@@ -533,7 +577,10 @@ pub unsafe extern "C" fn mcpmux_hub_tools_for(
 /// (one that is `required` always runs as a task: the call polls it and
 /// returns its result, answering `input_required` through the hub's
 /// handlers; past the total time or when cancelled the task is cancelled),
-/// `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it.
+/// `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
+/// `traceparent` (and `tracestate`), a W3C trace context: with telemetry
+/// on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
+/// children.
 ///
 /// On success `*out_json` receives the MCP CallToolResult exactly as the
 /// server sent it (`content`, `structuredContent`, `isError`, ...), owned by
@@ -564,11 +611,14 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool(
             let hub = hub_ref(args, hub)?;
             let name = args.str("name", name)?;
             let arguments = tool_arguments_raw(args, args_json)?;
-            let opts = call_options(args, args.opt_object("options_json", options_json)?)?;
+            let options = args.opt_object("options_json", options_json)?;
+            let trace = CallTrace::of(options.as_ref());
+            let opts = call_options(args, options)?;
             args.non_null("out_json", out_json)?;
-            let result = hub
-                .shared
-                .block_on(args, hub.hub.call_tool_raw(name, arguments, &opts))??;
+            let result = hub.shared.block_on(
+                args,
+                trace.run(hub.hub.call_tool_raw(name, arguments, &opts)),
+            )??;
             write_out(out_json, c_string(result.json())?);
             Ok(())
         })

@@ -378,12 +378,15 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool_with_policy(
             let hub = hub_ref(args, hub)?;
             let name = args.str("name", name)?;
             let arguments = tool_arguments(args, args_json)?;
-            let mut opts = call_options(args, args.opt_object("options_json", options_json)?)?;
+            let options = args.opt_object("options_json", options_json)?;
+            let trace = crate::hub::CallTrace::of(options.as_ref());
+            let mut opts = call_options(args, options)?;
             opts.policy = Some(policy_ref(args, policy)?.policy.clone());
             args.non_null("out_json", out_json)?;
-            let result = hub
-                .shared
-                .block_on(args, hub.hub.call_tool(name, arguments.as_ref(), &opts))??;
+            let result = hub.shared.block_on(
+                args,
+                trace.run(hub.hub.call_tool(name, arguments.as_ref(), &opts)),
+            )??;
             write_out(out_json, c_string(result.json())?);
             Ok(())
         })

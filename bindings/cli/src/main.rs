@@ -198,7 +198,17 @@ fn main() -> ExitCode {
     };
     // Core's block_on: the main thread stays awake for a fast answer and
     // reads it itself (`MCPMUX_STAY_AWAKE_US`), like Python's and C's.
-    match mcpmux_core::runtime::block_on(runtime.handle(), run(cli)) {
+    // A caller's trace context (`TRACEPARENT` / `TRACESTATE`, as OTel's
+    // environment carriers name it): the run's spans are its children.
+    let carrier = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (traceparent, tracestate) = (carrier("TRACEPARENT"), carrier("TRACESTATE"));
+    let traced =
+        mcpmux_core::telemetry::in_context(traceparent.as_deref(), tracestate.as_deref(), run(cli));
+    let outcome = mcpmux_core::runtime::block_on(runtime.handle(), traced);
+    // Spans and metrics go out before the process ends (at most
+    // telemetry::FLUSH_LIMIT; nothing to do when telemetry is off).
+    mcpmux_core::telemetry::shutdown();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(e) => fail(&e),
     }

@@ -752,6 +752,8 @@ impl NativeHub {
         cancellable: bool,
         policy: Option<&policy::NativePolicy>,
         task: Option<bool>,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) {
         let policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
         let on_progress = progress.then(|| {
@@ -777,7 +779,13 @@ impl NativeHub {
                 task: task.unwrap_or(false),
                 ..CallOptions::default()
             };
-            let result = hub.call_tool_json(&name, args.as_deref(), &opts).await?;
+            // The host's active OpenTelemetry span, the parent of the call's.
+            let result = mcpmux_core::telemetry::in_context(
+                traceparent.as_deref(),
+                tracestate.as_deref(),
+                hub.call_tool_json(&name, args.as_deref(), &opts),
+            )
+            .await?;
             Ok(Outcome::Tool(result))
         });
         self.start_call(id, cancellable, call);
@@ -1054,6 +1062,13 @@ pub fn error_codes() -> Vec<&'static str> {
 #[napi]
 pub fn engine_version() -> &'static str {
     mcpmux_core::VERSION
+}
+
+/// Whether mcpmux exports telemetry (the `OTEL_*` variables): `callTool`
+/// then hands the host's active OpenTelemetry context to the engine.
+#[napi]
+pub fn telemetry_enabled() -> bool {
+    mcpmux_core::telemetry::enabled()
 }
 
 /// How long, in microseconds, the event loop stays awake after a

@@ -243,7 +243,9 @@ impl NativeHub {
     /// goes through it (checks, limits, redaction, audit).
     /// `task` runs a tool whose `execution.taskSupport` is `optional` as an
     /// MCP task (`required` ones always are).
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false))]
+    /// `traceparent` / `tracestate`: the host's active OpenTelemetry
+    /// context (W3C), the parent of the call's spans.
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None))]
     #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
@@ -255,6 +257,8 @@ impl NativeHub {
         aio: Option<Aio<'_>>,
         policy: Option<PyRef<'_, crate::policy::NativePolicy>>,
         task: bool,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
@@ -284,9 +288,14 @@ impl NativeHub {
                     opts.on_progress = Some(bridge::progress_to_bridge(&bridge, cb.unbind()));
                 }
                 let op: Op = Box::pin(async move {
-                    hub.call_tool(&name, arguments.as_ref(), &opts)
-                        .await
-                        .map(Outcome::Tool)
+                    let call = hub.call_tool(&name, arguments.as_ref(), &opts);
+                    mcpmux_core::telemetry::in_context(
+                        traceparent.as_deref(),
+                        tracestate.as_deref(),
+                        call,
+                    )
+                    .await
+                    .map(Outcome::Tool)
                 });
                 bridge::submit(py, &future, &bridge, op, Exec::Here)
             }
@@ -300,9 +309,14 @@ impl NativeHub {
                     progress = Some((cb.unbind(), rx));
                 }
                 let op: Op = Box::pin(async move {
-                    hub.call_tool(&name, arguments.as_ref(), &opts)
-                        .await
-                        .map(Outcome::Tool)
+                    let call = hub.call_tool(&name, arguments.as_ref(), &opts);
+                    mcpmux_core::telemetry::in_context(
+                        traceparent.as_deref(),
+                        tracestate.as_deref(),
+                        call,
+                    )
+                    .await
+                    .map(Outcome::Tool)
                 });
                 block(py, op, Exec::Here, progress)?.into_py(py)
             }
@@ -854,7 +868,16 @@ pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
         });
         let _ = rx.recv_timeout(grace + Duration::from_secs(2));
     });
+    // Spans and metrics go out too (bounded; nothing when telemetry is off).
+    py.detach(mcpmux_core::telemetry::shutdown);
     Ok(())
+}
+
+/// Whether mcpmux exports telemetry (the `OTEL_*` variables): the Python
+/// layer then hands the host's active OpenTelemetry context to each call.
+#[pyfunction]
+pub fn telemetry_enabled() -> bool {
+    mcpmux_core::telemetry::enabled()
 }
 
 /// Awaits every future of `futs` concurrently.

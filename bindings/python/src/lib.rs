@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<session::NativeSessions>()?;
     m.add_class::<policy::NativePolicy>()?;
     m.add_function(wrap_pyfunction!(hub::shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(hub::telemetry_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;
     m.add("ENGINE_VERSION", mcpmux_core::VERSION)?;

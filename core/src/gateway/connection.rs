@@ -185,7 +185,16 @@ impl Connection {
         let task_key = key.clone();
         let budget = self.budget.clone();
         let task = tokio::spawn(async move {
-            let answer = match answer(&gateway, &method, &params, &out, &log_level).await {
+            let answering = answer(&gateway, &method, &params, &out, &log_level);
+            // A SERVER span, child of the request's `_meta.traceparent`.
+            #[cfg(feature = "telemetry")]
+            let answered = match crate::telemetry::active() {
+                Some(t) => t.serve(&method, &params, answering).await,
+                None => answering.await,
+            };
+            #[cfg(not(feature = "telemetry"))]
+            let answered = answering.await;
+            let answer = match answered {
                 Ok(mut result) => {
                     if stateless {
                         crate::stateless::complete_result(&method, &mut result);

@@ -45,6 +45,10 @@ pub(super) fn after_failure(
     tools: Arc<Vec<protocol::Tool>>,
 ) -> Option<Step> {
     let name = &slot.config.name;
+    #[cfg(feature = "telemetry")]
+    if let Some(t) = crate::telemetry::active() {
+        t.count_failure(name, error.code());
+    }
     if let Some(why) = unfixable_by_restart(&error, &slot.config.transport) {
         tracing::warn!(server = %name, error = %error, "server failed: {why}");
         inner.set_state(slot, SlotState::Failed(error), 0);
@@ -57,6 +61,10 @@ pub(super) fn after_failure(
             None
         }
         Next::Restart { attempt, after } => {
+            #[cfg(feature = "telemetry")]
+            if let Some(t) = crate::telemetry::active() {
+                t.count_restart(name);
+            }
             tracing::info!(server = %name, error = %error, attempt, "restarting the server in {:.1} s", after.as_secs_f64());
             inner.set_state(
                 slot,

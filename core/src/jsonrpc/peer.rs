@@ -180,6 +180,10 @@ struct Shared {
     sweep_wake: Arc<tokio::sync::Notify>,
     /// How a lone call waits for its answer ([`awake`]).
     wait_choice: WaitChoice,
+    /// The server as spans describe it, set only while telemetry is on:
+    /// then each request is a client span ([`Peer::request`]).
+    #[cfg(feature = "telemetry")]
+    trace: OnceLock<crate::telemetry::PeerInfo>,
 }
 
 impl Drop for Shared {
@@ -211,6 +215,8 @@ impl Peer {
                 gone: tokio::sync::watch::Sender::new(false),
                 sweep_wake: Arc::default(),
                 wait_choice: WaitChoice::default(),
+                #[cfg(feature = "telemetry")]
+                trace: OnceLock::new(),
             }),
         }
     }
@@ -231,8 +237,19 @@ impl Peer {
         self.shared.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Traces this connection's requests as client spans of `info`'s server
+    /// (set once, before the first request, only while telemetry is on).
+    #[cfg(feature = "telemetry")]
+    pub(crate) fn set_trace_info(&self, info: crate::telemetry::PeerInfo) {
+        let _ = self.shared.trace.set(info);
+    }
+
     /// Tells the transport which protocol revision is in use.
     pub fn set_protocol_version(&self, version: Option<&str>) {
+        #[cfg(feature = "telemetry")]
+        if let Some(info) = self.shared.trace.get() {
+            info.set_protocol_version(version);
+        }
         if let Some(t) = self.shared.transport.get() {
             t.set_protocol_version(version);
         }
@@ -272,7 +289,63 @@ impl Peer {
         params: Option<&P>,
         opts: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
+        // The one check telemetry costs when it is off.
+        #[cfg(feature = "telemetry")]
+        if let Some(info) = self.shared.trace.get() {
+            return Box::pin(self.request_traced(info, id, method, params, opts)).await;
+        }
         let line = encode_request(id, method, params)?;
+        self.send_request(id, method, line, opts).await
+    }
+
+    /// [`Peer::request`] as a client span, its context put into
+    /// `params._meta` (`traceparent`, `tracestate`).
+    #[cfg(feature = "telemetry")]
+    async fn request_traced<P: Serialize + ?Sized>(
+        &self,
+        info: &crate::telemetry::PeerInfo,
+        id: u64,
+        method: &str,
+        params: Option<&P>,
+        opts: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let mut value = match params {
+            Some(p) => serde_json::to_value(p).map_err(|e| {
+                Error::InvalidInput(format!("cannot encode '{method}' params: {e}"))
+            })?,
+            None => serde_json::Value::Null,
+        };
+        let session = self.shared.transport.get().and_then(|t| t.session_id());
+        // Arguments and results only when asked for, with config secrets
+        // redacted and cut at CAPTURE_LIMIT bytes.
+        let capture = method == "tools/call" && info.captures();
+        let arguments = capture
+            .then(|| value.get("arguments").map(|a| captured(&a.to_string())))
+            .flatten();
+        let call =
+            crate::telemetry::ClientCall::start(info, id, method, session, arguments, &mut value);
+        let line = if value.is_null() {
+            encode_request::<()>(id, method, None)?
+        } else {
+            encode_request(id, method, Some(&value))?
+        };
+        let result = self.send_request(id, method, line, opts).await;
+        let text = match &result {
+            Ok(raw) if capture => Some(captured(raw.get())),
+            _ => None,
+        };
+        call.end(&result, text);
+        result
+    }
+
+    /// Sends the encoded request `line` (id `id`) and waits for its answer.
+    async fn send_request(
+        &self,
+        id: u64,
+        method: &str,
+        line: Vec<u8>,
+        opts: &RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
         let (tx, rx) = oneshot::channel();
         let progress = opts.track_progress.then(|| {
             Arc::new(ProgressState {
@@ -332,6 +405,22 @@ impl Peer {
             Err(_) => Err(self.shared.gone()),
         }
     }
+}
+
+/// `text` as a span records it: config secrets redacted, at most
+/// [`CAPTURE_LIMIT`](crate::telemetry::CAPTURE_LIMIT) bytes.
+#[cfg(feature = "telemetry")]
+fn captured(text: &str) -> String {
+    let text = crate::secrets::redact(text);
+    let limit = crate::telemetry::CAPTURE_LIMIT;
+    if text.len() <= limit {
+        return text.into_owned();
+    }
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}...", &text[..cut])
 }
 
 /// Removes a request from the table when its caller stops waiting, and tells

@@ -180,7 +180,23 @@ async fn turns(
             tools,
             max_tokens: 8192,
         };
-        let completion = complete(provider, &request, progress).await?;
+        // A model's turn: a span by the GenAI conventions (`chat {model}`).
+        let completion = crate::telemetry::span(
+            || match &request.model {
+                Some(model) => format!("chat {model}"),
+                None => "chat".to_owned(),
+            },
+            true,
+            || {
+                let mut attrs = vec![("gen_ai.operation.name", "chat".to_owned())];
+                if let Some(model) = &request.model {
+                    attrs.push(("gen_ai.request.model", model.clone()));
+                }
+                attrs
+            },
+            complete(provider, &request, progress),
+        )
+        .await?;
         progress.tick();
         if !completion.text.trim().is_empty() {
             let snippet: String = completion.text.chars().take(300).collect();

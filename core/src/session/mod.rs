@@ -117,6 +117,17 @@ pub async fn call(ctx: &SessionContext, verb: &str, params: &Value) -> Result<Va
 /// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and `scope`
 /// go over the config's `[session]` table.
 pub async fn begin(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
+    // A span; the round it starts (in-process or detached) continues its trace.
+    crate::telemetry::span(
+        || "review begin".to_owned(),
+        false,
+        Vec::new,
+        begin_traced(ctx, params),
+    )
+    .await
+}
+
+async fn begin_traced(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
     let p: BeginParams = params::decode(params)?;
     let skill = p.skill.clone();
     let mode = p.mode.clone().filter(|m| !m.is_empty());
@@ -333,8 +344,12 @@ fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
             })?;
             let ctx = ctx.clone();
             let owned = dir.to_owned();
+            // The round continues the trace of the verb that started it.
+            let parent = crate::telemetry::current_traceparent();
             let handle = runtime.spawn(async move {
-                if let Err(e) = run_round(&ctx, &owned).await {
+                let round = run_round(&ctx, &owned);
+                let round = crate::telemetry::in_context(parent.as_deref(), None, round);
+                if let Err(e) = round.await {
                     tracing::warn!(dir = %owned.display(), "session round failed to run: {e}");
                 }
             });
@@ -354,7 +369,13 @@ fn start_runner(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
             let dir = dir.canonicalize().map_err(|e| {
                 Error::InvalidSession(format!("cannot resolve {}: {e}", dir.display()))
             })?;
-            let mut child = std::process::Command::new(program)
+            let mut command = std::process::Command::new(program);
+            // The detached runner continues the trace of the verb that
+            // started it (`TRACEPARENT`, which the CLI reads).
+            if let Some(parent) = crate::telemetry::current_traceparent() {
+                command.env("TRACEPARENT", parent).env_remove("TRACESTATE");
+            }
+            let mut child = command
                 .args(args)
                 .arg(&dir)
                 .stdin(std::process::Stdio::null())
@@ -516,6 +537,17 @@ fn activities(dir: &Path, n: u32) -> Result<Vec<Value>, Error> {
 /// `params`: [`ReplyParams`] → `{status:
 /// "started", session_dir, round, thread_id}`.
 pub async fn reply(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
+    // A span; the round it starts (in-process or detached) continues its trace.
+    crate::telemetry::span(
+        || "review reply".to_owned(),
+        false,
+        Vec::new,
+        reply_traced(ctx, params),
+    )
+    .await
+}
+
+async fn reply_traced(ctx: &SessionContext, params: &Value) -> Result<Value, Error> {
     let p: ReplyParams = params::decode(params)?;
     let dir = PathBuf::from(&p.session_dir);
     let input = p.input;

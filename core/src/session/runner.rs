@@ -150,10 +150,24 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         if store::now() >= deadline {
             return Ok(None);
         }
-        match spec.settings.reviewer.as_str() {
-            "command" => command::run(dir, &spec, &progress).await.map(Some),
-            _ => agent::run(ctx, dir, &spec, &progress).await.map(Some),
-        }
+        // A round is a span; the model's turns and tool calls are under it.
+        crate::telemetry::span(
+            || "review round".to_owned(),
+            false,
+            || {
+                vec![
+                    ("mcpmux.session.round", spec.round.to_string()),
+                    ("mcpmux.session.reviewer", spec.settings.reviewer.clone()),
+                ]
+            },
+            async {
+                match spec.settings.reviewer.as_str() {
+                    "command" => command::run(dir, &spec, &progress).await.map(Some),
+                    _ => agent::run(ctx, dir, &spec, &progress).await.map(Some),
+                }
+            },
+        )
+        .await
     };
     let watchdog = async {
         loop {

@@ -108,6 +108,13 @@ pub trait Transport: Send + Sync + 'static {
         let _ = version;
     }
 
+    /// The session id the server gave (`Mcp-Session-Id` of a legacy
+    /// Streamable HTTP session), for telemetry's `mcp.session.id`.
+    #[cfg(feature = "telemetry")]
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
     /// Whether [`read_now`](Transport::read_now) reads anything: `true`
     /// for stdio; the others read only on their own tasks. A lone call
     /// asks this before it considers waiting awake, so a transport that

@@ -197,6 +197,16 @@ impl Transport for StreamableHttpTransport {
         self.send_with_headers(message, &[])
     }
 
+    #[cfg(feature = "telemetry")]
+    fn session_id(&self) -> Option<String> {
+        let state = self.inner.state.lock().unwrap();
+        state
+            .session_id
+            .as_ref()
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_owned)
+    }
+
     fn send_with_headers(
         &self,
         message: Vec<u8>,

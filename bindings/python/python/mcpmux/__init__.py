@@ -104,6 +104,44 @@ __version__: str = _native.ENGINE_VERSION
 #: Every stable error code, as the engine lists them (docs/ARCHITECTURE.md#error-codes).
 ERROR_CODES: tuple = tuple(_native.ERROR_CODES)
 
+# How a call reads the host's active OpenTelemetry context: None until the
+# first call, then False (mcpmux exports nothing, or `opentelemetry` is not
+# importable: never required) or the function that reads it.
+_TRACE_READER: Any = None
+
+
+def _trace_reader() -> Any:
+    if not _native.telemetry_enabled():
+        return False
+    try:
+        from opentelemetry import trace as otel_trace
+        from opentelemetry.trace.propagation.tracecontext import (
+            TraceContextTextMapPropagator,
+        )
+    except ImportError:
+        return False
+    propagator = TraceContextTextMapPropagator()
+
+    def read() -> Dict[str, str]:
+        if not otel_trace.get_current_span().get_span_context().is_valid:
+            return {}
+        carrier: Dict[str, str] = {}
+        propagator.inject(carrier)
+        return {k: v for k, v in carrier.items() if k in ("traceparent", "tracestate") and v}
+
+    return read
+
+
+def _trace_context() -> Dict[str, str]:
+    """The host's active span as W3C fields for a call (``traceparent``,
+    ``tracestate``), so that mcpmux's spans are its children; empty when
+    mcpmux's telemetry is off (no ``OTEL_*`` endpoint), ``opentelemetry`` is
+    not installed, or no span is active."""
+    global _TRACE_READER
+    if _TRACE_READER is None:
+        _TRACE_READER = _trace_reader()
+    return _TRACE_READER() if _TRACE_READER else {}
+
 def _warn_failed_servers(native: Any) -> None:
     """Warns (``RuntimeWarning``) which servers failed, so a tool list that
     lacks their tools says so; the engine words the note."""
@@ -387,12 +425,15 @@ class Hub:
         interrupted, the task is cancelled. ``task_status`` events tell each
         status.
         """
+        trace = _trace_context()
         if policy is None:
-            return self._native.call_tool(name, arguments, timeout, on_progress, task=task)
+            return self._native.call_tool(
+                name, arguments, timeout, on_progress, task=task, **trace
+            )
         native = _policy_native(policy)
         try:
             return self._native.call_tool(
-                name, arguments, timeout, on_progress, policy=native, task=task
+                name, arguments, timeout, on_progress, policy=native, task=task, **trace
             )
         finally:
             policy._deliver()
@@ -840,6 +881,7 @@ class AsyncHub:
                 (future, self._bridge),
                 policy=native,
                 task=task,
+                **_trace_context(),
             )
             if pending is None:  # finished at once (e.g. an unknown tool)
                 return future.result()
