@@ -118,15 +118,16 @@ impl ServerConfig {
         self.transport.type_name()
     }
 
-    /// The env and header values of this server that are secrets (before
-    /// [`crate::secrets`]' length filter): what a client registers when it
-    /// connects without a hub.
     /// Whether the hub name `name` is under this server's prefix
     /// `mcp_<server>_` (sanitized as hub names are): a name this server's
     /// tools have, or would have once it lists them.
     pub fn prefixes(&self, name: &str) -> bool {
         name.starts_with(&crate::tool_names::sanitize(&format!("mcp_{}_", self.name)))
     }
+
+    /// The env and header values of this server that are secrets (before
+    /// [`crate::secrets`]' length filter): what a client registers when it
+    /// connects without a hub.
 
     pub(crate) fn secret_values(&self) -> Vec<String> {
         let mut out = Vec::new();

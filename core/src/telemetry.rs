@@ -6,7 +6,7 @@
 //! Off unless `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
 //! or `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` is set (and `OTEL_SDK_DISABLED`
 //! is not `true`), and off in builds without the `telemetry` feature. The
-//! environment is read once, on first use ([`active`]); when off, a request
+//! environment is read once, on first use; when off, a request
 //! pays one `OnceLock` read on its connection. mcpmux has its own tracer and
 //! meter providers (never the process's global ones): a host's own
 //! OpenTelemetry setup is not touched; only its active context is read (by
