@@ -128,7 +128,6 @@ impl ServerConfig {
     /// The env and header values of this server that are secrets (before
     /// [`crate::secrets`]' length filter): what a client registers when it
     /// connects without a hub.
-
     pub(crate) fn secret_values(&self) -> Vec<String> {
         let mut out = Vec::new();
         match &self.transport {
