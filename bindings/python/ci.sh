@@ -85,7 +85,9 @@ log "pytest"
 (cd "$HERE" && "$PY" -m pytest -p no:cacheprovider -q ${PYTEST_ARGS:-} tests)
 
 log "examples"
-for example in "$ROOT"/examples/python/*.py; do
+# examples/python/frameworks/ need the framework packages this venv has
+# (tests/dist.sh runs only the plain ones, in a venv without them).
+for example in "$ROOT"/examples/python/*.py "$ROOT"/examples/python/frameworks/*.py; do
   MCPMUX_DEMO_SERVER="$MCPMUX_DEMO_SERVER_DEBUG" "$PY" "$example" >/dev/null
 done
 

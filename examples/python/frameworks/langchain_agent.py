@@ -6,7 +6,7 @@ policy refuses), then reads the results. With ``OPENAI_API_KEY`` set (and
 (``MCPMUX_EXAMPLE_MODEL``, default ``openai:gpt-5-mini``).
 
     pip install langchain langchain-core langgraph
-    python examples/python/langchain_agent.py
+    python examples/python/frameworks/langchain_agent.py
 """
 
 import os
@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 import mcpmux
 import mcpmux.langchain
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = os.environ.get("MCPMUX_DEMO_SERVER", str(ROOT / "target" / "debug" / "mcpmux-demo-server"))
 
 

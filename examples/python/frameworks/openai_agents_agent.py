@@ -5,7 +5,7 @@ refuses), then answers. With ``OPENAI_API_KEY`` set, a real model runs the
 same agent (``MCPMUX_EXAMPLE_MODEL``, default ``gpt-5-mini``).
 
     pip install openai-agents
-    python examples/python/openai_agents_agent.py
+    python examples/python/frameworks/openai_agents_agent.py
 """
 
 import asyncio
@@ -22,7 +22,7 @@ from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessa
 import mcpmux
 from mcpmux.openai_agents import HubServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = os.environ.get("MCPMUX_DEMO_SERVER", str(ROOT / "target" / "debug" / "mcpmux-demo-server"))
 
 

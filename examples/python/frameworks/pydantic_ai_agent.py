@@ -6,7 +6,7 @@ runs the same agent (``MCPMUX_EXAMPLE_MODEL``, default ``openai:gpt-5-mini``;
 needs ``pip install "pydantic-ai-slim[openai]"``).
 
     pip install pydantic-ai-slim
-    python examples/python/pydantic_ai_agent.py
+    python examples/python/frameworks/pydantic_ai_agent.py
 """
 
 import asyncio
@@ -20,7 +20,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 import mcpmux
 from mcpmux.pydantic_ai import HubToolset
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEMO = os.environ.get("MCPMUX_DEMO_SERVER", str(ROOT / "target" / "debug" / "mcpmux-demo-server"))
 
 
