@@ -10,15 +10,15 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
-use crate::policy::rules::{ServerPolicy, SERVER_KEYS};
-use crate::policy::settings::PolicySettings;
 
 mod keys;
+mod layers;
 mod source;
 mod supervision;
 mod telemetry;
 pub mod trust;
 
+pub use layers::{register_layer, ConfigLayer};
 pub use source::ConfigSource;
 pub use supervision::{Restart, Supervision};
 
@@ -89,14 +89,12 @@ pub struct ServerConfig {
     pub protocol_version: Option<String>,
     /// Restarts, keep-alive pings, lazy start, log level.
     pub supervision: Supervision,
-    /// The entry's keys that the engine itself does not read: the policy's
-    /// (`allow_tools`, ...) and, in `mcpServers` entries, the keys other
-    /// MCP clients write (`autoApprove`, ...). Any other key fails the load.
+    /// The entry's keys that the engine itself does not read: those of the
+    /// registered [`ConfigLayer`]s (the policy's `allow_tools`, ..., checked
+    /// at load time by the policy crate) and, in `mcpServers` entries, the
+    /// keys other MCP clients write (`autoApprove`, ...). Any other key
+    /// fails the load.
     pub extra: Map<String, Value>,
-    /// The entry's policy keys (`allow_tools`, `deny_tools`, ...), parsed
-    /// and checked at load time; the policy interprets them
-    /// ([`ServerPolicy::decide`]). Also still in `extra` as written.
-    pub policy: ServerPolicy,
     /// How the entry was written, so that hints name it in the file's own
     /// syntax.
     pub written_as: EntrySyntax,
@@ -252,8 +250,8 @@ impl fmt::Debug for ServerConfig {
 impl Config {
     /// The secrets this config holds: env and header values of every server
     /// and every value a `${VAR}` reference expanded to (registered with
-    /// [`crate::secrets::register`] by the hub and the policy).
-    pub(crate) fn secret_values(&self) -> Vec<String> {
+    /// `secrets` module (kept out of errors, logs and files) by the hub and the policy).
+    pub fn secret_values(&self) -> Vec<String> {
         let mut out: Vec<String> = self.expanded_values.clone();
         for server in &self.servers {
             out.extend(server.secret_values());
@@ -460,7 +458,8 @@ fn parse_with(
         Some(Value::Object(m)) => expand_session(&ctx, m)?,
         Some(_) => return Err(ctx.err("'session' must be a table")),
     };
-    check_session(&ctx, &session)?;
+    let layers = layers::registered();
+    check_session(&ctx, &session, &layers)?;
     let telemetry = telemetry::read(&ctx, doc.get("telemetry"))?;
     // A file with only a [session] table is valid: sessions then run
     // without tools.
@@ -480,11 +479,20 @@ fn parse_with(
         seen.insert(name.clone(), at.clone());
         if let Some(m) = keys::unknown(
             &entry,
-            &[keys::SERVER, supervision::KEYS, SERVER_KEYS, compat],
+            &[
+                keys::SERVER,
+                supervision::KEYS,
+                &layers::server_keys(&layers),
+                compat,
+            ],
         ) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
         let mut server = server_entry(&ctx, &defaults, name, &entry)?;
+        // The layers' keys are checked now, so a typo fails at load time.
+        for layer in &layers {
+            layer.check_server(ctx.origin, &server.name, &server.extra)?;
+        }
         server.written_as = written_as;
         servers.push(server);
     }
@@ -581,34 +589,24 @@ pub fn expand_session_value(text: &str, field: &str) -> Result<String, Error> {
 
 /// Checks the `[session]` table now, so that a typo or a wrong type fails
 /// the load (and every front end) rather than being ignored until, or even
-/// during, a session: its keys, then the values as the policy and the
-/// session layer read them.
-fn check_session(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Error> {
-    if session.is_empty() {
+/// during, a session: its keys against those the registered layers read,
+/// then the values as each layer reads them. With no layer that reads it,
+/// nothing in this process would: the table is kept as written.
+fn check_session(
+    ctx: &Ctx<'_>,
+    session: &Map<String, Value>,
+    layers: &[&'static dyn ConfigLayer],
+) -> Result<(), Error> {
+    let known = layers::session_keys(layers);
+    if session.is_empty() || known.is_empty() {
         return Ok(());
     }
-    if let Some(m) = keys::unknown(session, &[keys::SESSION]) {
+    if let Some(m) = keys::unknown(session, &[&known]) {
         return Err(ctx.err(format!("[session]: {m}")));
     }
-    PolicySettings::from_session_table(session, ctx.origin)?;
-    check_session_settings(ctx, session)
-}
-
-/// The `[session]` values as the session layer reads them.
-#[cfg(feature = "sessions")]
-fn check_session_settings(ctx: &Ctx<'_>, session: &Map<String, Value>) -> Result<(), Error> {
-    match crate::session::settings::resolve(session, &Default::default()) {
-        Ok(_) => Ok(()),
-        // The session layer names the table but not the file.
-        Err(Error::ConfigInvalid(m)) => Err(ctx.err(m)),
-        Err(e) => Err(ctx.err(format!("[session]: {e}"))),
+    for layer in layers {
+        layer.check_session(ctx.origin, session)?;
     }
-}
-
-/// Without the `sessions` feature nothing reads the reviewer settings of
-/// `[session]`: its keys are still checked (above), its policy part is used.
-#[cfg(not(feature = "sessions"))]
-fn check_session_settings(_ctx: &Ctx<'_>, _session: &Map<String, Value>) -> Result<(), Error> {
     Ok(())
 }
 
@@ -949,8 +947,6 @@ fn server_entry(
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    // Policy keys are parsed now, so a typo fails at load time.
-    let policy = ServerPolicy::from_map(&extra, ctx.origin, n)?;
     for key in extra.keys() {
         tracing::debug!(server = n, key = %key, "config key not used by the engine");
     }
@@ -964,7 +960,6 @@ fn server_entry(
         protocol_version,
         supervision,
         extra,
-        policy,
         written_as: EntrySyntax::default(),
     })
 }

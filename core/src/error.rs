@@ -164,7 +164,7 @@ pub(crate) fn needs_feature(feature: &str) -> String {
 
 /// How an error message names the kind of a JSON value a caller gave
 /// (`a string`, `an object`, ...).
-pub(crate) fn json_kind(value: &serde_json::Value) -> &'static str {
+pub fn json_kind(value: &serde_json::Value) -> &'static str {
     use serde_json::Value;
     match value {
         Value::Null => "null",

@@ -29,7 +29,7 @@ use std::path::Path;
 /// block a reader, one that nobody reads a writer); it is cleared again
 /// once the file is known to be regular (where it means nothing anyway),
 /// so the descriptor is an ordinary one, e.g. for a child's stderr.
-pub(crate) fn open_regular(path: &Path, options: &OpenOptions) -> io::Result<File> {
+pub fn open_regular(path: &Path, options: &OpenOptions) -> io::Result<File> {
     let mut options = options.clone();
     options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     let file = options.open(path).map_err(|e| {
@@ -75,8 +75,7 @@ fn kind(t: &std::fs::FileType) -> &'static str {
 /// Reads all of `file` when it holds at most `max` bytes, else fails with
 /// "larger than `max` bytes" without reading it (its `fstat` size), or
 /// after reading `max + 1` bytes (a file that grows meanwhile).
-#[cfg_attr(not(feature = "sessions"), allow(dead_code))]
-pub(crate) fn read_capped(file: File, max: u64) -> io::Result<Vec<u8>> {
+pub fn read_capped(file: File, max: u64) -> io::Result<Vec<u8>> {
     let too_large = || {
         io::Error::new(
             io::ErrorKind::InvalidData,

@@ -1,5 +1,5 @@
 //! Entry points for the fuzz targets in `fuzz/` and for the replay of their
-//! corpus in `core/tests/fuzz_corpus_replay.rs`: each takes arbitrary bytes,
+//! corpus in `crates/sessions/tests/fuzz_corpus_replay.rs`: each takes arbitrary bytes,
 //! drives one parser of untrusted input through its public (or crate)
 //! interface, and checks what must hold whatever the input was. They return
 //! `Err` with a description when a property fails; a panic inside is a bug
@@ -19,9 +19,6 @@ use serde_json::value::RawValue;
 use crate::config::Config;
 use crate::jsonrpc::{Inbound, Peer, RequestOptions, RpcError};
 use crate::net::sse_parser::{self, Item};
-use crate::policy::redact::{RedactRule, Redactor};
-#[cfg(feature = "sessions")]
-use crate::session::input;
 use crate::transport::line_reader::{read_lines, Lines};
 use crate::transport::{FrameSink, Transport};
 
@@ -279,118 +276,6 @@ pub fn sse(data: &[u8]) -> Result<(), String> {
                 return Err(format!("an event of {} bytes passed", e.data.len()));
             }
         }
-    }
-    Ok(())
-}
-
-// ----------------------------------------------------------- session input
-
-/// The prompt templates of the built-in skills.
-#[cfg(feature = "sessions")]
-const TEMPLATES: &[&str] = &[
-    include_str!("session/templates/review-plan.md"),
-    include_str!("session/templates/review-impl.md"),
-    include_str!("session/templates/review-think.md"),
-    include_str!("session/templates/review-pr.md"),
-    include_str!("session/templates/followup.md"),
-    include_str!("session/templates/format.md"),
-    include_str!("session/templates/analysis-think.md"),
-    include_str!("session/templates/analysis-pr.md"),
-];
-
-/// A host's session input (front matter, `## NAME` sections), and a
-/// template, split at the first NUL byte (no NUL: the input alone). The
-/// input is parsed and rendered into the fuzzed template and every
-/// built-in one: a text or `INVALID_INPUT`.
-#[cfg(feature = "sessions")]
-pub fn session_input(data: &[u8]) -> Result<(), String> {
-    let text = String::from_utf8_lossy(data);
-    let (template, input) = text.split_once('\0').unwrap_or(("{{INPUT}}", &text));
-    let (values, _rest) = input::parse(input);
-    for name in values.keys() {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        {
-            return Err(format!("value name {name:?}"));
-        }
-    }
-    let provided = input::Values::from([("SESSION_ID".to_owned(), "s-1".to_owned())]);
-    for template in std::iter::once(template).chain(TEMPLATES.iter().copied()) {
-        for name in input::placeholders(template) {
-            if !template.contains(&name) {
-                return Err(format!("placeholder {name:?} not in the template"));
-            }
-        }
-        match input::render(template, input, &provided) {
-            Ok(_) => {}
-            Err(e) if e.code() == "INVALID_INPUT" => {}
-            Err(e) => return Err(format!("{}: {e}", e.code())),
-        }
-    }
-    let _ = input::value(input, "BASE");
-    Ok(())
-}
-
-// ---------------------------------------------------------------- redactor
-
-/// A secret that must never survive redaction, wherever it is put between
-/// spaces.
-const PLANTED: &str = "ghp_Zq3xW8rT5yU1iO9pA2sD4fG6hJ7kL0mN3bV8";
-
-/// Text for the redactor. Byte 0: bit 0 adds an extra rule whose pattern
-/// is the first line of the rest (a bad pattern must be `CONFIG_INVALID`);
-/// bit 1 plants a known token, between spaces, at a position from byte 1.
-/// The text is redacted whole and as segments split at `\u{1}`: nothing
-/// replaced means nothing changed, the planted token never survives.
-pub fn redact(data: &[u8]) -> Result<(), String> {
-    let ([flags, at], rest) = take::<2>(data);
-    let mut text = String::from_utf8_lossy(rest).into_owned();
-    let redactor = if flags & 1 == 1 {
-        let (pattern, body) = text.split_once('\n').unwrap_or((&text, ""));
-        let rule = RedactRule {
-            name: "fuzz".to_owned(),
-            pattern: pattern.to_owned(),
-        };
-        let made = Redactor::new(&[rule], "fuzz");
-        text = body.to_owned();
-        match made {
-            Ok(r) => r,
-            Err(e) if e.code() == "CONFIG_INVALID" => return Ok(()),
-            Err(e) => return Err(format!("{}: {e}", e.code())),
-        }
-    } else {
-        Redactor::default()
-    };
-    if flags & 2 == 2 {
-        let mut i = usize::from(at) * text.len() / 255;
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        text.insert_str(i, &format!(" {PLANTED} "));
-    }
-    let (out, n) = redactor.redact(&text);
-    if n == 0 && out != text {
-        return Err("nothing redacted, yet the text changed".to_owned());
-    }
-    if out.contains(PLANTED) {
-        return Err(format!("the planted token survived: {out:?}"));
-    }
-    let segments: Vec<&str> = text.split('\u{1}').collect();
-    let (outs, n) = redactor.redact_segments(&segments);
-    if outs.len() != segments.len() {
-        return Err(format!(
-            "{} segments in, {} out",
-            segments.len(),
-            outs.len()
-        ));
-    }
-    if n == 0 && outs.iter().zip(&segments).any(|(o, s)| o != s) {
-        return Err("nothing redacted, yet a segment changed".to_owned());
-    }
-    if let Some(o) = outs.iter().find(|o| o.contains(PLANTED)) {
-        return Err(format!("the planted token survived in a segment: {o:?}"));
     }
     Ok(())
 }

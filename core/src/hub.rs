@@ -13,9 +13,9 @@ use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResu
 use crate::config::{Config, ServerConfig};
 use crate::error::Error;
 use crate::events::{EventSender, EventStream, HubEvent};
-use crate::llm::tool_format::ToolFormat;
 use crate::protocol;
-use crate::{llm, tool_names};
+use crate::tool_format::ToolFormat;
+use crate::{tool_format, tool_names};
 use futures::future::BoxFuture;
 
 mod lifecycle;
@@ -576,7 +576,7 @@ impl Hub {
 
     /// The hub name of the tool `server` calls `tool`, if the hub has it
     /// (no schema is parsed: a lookup for every call of a proxy).
-    pub(crate) fn hub_name(&self, server: &str, tool: &str) -> Option<String> {
+    pub fn hub_name(&self, server: &str, tool: &str) -> Option<String> {
         let index = self.inner.index.read().unwrap();
         index
             .entries
@@ -608,7 +608,7 @@ impl Hub {
     /// accept task calls. Tools that take tasks are callable
     /// ([`Hub::call_tool`] runs them as tasks).
     pub fn tools_as(&self, format: ToolFormat) -> Value {
-        llm::tool_format::render_as(&self.callable_tools(), format)
+        tool_format::render_as(&self.callable_tools(), format)
     }
 
     /// [`Hub::list_tools`] without the tools the host cannot call (see
@@ -629,7 +629,7 @@ impl Hub {
 
     /// This hub's identity in the process (clones share it; never reused):
     /// a policy made for a hub is refused on another.
-    pub(crate) fn id(&self) -> u64 {
+    pub fn id(&self) -> u64 {
         self.inner.id
     }
 

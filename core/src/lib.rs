@@ -23,10 +23,15 @@
 //! cancellation), [`protocol`] (MCP shapes, versions), `transport`
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
-//! [`llm`] (providers, tool formats), [`session`] (review sessions),
-//! [`policy`] (what a session's model may call, redaction, audit),
+//! [`tool_format`] (the hub's tools in each LLM API's format),
 //! `secrets` (config secrets kept out of errors, logs and session files),
-//! [`error`]; [`fuzzing`] (entry points for the fuzz targets).
+//! [`error`]; `fuzzing` (entry points for the fuzz targets, feature
+//! `fuzzing`).
+//!
+//! The layers above the engine are crates of their own: `mcpmux-policy`
+//! (what a model may call), `mcpmux-sessions` (review sessions and their
+//! LLM providers) and `mcpmux-gateway` (mcpmux as one MCP server). They
+//! register the config keys they own with [`config::register_layer`].
 
 pub mod auth;
 pub mod client;
@@ -35,22 +40,19 @@ pub(crate) mod elicitation;
 pub mod error;
 pub mod events;
 pub(crate) mod files;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod gateway;
 pub mod hub;
 pub mod jsonrpc;
-pub mod llm;
 pub(crate) mod net;
 pub(crate) mod param_headers;
-pub mod policy;
 pub mod protocol;
 pub mod runtime;
 pub(crate) mod secrets;
-#[cfg(feature = "sessions")]
-pub mod session;
 pub(crate) mod stateless;
 pub mod tasks;
 pub mod telemetry;
+pub mod tool_format;
 pub(crate) mod tool_names;
 pub(crate) mod tool_search;
 pub(crate) mod transport;
@@ -68,13 +70,47 @@ pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
-pub use llm::tool_format::ToolFormat;
-#[cfg(feature = "sessions")]
-pub use session::{Runner, SessionContext};
 pub use tasks::{Task, TaskHandle, TaskStatus};
+pub use tool_format::ToolFormat;
 /// Most answers and notifications in flight to one server over Streamable
 /// HTTP or legacy SSE (see `docs/ARCHITECTURE.md#transports`).
 pub use transport::send_bound::MAX_NOTICES_IN_FLIGHT;
+
+/// What the crates built on the engine in this workspace (`mcpmux-policy`,
+/// `mcpmux-sessions`, `mcpmux-gateway`) share with it. Not part of the
+/// stable API: hidden from the docs, it may change in any release.
+#[doc(hidden)]
+pub mod internal {
+    /// Reading files that may be hostile (regular files only, capped).
+    pub mod files {
+        pub use crate::files::{open_regular, read_capped};
+    }
+    /// The process-wide set of secret values kept out of output.
+    pub mod secrets {
+        pub use crate::secrets::{known, redact, redact_value, register};
+    }
+    /// The HTTP client builder and the SSE parser.
+    pub mod net {
+        pub use crate::net::{builder, sse_parser};
+    }
+    /// The stateless protocol revision's constants and completion result.
+    pub mod stateless {
+        pub use crate::stateless::{complete_result, META_PROTOCOL_VERSION, VERSION};
+    }
+    /// Hub-wide tool names and their suggestions.
+    pub mod tool_names {
+        pub use crate::tool_names::{did_you_mean, HubTool};
+    }
+    /// Spans of the layers above (review rounds, model turns, the
+    /// gateway's answers); each just runs its future without telemetry.
+    pub mod telemetry {
+        pub use crate::telemetry::{serve, span};
+    }
+    /// The ranking of tools against a search query.
+    pub mod tool_search {
+        pub use crate::tool_search::rank;
+    }
+}
 
 /// The version of this crate.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -121,8 +121,7 @@ pub fn current_traceparent() -> Option<String> {
 /// a child of the current context and the parent of what `fut` does, with
 /// `attrs` (made only when telemetry is on) and `error.type` on failure:
 /// a review round, a model's turn. Without telemetry, just `fut`.
-#[cfg_attr(not(feature = "sessions"), allow(dead_code))]
-pub(crate) async fn span<T, F>(
+pub async fn span<T, F>(
     name: impl FnOnce() -> String,
     client: bool,
     attrs: impl FnOnce() -> Vec<(&'static str, String)>,
@@ -136,5 +135,21 @@ where
         return t.in_span(name(), client, attrs(), fut).await;
     }
     let _ = (name, client, attrs);
+    fut.await
+}
+
+/// Runs `fut`, the gateway's answer to a client's request `method`, as a
+/// SERVER span: a child of the request's `_meta.traceparent` (a root
+/// without one), and the parent of the downstream client spans. Without
+/// telemetry, just `fut`.
+pub async fn serve<F>(method: &str, params: &serde_json::Value, fut: F) -> F::Output
+where
+    F: std::future::Future<Output = Result<serde_json::Value, crate::error::Error>>,
+{
+    #[cfg(feature = "telemetry")]
+    if let Some(t) = otel::active() {
+        return t.serve(method, params, fut).await;
+    }
+    let _ = (method, params);
     fut.await
 }

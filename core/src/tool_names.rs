@@ -45,6 +45,7 @@ pub const MAX_LEN: usize = 64;
 
 /// The hub name of each `(server, tool)` pair, in the same order, with the
 /// servers of the pairs taken as the configured ones ([`assign_in`]).
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn assign(pairs: &[(&str, &str)]) -> Vec<String> {
     let mut servers: Vec<&str> = pairs.iter().map(|(server, _)| *server).collect();
     servers.sort_unstable();
@@ -150,10 +151,7 @@ fn stable_hash(server: &str, tool: &str) -> u64 {
 /// given alone (`get_current_time` for `mcp_time_get_current_time`) names
 /// every tool it belongs to; else the closest names by edit distance (a
 /// typo), at most three. Cold path: it compares against every tool.
-pub(crate) fn did_you_mean<'a>(
-    name: &str,
-    offered: impl Iterator<Item = (&'a str, &'a str)>,
-) -> String {
+pub fn did_you_mean<'a>(name: &str, offered: impl Iterator<Item = (&'a str, &'a str)>) -> String {
     let wanted = name.to_lowercase();
     let mut bare = Vec::new();
     let mut close: Vec<(f64, &str)> = Vec::new();

@@ -6,9 +6,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcpmux_core::{
-    AuthorizationHandler, AuthorizationRequest, Config, ConfigSource, Error, HubOptions,
-};
+use mcpmux_core::{AuthorizationHandler, AuthorizationRequest, ConfigSource, Error, HubOptions};
 
 use crate::engine::mcpmux_engine;
 use crate::error::{mcpmux_error, mcpmux_status};
@@ -136,7 +134,7 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_authorize(
             let hub = connect_with(
                 args,
                 &*engine,
-                Config::from_source(ConfigSource::Text(text.into())),
+                crate::util::load_config(ConfigSource::Text(text.into())),
                 options,
             )?;
             write_out(out, hub);

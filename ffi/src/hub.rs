@@ -242,7 +242,7 @@ pub unsafe extern "C" fn mcpmux_hub_connect(
             let hub = connect(
                 args,
                 &*engine,
-                Config::from_source(ConfigSource::Text(text.to_owned())),
+                crate::util::load_config(ConfigSource::Text(text.to_owned())),
             )?;
             write_out(out, hub);
             Ok(())
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
             let hub = connect(
                 args,
                 &*engine,
-                Config::from_source(ConfigSource::Path(path.into())),
+                crate::util::load_config(ConfigSource::Path(path.into())),
             )?;
             write_out(out, hub);
             Ok(())
@@ -356,7 +356,7 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_options(
             let hub = connect_with(
                 args,
                 &*engine,
-                Config::from_source(ConfigSource::Text(text.to_owned())),
+                crate::util::load_config(ConfigSource::Text(text.to_owned())),
                 options,
             )?;
             write_out(out, hub);
@@ -832,7 +832,7 @@ pub unsafe extern "C" fn mcpmux_hub_reload(
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
             let text = args.str("config_text", config_text)?;
-            let config = Config::from_source(ConfigSource::Text(text.to_owned()))?;
+            let config = crate::util::load_config(ConfigSource::Text(text.to_owned()))?;
             hub.shared.block_on(args, hub.hub.reload(config))?
         })
     }
@@ -857,7 +857,7 @@ pub unsafe extern "C" fn mcpmux_hub_reload_file(
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
             let path = args.str("path", path)?;
-            let config = Config::from_source(ConfigSource::Path(path.into()))?;
+            let config = crate::util::load_config(ConfigSource::Path(path.into()))?;
             hub.shared.block_on(args, hub.hub.reload(config))?
         })
     }

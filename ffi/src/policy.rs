@@ -5,8 +5,8 @@ use std::ffi::{c_char, c_void};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use mcpmux_core::policy::audit::LISTENER_QUEUE;
-use mcpmux_core::policy::SessionPolicy;
+use ::mcpmux_policy::audit::LISTENER_QUEUE;
+use ::mcpmux_policy::SessionPolicy;
 
 use crate::error::{mcpmux_error, mcpmux_status};
 use crate::hub::{call_options, hub_ref, mcpmux_hub, tool_arguments};

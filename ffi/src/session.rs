@@ -16,10 +16,10 @@ use std::ffi::{c_char, c_void, CString};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex};
 
+use ::mcpmux_sessions::llm::host::{HostCallback, HostProvider};
+use ::mcpmux_sessions::{Runner, SessionContext};
 use futures::FutureExt;
-use mcpmux_core::llm::host::{HostCallback, HostProvider};
-use mcpmux_core::session::{self, Runner, SessionContext};
-use mcpmux_core::{Config, ConfigSource, Error};
+use mcpmux_core::{ConfigSource, Error};
 use serde_json::Value;
 
 use crate::call::mcpmux_callback;
@@ -209,8 +209,12 @@ pub unsafe extern "C" fn mcpmux_sessions_new(
                         "must be NULL when config_text is given (pass one of them)",
                     ))
                 }
-                (Some(text), None) => Some(Config::from_source(ConfigSource::Text(text.into()))?),
-                (None, Some(path)) => Some(Config::from_source(ConfigSource::Path(path.into()))?),
+                (Some(text), None) => {
+                    Some(crate::util::load_config(ConfigSource::Text(text.into()))?)
+                }
+                (None, Some(path)) => {
+                    Some(crate::util::load_config(ConfigSource::Path(path.into()))?)
+                }
                 (None, None) => None,
             };
             let gate = host.map(|cb| {
@@ -223,7 +227,7 @@ pub unsafe extern "C" fn mcpmux_sessions_new(
             });
             let host = gate.clone().map(|g| {
                 Arc::new(HostProvider::new(host_callback(g)))
-                    as mcpmux_core::llm::provider::SharedProvider
+                    as ::mcpmux_sessions::llm::provider::SharedProvider
             });
             let ctx = Arc::new(SessionContext {
                 config,
@@ -369,7 +373,7 @@ impl Verb {
             Verb::Reply => "reply",
             Verb::End => "end",
         };
-        session::call(&ctx, name, &params).await
+        ::mcpmux_sessions::call(&ctx, name, &params).await
     }
 }
 

@@ -217,3 +217,10 @@ impl JsonListener {
         }));
     }
 }
+
+/// Loads a config with the policy's and the sessions' keys checked (their
+/// layers are registered first; registering again does nothing).
+pub(crate) fn load_config(source: mcpmux_core::ConfigSource) -> Result<mcpmux_core::Config, Error> {
+    ::mcpmux_sessions::register_config_layers();
+    mcpmux_core::Config::from_source(source)
+}

@@ -11,6 +11,7 @@ use std::ptr;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use ::mcpmux_policy::audit::{LISTENER_QUEUE, MEMORY_EVENTS};
 use common::*;
 use mcpmux::engine::{mcpmux_engine, mcpmux_engine_free, mcpmux_engine_new};
 use mcpmux::error::{mcpmux_error, mcpmux_error_free, mcpmux_error_message, mcpmux_status};
@@ -20,7 +21,6 @@ use mcpmux::policy::{
     mcpmux_hub_call_tool_with_policy, mcpmux_policy, mcpmux_policy_audit_json, mcpmux_policy_free,
     mcpmux_policy_new, mcpmux_policy_on_audit,
 };
-use mcpmux_core::policy::audit::{LISTENER_QUEUE, MEMORY_EVENTS};
 
 /// The callback's state: it waits until `released`, then counts.
 #[derive(Default)]

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 
 use std::net::SocketAddr;
 
-use mcpmux_core::gateway::http::check_bind;
-use mcpmux_core::gateway::{
+use mcpmux_core::{Error, Hub};
+use mcpmux_gateway::http::check_bind;
+use mcpmux_gateway::{
     serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
     DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
 };
-use mcpmux_core::policy::SessionPolicy;
-use mcpmux_core::{Error, Hub};
+use mcpmux_policy::SessionPolicy;
 use serde_json::{json, Value};
 
 /// The command's flags.
@@ -29,7 +29,7 @@ pub struct GatewayArgs {
     #[arg(long, value_name = "NAME")]
     pub allowed_host: Vec<String>,
     /// With --http: most connections served at once (the next ones wait until one closes).
-    #[arg(long, value_name = "N", default_value_t = mcpmux_core::gateway::http::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(usize))]
+    #[arg(long, value_name = "N", default_value_t = mcpmux_gateway::http::DEFAULT_MAX_CONNECTIONS, value_parser = clap::value_parser!(usize))]
     pub max_connections: usize,
     /// The session scope the policy evaluates (matched against each server's `scopes`; default: the config's `[session]` scope).
     #[arg(long)]

@@ -162,6 +162,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // The policy's and the sessions' config keys are checked on every load.
+    mcpmux_sessions::register_config_layers();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -342,10 +344,10 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         args.http()?;
     }
     if let Command::Tools { format: Some(f) } = &cli.command {
-        if !mcpmux_core::llm::tool_format::FORMATS.contains(&f.as_str()) {
+        if !mcpmux_core::tool_format::FORMATS.contains(&f.as_str()) {
             return Err(Error::InvalidInput(format!(
                 "unknown tool format '{f}' (expected one of: {})",
-                mcpmux_core::llm::tool_format::FORMATS.join(", ")
+                mcpmux_core::tool_format::FORMATS.join(", ")
             )));
         }
     }
@@ -360,7 +362,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     let watching = matches!(cli.command, Command::Watch { .. }).then(|| events.subscribe());
     // A gateway relays the servers' requests (sampling, elicitation,
     // roots) to its clients: the hub gets the relay's handlers.
-    let relay = matches!(cli.command, Command::Gateway(_)).then(mcpmux_core::gateway::Relay::new);
+    let relay = matches!(cli.command, Command::Gateway(_)).then(mcpmux_gateway::Relay::new);
     // Over stdio the gateway has one client: its `initialize` is read
     // before the servers start, so that they are told only of what it can
     // answer (roots, sampling, elicitation). Over HTTP any may come.

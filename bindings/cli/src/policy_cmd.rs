@@ -2,8 +2,8 @@
 //! offered, per server — each tool offered or refused with the reason, and
 //! the exact names in `allow_tools` that the server does not have.
 
-use mcpmux_core::policy::{PolicySettings, SessionPolicy};
 use mcpmux_core::{Config, Error, Hub};
+use mcpmux_policy::{PolicySettings, SessionPolicy};
 use serde_json::Value;
 
 /// The effective allow list as JSON (`--json` prints exactly this); the

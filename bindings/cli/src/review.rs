@@ -6,8 +6,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use mcpmux_core::session::{self, Runner, SessionContext};
 use mcpmux_core::{Config, Error};
+use mcpmux_sessions::{self as session, Runner, SessionContext};
 use serde_json::{Map, Value};
 
 /// The review verbs.

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use mcpmux_core::session::mcp_tools::{call_review_tool, review_tools};
-use mcpmux_core::session::SessionContext;
 use mcpmux_core::{protocol, Error};
+use mcpmux_sessions::mcp_tools::{call_review_tool, review_tools};
+use mcpmux_sessions::SessionContext;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;

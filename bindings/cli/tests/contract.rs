@@ -1,5 +1,5 @@
 //! The session contract from the CLI and `mcpmux serve`: every field core's
-//! session verbs accept (`mcpmux_core::session::params`, read from core,
+//! session verbs accept (`mcpmux_sessions::params`, read from core,
 //! not copied) is a flag (or the positional argument) of `mcpmux review
 //! <verb>` and a property of the `review_<verb>` tool's input schema (the
 //! drift test); the new `review begin` limits reach the session and
@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
-use mcpmux_core::session::params;
+use mcpmux_sessions::params;
 use serde_json::{json, Value};
 
 /// What `review <verb> --help` offers for `field`: `--field-name`, or the

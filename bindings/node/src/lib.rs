@@ -418,6 +418,8 @@ fn runtime() -> Result<&'static tokio::runtime::Handle, Error> {
 /// `"text"` (TOML or JSON text; an object arrives as its JSON). Only
 /// converts: the rule is core's.
 pub(crate) fn load_config(kind: &str, config: String) -> Result<Config, Error> {
+    // The policy's and the sessions' config keys are checked on load.
+    mcpmux_sessions::register_config_layers();
     match kind {
         "str" => Config::from_str_guess(&config),
         "path" => Config::from_source(ConfigSource::Path(config.into())),

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use mcpmux_core::policy::audit::LISTENER_QUEUE;
-use mcpmux_core::policy::SessionPolicy;
 use mcpmux_core::{Error, Hub};
+use mcpmux_policy::audit::LISTENER_QUEUE;
+use mcpmux_policy::SessionPolicy;
 use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;

@@ -17,10 +17,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcpmux_core::llm::host::{HostCallback, HostProvider};
-use mcpmux_core::llm::provider::SharedProvider;
-use mcpmux_core::session::{self, Runner, SessionContext};
 use mcpmux_core::Error;
+use mcpmux_sessions::llm::host::{HostCallback, HostProvider};
+use mcpmux_sessions::llm::provider::SharedProvider;
+use mcpmux_sessions::{self as session, Runner, SessionContext};
 use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
@@ -152,7 +152,7 @@ impl NativeSessions {
 }
 
 /// The JSON text of `{verb: input schema}` for every session verb, from
-/// core's parameter types (`mcpmux_core::session::params`): what the drift
+/// core's parameter types (`mcpmux_sessions::params`): what the drift
 /// test compares `index.d.ts` with.
 // napi-rs registers it for JavaScript outside `cfg(test)` only.
 #[cfg_attr(test, allow(dead_code))]

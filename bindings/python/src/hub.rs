@@ -85,6 +85,8 @@ pub(crate) fn load_config(
     kind: &str,
     config: &Bound<'_, PyAny>,
 ) -> PyResult<Config> {
+    // The policy's and the sessions' config keys are checked on load.
+    mcpmux_sessions::register_config_layers();
     let source = match kind {
         "str" => {
             return Config::from_str_guess(&convert::string(config, "config")?)

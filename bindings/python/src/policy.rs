@@ -11,8 +11,8 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcpmux_core::policy::audit::LISTENER_QUEUE;
-use mcpmux_core::policy::SessionPolicy;
+use mcpmux_policy::audit::LISTENER_QUEUE;
+use mcpmux_policy::SessionPolicy;
 use pyo3::prelude::*;
 
 use crate::bridge::{Exec, Op, Outcome};

@@ -2,7 +2,7 @@
 //! `mcpmux.Sessions` (sync) and `mcpmux.AsyncSessions` (asyncio) classes.
 //!
 //! JSON in, JSON out: `call(verb, params, aio)` hands a dict of parameters
-//! to `mcpmux_core::session::call` and returns the
+//! to `mcpmux_sessions::call` and returns the
 //! result as plain Python objects. Every verb runs on an engine thread
 //! (rounds are tasks of the process's runtime, `Runner::InProcess`).
 //!
@@ -14,10 +14,10 @@
 
 use std::sync::Arc;
 
-use mcpmux_core::llm::host::{HostCallback, HostProvider};
-use mcpmux_core::llm::provider::SharedProvider;
-use mcpmux_core::session::{self, Runner, SessionContext};
 use mcpmux_core::Error;
+use mcpmux_sessions::llm::host::{HostCallback, HostProvider};
+use mcpmux_sessions::llm::provider::SharedProvider;
+use mcpmux_sessions::{self as session, Runner, SessionContext};
 use pyo3::prelude::*;
 use serde_json::Value;
 

@@ -15,8 +15,8 @@ pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session", "telemet
 /// Keys of the `[mcp]` table.
 pub(super) const MCP: &[&str] = &["servers", "timeout_seconds", "max_message_bytes"];
 
-/// Keys of one server entry that the engine reads (the policy's keys,
-/// [`crate::policy::rules::SERVER_KEYS`], are accepted as well, and so are
+/// Keys of one server entry that the engine reads (the keys of the
+/// registered config layers, `super::layers`, are accepted as well, and so are
 /// the supervision keys of `super::supervision::KEYS`, also allowed in
 /// `[mcp]` as defaults: `restart`, `max_restarts`,
 /// `restart_window_seconds`, `ping_interval_seconds`, `log_level`, and
@@ -48,28 +48,6 @@ pub(super) const SERVER: &[&str] = &[
 /// (`timeout_seconds` is mcpmux's).
 pub(super) const MCP_SERVERS_COMPAT: &[&str] =
     &["autoApprove", "alwaysAllow", "timeout", "transportType"];
-
-/// Keys of the `[session]` table (the session layer's and the policy's).
-pub(super) const SESSION: &[&str] = &[
-    "reviewer",
-    "model",
-    "effort",
-    "base_url",
-    "api_key_env",
-    "stream",
-    "max_turns",
-    "stall_seconds",
-    "timeout_seconds",
-    "max_rounds",
-    "command",
-    "args",
-    "resume_args",
-    "max_tool_calls",
-    "call_timeout_seconds",
-    "max_output_bytes",
-    "scope",
-    "redact",
-];
 
 /// The first key of `table` that is in none of `known`, as a message
 /// `unknown key 'k' (did you mean 'x'?)`.
@@ -118,11 +96,7 @@ mod tests {
         assert!(m.contains("did you mean 'headers'"), "{m}");
         let m = check(json!({"sersers": []}), &[MCP]).unwrap();
         assert!(m.contains("did you mean 'servers'"), "{m}");
-        let m = check(
-            json!({"Allow_Tool": []}),
-            &[SERVER, crate::policy::rules::SERVER_KEYS],
-        )
-        .unwrap();
+        let m = check(json!({"Allow_Tool": []}), &[SERVER, &["allow_tools"]]).unwrap();
         assert!(m.contains("did you mean 'allow_tools'"), "{m}");
     }
 

@@ -25,7 +25,7 @@ pub(crate) const USER_AGENT: &str = concat!("mcpmux/", env!("CARGO_PKG_VERSION")
 /// What every HTTP client of mcpmux starts from: rustls, a 30 s connect
 /// timeout, no Nagle delay, mcpmux's user agent, no Referer. Each client
 /// adds its own redirect rule and pool settings.
-pub(crate) fn builder() -> reqwest::ClientBuilder {
+pub fn builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(30))
         .tcp_nodelay(true)

@@ -314,7 +314,7 @@ pub fn parse_chunks<'a>(
 
 /// The events of a response body, read as they arrive. Owned by the task
 /// that reads the body.
-pub(crate) struct EventStream<'a, E> {
+pub struct EventStream<'a, E> {
     body: futures::stream::BoxStream<'a, Result<bytes::Bytes, E>>,
     parser: SseParser,
     done: bool,
@@ -322,7 +322,7 @@ pub(crate) struct EventStream<'a, E> {
 
 impl<'a, E> EventStream<'a, E> {
     /// Reads `body` with events of at most `max_event_bytes`.
-    pub(crate) fn new(
+    pub fn new(
         body: futures::stream::BoxStream<'a, Result<bytes::Bytes, E>>,
         max_event_bytes: usize,
     ) -> Self {
@@ -335,7 +335,7 @@ impl<'a, E> EventStream<'a, E> {
 
     /// The next item; `None` when the body ended, an error when it failed
     /// (then `None` after it). An unfinished last event is dropped.
-    pub(crate) async fn next(&mut self) -> Option<Result<Item, E>> {
+    pub async fn next(&mut self) -> Option<Result<Item, E>> {
         use futures::StreamExt;
         loop {
             if let Some(item) = self.parser.next_item() {
@@ -356,7 +356,7 @@ impl<'a, E> EventStream<'a, E> {
     }
 
     /// The parser, for its last event id and retry.
-    pub(crate) fn parser(&self) -> &SseParser {
+    pub fn parser(&self) -> &SseParser {
         &self.parser
     }
 }

@@ -537,7 +537,6 @@ impl Telemetry {
     }
 
     /// [`super::span`] when telemetry is on.
-    #[cfg_attr(not(feature = "sessions"), allow(dead_code))]
     pub(crate) async fn in_span<T, F>(
         &self,
         name: String,

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 
+#[cfg(any(test, feature = "fuzzing"))]
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// What the reader hands out.
@@ -29,6 +30,7 @@ const SHRINK_ABOVE: usize = 256 * 1024;
 const PEEK: usize = 1024;
 
 /// Why reading stopped.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) enum End {
     /// End of stream.
     Eof,
@@ -39,6 +41,7 @@ pub(crate) enum End {
 }
 
 /// Reads `input` until it ends, handing every message to `out`.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) async fn read_lines(
     mut input: impl AsyncRead + Unpin,
     max: usize,

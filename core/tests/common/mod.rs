@@ -21,11 +21,13 @@ pub fn private_state() {
     });
 }
 
-/// The workspace root.
+/// The workspace root (the first directory above the crate with the
+/// workspace's `Cargo.lock`; these helpers serve every crate's tests).
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .expect("the workspace root")
         .to_owned()
 }
 

@@ -1,0 +1,1159 @@
+//! A gateway serving MCP's Streamable HTTP transport at `/mcp`
+//! (`mcpmux gateway --http ADDR`): stateful sessions (`Mcp-Session-Id`,
+//! revisions 2025-11-25 and older) and the stateless 2026-07-28 revision
+//! (`server/discover`, per-request `_meta`, no session), answers as JSON or
+//! as an SSE stream (which also carries the request's progress), a `GET`
+//! stream for the session's notifications, and `DELETE` to end a session.
+//!
+//! Who may talk to it: with a token (`--token-env`), every request needs
+//! `Authorization: Bearer <token>` (401 otherwise; compared in constant
+//! time, never logged); a request whose `Origin` is not the gateway's own
+//! is 403 (DNS rebinding), and so is one whose `Host` is not a loopback
+//! name or address (or one of [`HttpOptions::allowed_hosts`]) when the
+//! gateway is bound to loopback or names its allowed hosts. Binding to
+//! anything but loopback needs a token.
+//!
+//! The front door, before any of that: at most
+//! [`HttpOptions::max_connections`] connections at once (the next ones wait
+//! in the listen queue), a request head must arrive within
+//! [`HttpOptions::header_read_timeout`] (which also closes a keep-alive
+//! connection waiting that long for its next request), and a request body
+//! that takes longer than [`HttpOptions::idle_timeout`], or a response the
+//! client stops reading for that long, closes its connection.
+//!
+//! Each session owns one connection (`connection.rs`); a router task per session sends
+//! each answer to the `POST` that carried its request, progress to the
+//! stream of the request that asked for it, and everything else to the
+//! session's `GET` stream (dropped when none is open). All bounded. An
+//! answer holds its session's budget (`budget.rs`) until hyper has taken
+//! the last of it: a batch's answers are assembled as their parts, never
+//! copied into one buffer, and those past the budget are -32000 "gateway
+//! busy" errors.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, ORIGIN};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Semaphore};
+
+use super::budget::{Held, Outgoing};
+use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
+use super::Gateway;
+use mcpmux_core::error::Error;
+use mcpmux_core::internal::stateless;
+
+/// Most sessions open at once (the default of [`HttpOptions::max_sessions`]);
+/// past it a new `initialize` ends the session idle longest among those
+/// with no call in flight and no open `GET` stream, and is refused (503,
+/// a JSON-RPC error) when there is none.
+pub const MAX_SESSIONS: usize = 256;
+/// Default [`HttpOptions::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 128;
+/// Default [`HttpOptions::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default [`HttpOptions::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Messages waiting on one response stream.
+const STREAM_QUEUE: usize = 256;
+/// The session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// Who may use the HTTP gateway, how big a request may be, and how many
+/// connections it holds for how long. [`HttpOptions::default`]: no token,
+/// the config's default message bound, the `DEFAULT_*` limits.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The bearer token clients must send; `None` = none needed (loopback
+    /// only).
+    pub token: Option<String>,
+    /// Largest request body, in bytes.
+    pub max_message_bytes: usize,
+    /// `Host` names (or `name:port`) served besides the loopback ones
+    /// (`--allowed-host`, behind a reverse proxy). Bound to loopback, or
+    /// with any name here, a request for another `Host` is 403.
+    pub allowed_hosts: Vec<String>,
+    /// Most connections served at once; the next ones wait in the listen
+    /// queue until one closes.
+    pub max_connections: usize,
+    /// Most sessions open at once ([`MAX_SESSIONS`] by default).
+    pub max_sessions: usize,
+    /// How long a request head may take to arrive, counted from when the
+    /// connection waits for one (so also a keep-alive connection's idle
+    /// time between requests).
+    pub header_read_timeout: Duration,
+    /// How long a request body may take to arrive, and how long a response
+    /// may wait for a client that does not read it, before the connection
+    /// is closed.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            token: None,
+            max_message_bytes: mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES,
+            allowed_hosts: Vec::new(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_sessions: MAX_SESSIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("max_message_bytes", &self.max_message_bytes)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_connections", &self.max_connections)
+            .field("max_sessions", &self.max_sessions)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+/// Refuses (`CONFIG_INVALID`) to serve on a non-loopback address without a
+/// token: anyone who can reach the port could use every configured server.
+pub fn check_bind(addr: &SocketAddr, has_token: bool) -> Result<(), Error> {
+    if addr.ip().is_loopback() || has_token {
+        Ok(())
+    } else {
+        Err(Error::ConfigInvalid(format!(
+            "--http {addr}: serving on an address other than loopback needs --token-env VAR \
+             (clients must then send Authorization: Bearer <the value of VAR>)"
+        )))
+    }
+}
+
+/// Serves the gateway on `listener` until the task is dropped. Each
+/// connection and request runs on its own engine task.
+pub async fn serve_http(
+    gateway: Gateway,
+    listener: TcpListener,
+    options: HttpOptions,
+) -> Result<(), Error> {
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::Internal(format!("gateway: local address: {e}")))?;
+    check_bind(&local, options.token.is_some())?;
+    let enforce_host = local.ip().is_loopback() || !options.allowed_hosts.is_empty();
+    let mut origins = own_origins(&local);
+    for host in &options.allowed_hosts {
+        origins.extend([format!("http://{host}"), format!("https://{host}")]);
+    }
+    let state = Arc::new(State {
+        gateway,
+        sessions: Mutex::default(),
+        origins,
+        enforce_host,
+        options,
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(state.options.header_read_timeout);
+    // Taken before `accept`: past the cap, connections wait in the listen
+    // queue (they cost no descriptor there) until one closes.
+    let slots = Arc::new(Semaphore::new(state.options.max_connections.max(1)));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let (stream, _) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            // Out of descriptors and the like: try again, never exit.
+            Err(e) => {
+                tracing::warn!("gateway: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Answers are small and go out at once: without this, Nagle's
+        // algorithm and delayed ACKs hold each one back ~40 ms.
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            let idle = state.options.idle_timeout;
+            let stall = Arc::new(Stall::default());
+            let io = Watched {
+                inner: stream,
+                stall: stall.clone(),
+            };
+            let service = hyper::service::service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(handle(&state, req).await) }
+            });
+            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            // A response the client stops reading holds its connection
+            // for `idle` at most.
+            tokio::select! {
+                _ = connection => {}
+                () = stall.expired(idle) => {}
+            }
+        });
+    }
+}
+
+/// When a connection's writes last stopped making progress, if they have.
+#[derive(Default)]
+struct Stall {
+    since: Mutex<Option<std::time::Instant>>,
+}
+
+impl Stall {
+    /// Ends once writes have made no progress for `idle`.
+    async fn expired(&self, idle: Duration) {
+        loop {
+            let since = *self.since.lock().unwrap();
+            match since {
+                Some(t) if t.elapsed() >= idle => return,
+                Some(t) => tokio::time::sleep_until((t + idle).into()).await,
+                None => tokio::time::sleep(idle).await,
+            }
+        }
+    }
+}
+
+/// A connection's socket, noting when its writes stall.
+struct Watched {
+    inner: tokio::net::TcpStream,
+    stall: Arc<Stall>,
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.note(polled.is_pending());
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.note(polled.is_pending());
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl Watched {
+    /// A write that could not proceed starts the stall clock (unless it
+    /// runs); one that did stops it.
+    fn note(&self, blocked: bool) {
+        let mut since = self.stall.since.lock().unwrap();
+        if !blocked {
+            *since = None;
+        } else if since.is_none() {
+            *since = Some(std::time::Instant::now());
+        }
+    }
+}
+
+/// What every request shares.
+struct State {
+    gateway: Gateway,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// `Origin` values that are the gateway itself.
+    origins: Vec<String>,
+    /// Whether `Host` must be loopback or one of `options.allowed_hosts`.
+    enforce_host: bool,
+    options: HttpOptions,
+}
+
+/// One client's session.
+struct Session {
+    connection: Connection,
+    routes: Arc<Mutex<Routes>>,
+    /// When a request last named it: with all sessions taken, the one
+    /// idle longest makes room (clients often leave without `DELETE`).
+    last_used: Mutex<std::time::Instant>,
+}
+
+impl Session {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap() = std::time::Instant::now();
+    }
+
+    /// Ends the session: its calls are cancelled, each answered with an
+    /// error saying `why` (on the POST that carried it), and its GET
+    /// stream ends.
+    fn end(&self, why: &str) {
+        self.connection.close();
+        let mut routes = self.routes.lock().unwrap();
+        routes.standalone = None;
+        routes.tokens.clear();
+        for (key, stream) in routes.waiting.drain() {
+            let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+            // Each POST keeps a slot per request for its answer.
+            let _ = stream.tx.try_send(cancelled_answer(&id, why).into());
+        }
+    }
+
+    /// Whether a call is in flight or a `GET` stream is open.
+    fn busy(&self) -> bool {
+        let routes = self.routes.lock().unwrap();
+        !routes.waiting.is_empty() || routes.standalone.as_ref().is_some_and(|s| !s.is_closed())
+    }
+
+    /// Answers request `id` with an error saying `why` when it is still
+    /// unanswered (whichever comes first, this or its own answer, is the
+    /// one the client gets).
+    fn resolve(&self, id: &Value, why: &str) {
+        let key = id.to_string();
+        let mut routes = self.routes.lock().unwrap();
+        routes.tokens.retain(|_, k| *k != key);
+        if let Some(stream) = routes.waiting.remove(&key) {
+            let _ = stream.tx.try_send(cancelled_answer(id, why).into());
+        }
+    }
+}
+
+/// Where a session's outgoing messages go.
+#[derive(Default)]
+struct Routes {
+    /// Request id (as JSON text) → the stream of the POST that carried it.
+    waiting: HashMap<String, PostStream>,
+    /// Progress token (as JSON text) → request id (as JSON text).
+    tokens: HashMap<String, String>,
+    /// The session's `GET` stream, when one is open.
+    standalone: Option<mpsc::Sender<Outgoing>>,
+}
+
+impl Session {
+    /// A session whose connection's messages are routed by a new task.
+    fn start(gateway: Gateway) -> Session {
+        let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
+        let routes: Arc<Mutex<Routes>> = Arc::default();
+        let table = routes.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = outgoing.recv().await {
+                route(&table, msg);
+            }
+        });
+        Session {
+            connection: Connection::new(gateway, out),
+            routes,
+            last_used: Mutex::new(std::time::Instant::now()),
+        }
+    }
+}
+
+/// The response stream of one `POST`, shared by the requests it carried.
+#[derive(Clone)]
+struct PostStream {
+    tx: mpsc::Sender<Outgoing>,
+    /// Slots kept free for answers (one per request of the `POST`): a
+    /// notification may only take a slot above them, so an answer always
+    /// finds room.
+    reserved: usize,
+}
+
+/// Sends one outgoing message where it belongs (see the module doc).
+fn route(routes: &Mutex<Routes>, out: Outgoing) {
+    let mut routes = routes.lock().unwrap();
+    let msg = &out.msg;
+    let is_answer = msg.get("method").is_none();
+    let target = if is_answer {
+        let key = msg["id"].to_string();
+        routes.tokens.retain(|_, id| *id != key);
+        routes.waiting.remove(&key).map(|stream| stream.tx)
+    } else if msg["method"] == "notifications/progress" {
+        let token = msg["params"]["progressToken"].to_string();
+        match routes
+            .tokens
+            .get(&token)
+            .and_then(|id| routes.waiting.get(id))
+        {
+            Some(stream) if stream.tx.capacity() > stream.reserved => Some(stream.tx.clone()),
+            // No room above the answers' slots: this update is dropped.
+            Some(_) => None,
+            None => routes.standalone.clone(),
+        }
+    } else {
+        routes.standalone.clone()
+    };
+    if let Some(target) = target {
+        // Full: the client is not reading its notification stream, and
+        // this notification is dropped (answers always have room).
+        let _ = target.try_send(out);
+    }
+}
+
+async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+    if req.uri().path() != "/mcp" {
+        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    if state.enforce_host {
+        // The target's authority (absolute form) wins over the header.
+        let host = match req.uri().authority() {
+            Some(authority) => Some(authority.as_str()),
+            None => req.headers().get(HOST).and_then(|v| v.to_str().ok()),
+        };
+        if !host.is_some_and(|h| host_allowed(h, &state.options.allowed_hosts)) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "forbidden: Host is not this gateway (see --allowed-host)",
+            );
+        }
+    }
+    if let Some(origin) = req.headers().get(ORIGIN) {
+        let origin = origin.to_str().unwrap_or_default();
+        if !state.origins.iter().any(|o| o == origin) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "forbidden: Origin is not this gateway",
+            );
+        }
+    }
+    if let Some(token) = &state.options.token {
+        let sent = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !same_secret(sent.as_bytes(), token.as_bytes()) {
+            let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized");
+            response
+                .headers_mut()
+                .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            return response;
+        }
+    }
+    let session_id = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match *req.method() {
+        Method::POST => post(state, req, session_id).await,
+        Method::GET => get(state, session_id),
+        Method::DELETE => {
+            let Some(id) = session_id else {
+                return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
+            };
+            let removed = state.sessions.lock().unwrap().remove(&id);
+            match removed {
+                Some(session) => {
+                    session.end("the session was ended (DELETE)");
+                    plain(StatusCode::OK, "")
+                }
+                None => plain(StatusCode::NOT_FOUND, "unknown session"),
+            }
+        }
+        _ => {
+            let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+            response
+                .headers_mut()
+                .insert("allow", HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// A `POST`: one JSON-RPC message, or a batch.
+async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+    // The revision the client says it speaks, in the standard header: an
+    // unknown one is refused (400), as the transport asks of servers.
+    let header_version = req
+        .headers()
+        .get("mcp-protocol-version")
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
+    if let Some(version) = &header_version {
+        let known = version == stateless::VERSION
+            || mcpmux_core::protocol::STATEFUL_VERSIONS.contains(&version.as_str());
+        if !known {
+            return plain(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version");
+        }
+    }
+    let wants_sse = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    // A body that trickles in holds its connection `idle_timeout` at most.
+    let collected = tokio::time::timeout(
+        state.options.idle_timeout,
+        Limited::new(req.into_body(), state.options.max_message_bytes).collect(),
+    )
+    .await;
+    let body = match collected {
+        Ok(Ok(body)) => body.to_bytes(),
+        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "request body too slow"),
+        Ok(Err(_)) => {
+            return json_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &error_answer(
+                    &Value::Null,
+                    -32600,
+                    &format!(
+                        "request larger than {} bytes",
+                        state.options.max_message_bytes
+                    ),
+                    Some("LIMIT_EXCEEDED"),
+                ),
+                None,
+            )
+        }
+    };
+    let (messages, batch) = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Array(batch)) if !batch.is_empty() => (batch, true),
+        Ok(msg @ Value::Object(_)) => (vec![msg], false),
+        Ok(_) | Err(_) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &error_answer(
+                    &Value::Null,
+                    -32700,
+                    "parse error: expected a JSON-RPC message",
+                    None,
+                ),
+                None,
+            )
+        }
+    };
+    // Answers the POST gives itself (invalid messages, duplicate ids): every
+    // request whose id is known is answered once, with that id.
+    let mut local: Vec<Value> = Vec::new();
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .filter_map(|m| match invalid(&m) {
+            Some(refusal) => {
+                local.push(refusal);
+                None
+            }
+            None => Some(m),
+        })
+        .collect();
+    if messages.is_empty() {
+        return local_answers(local, batch);
+    }
+    let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    let initialize = messages.iter().find(|m| m["method"] == "initialize");
+    let stateless = header_version.as_deref() == Some(stateless::VERSION)
+        || messages.iter().any(|m| {
+            m["method"] == "server/discover"
+                || m.pointer(&format!(
+                    "/params/_meta/{}",
+                    pointer_key(stateless::META_PROTOCOL_VERSION)
+                )) == Some(&json!(stateless::VERSION))
+        });
+    // Which session: an existing one, a new one for `initialize`, or one
+    // made for this request alone (the stateless revision).
+    let (session, new_id, ephemeral) = match (&session_id, initialize, stateless) {
+        (Some(id), _, _) => match state.sessions.lock().unwrap().get(id) {
+            Some(s) => {
+                s.touch();
+                (s.clone(), None, false)
+            }
+            None => {
+                return plain(
+                    StatusCode::NOT_FOUND,
+                    "unknown session (it ended or never was)",
+                )
+            }
+        },
+        (None, Some(init), _) => {
+            let mut sessions = state.sessions.lock().unwrap();
+            let max = state.options.max_sessions.max(1);
+            if sessions.len() >= max {
+                // Only a session with nothing running and no open stream
+                // may make room: the one idle longest.
+                let idlest = sessions
+                    .iter()
+                    .filter(|(_, s)| !s.busy())
+                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
+                    .map(|(id, _)| id.clone());
+                match idlest.and_then(|id| sessions.remove(&id)) {
+                    Some(old) => old.end("the session was ended to make room for a new one"),
+                    None => {
+                        return json_response(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &error_answer(
+                                &init["id"],
+                                -32000,
+                                &format!(
+                                    "too many sessions (at most {max}, all busy); \
+                                     try again later"
+                                ),
+                                Some("LIMIT_EXCEEDED"),
+                            ),
+                            None,
+                        )
+                    }
+                }
+            }
+            let Some(id) = new_session_id() else {
+                return plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for a session id",
+                );
+            };
+            let session = Arc::new(Session::start(state.gateway.clone()));
+            sessions.insert(id.clone(), session.clone());
+            (session, Some(id), false)
+        }
+        (None, None, true) => {
+            let session = Session::start(state.gateway.clone());
+            session.connection.set_stateless();
+            (Arc::new(session), None, true)
+        }
+        (None, None, false) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "missing Mcp-Session-Id (initialize first, or use the stateless revision)",
+            )
+        }
+    };
+    let count = messages.iter().filter(|m| is_request(m)).count();
+    let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + count.max(1));
+    let stream = PostStream {
+        tx,
+        reserved: count,
+    };
+    let mut requests: Vec<String> = Vec::new();
+    let mut asked_for_progress = false;
+    let messages: Vec<Value> = {
+        let mut routes = session.routes.lock().unwrap();
+        messages
+            .into_iter()
+            .filter(|msg| {
+                if !is_request(msg) {
+                    return true;
+                }
+                let key = msg["id"].to_string();
+                // An id in flight in this session, or twice in this batch:
+                // refused, and the first one left alone.
+                if routes.waiting.contains_key(&key) {
+                    local.push(error_answer(
+                        &msg["id"],
+                        -32600,
+                        "a request with this id is already in flight",
+                        None,
+                    ));
+                    return false;
+                }
+                routes.waiting.insert(key.clone(), stream.clone());
+                let token = msg
+                    .get("params")
+                    .and_then(|p| p.get("_meta"))
+                    .and_then(|m| m.get("progressToken"));
+                if let Some(token) = token {
+                    routes.tokens.insert(token.to_string(), key.clone());
+                    asked_for_progress = true;
+                }
+                requests.push(key);
+                true
+            })
+            .collect()
+    };
+    drop(stream);
+    if requests.is_empty() {
+        for msg in messages {
+            forward(&session, msg).await;
+        }
+        if ephemeral {
+            session.connection.close();
+        }
+        return local_answers(local, batch);
+    }
+    // Cancels what is still unanswered when the response goes away early
+    // (the client disconnected), and ends a one-request session.
+    let guard = PendingGuard {
+        session: session.clone(),
+        pending: requests,
+        ephemeral,
+    };
+    for msg in messages {
+        forward(&session, msg).await;
+    }
+    let header = new_id.as_deref();
+    // An SSE stream only when there is something to stream before the
+    // answer (progress); a plain JSON answer costs less.
+    if wants_sse && asked_for_progress {
+        sse_response(rx, guard, local, header)
+    } else {
+        let mut guard = guard;
+        let mut rx = rx;
+        // Each answer serialized as it comes (its value dropped), and what
+        // it holds of the session's budget kept until hyper has sent it.
+        let mut parts = VecDeque::new();
+        let mut held = Vec::new();
+        let push = |parts: &mut VecDeque<Bytes>, bytes: Vec<u8>| {
+            if batch {
+                parts.push_back(Bytes::from_static(if parts.is_empty() {
+                    b"["
+                } else {
+                    b","
+                }));
+            }
+            parts.push_back(Bytes::from(bytes));
+        };
+        for msg in local {
+            push(&mut parts, msg.to_string().into_bytes());
+        }
+        while let Some(out) = rx.recv().await {
+            if out.msg.get("method").is_none() {
+                guard.answered(&out.msg["id"]);
+                let (bytes, answer_held) = out.into_bytes();
+                push(&mut parts, bytes);
+                held.extend(answer_held);
+                if guard.pending.is_empty() {
+                    break;
+                }
+            }
+        }
+        // The session ended under them: the rest are answered here.
+        for msg in guard.give_up() {
+            push(&mut parts, msg.to_string().into_bytes());
+        }
+        if batch {
+            parts.push_back(Bytes::from_static(if parts.is_empty() {
+                b"[]"
+            } else {
+                b"]"
+            }));
+        } else if parts.is_empty() {
+            let none = error_answer(
+                &Value::Null,
+                -32603,
+                "no answer (the request was cancelled)",
+                None,
+            );
+            parts.push_back(Bytes::from(none.to_string()));
+        }
+        let mut response = Response::new(JsonParts::new(parts, held).boxed());
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = header.and_then(|s| HeaderValue::from_str(s).ok()) {
+            response.headers_mut().insert(SESSION_HEADER, id);
+        }
+        response
+    }
+}
+
+/// Most bytes of a [`JsonParts`] body handed to hyper at once: an answer's
+/// budget is given back only about when the last of it is written.
+const BODY_CHUNK: usize = 1 << 20;
+
+/// A JSON body sent as the parts it was assembled from (a batch's answers
+/// are never copied into one buffer), in chunks of at most [`BODY_CHUNK`],
+/// with its exact length; what the answers hold of the session's budget is
+/// given back once hyper has taken the last chunk, or the response is
+/// dropped (the client went away).
+struct JsonParts {
+    parts: VecDeque<Bytes>,
+    remaining: u64,
+    held: Vec<Held>,
+}
+
+impl JsonParts {
+    fn new(parts: VecDeque<Bytes>, held: Vec<Held>) -> JsonParts {
+        let remaining = parts.iter().map(|p| p.len() as u64).sum();
+        JsonParts {
+            parts,
+            remaining,
+            held,
+        }
+    }
+}
+
+impl hyper::body::Body for JsonParts {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        let Some(mut part) = this.parts.pop_front() else {
+            this.held.clear();
+            return Poll::Ready(None);
+        };
+        if part.len() > BODY_CHUNK {
+            let rest = part.split_off(BODY_CHUNK);
+            this.parts.push_front(rest);
+        }
+        this.remaining -= part.len() as u64;
+        Poll::Ready(Some(Ok(Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+/// Hands one message to the session's connection; a `notifications/cancelled`
+/// also answers the request it names (an error), if still unanswered.
+async fn forward(session: &Session, msg: Value) {
+    let cancelled = (msg["method"] == "notifications/cancelled")
+        .then(|| msg["params"]["requestId"].clone())
+        .filter(|id| !id.is_null());
+    session.connection.handle(msg).await;
+    if let Some(id) = cancelled {
+        session.resolve(&id, "the request was cancelled by the client");
+    }
+}
+
+/// The refusal of a message that is no valid JSON-RPC message (-32600,
+/// with its id when it has one), or `None`.
+fn invalid(msg: &Value) -> Option<Value> {
+    let Value::Object(fields) = msg else {
+        return Some(error_answer(
+            &Value::Null,
+            -32600,
+            "invalid request: a batch member must be a JSON-RPC object",
+            None,
+        ));
+    };
+    let id = fields.get("id");
+    let problem = match fields.get("method") {
+        Some(Value::String(_)) => return None,
+        Some(_) => "invalid request: method must be a string",
+        // An answer to a request the gateway relayed.
+        None if fields.contains_key("result") || fields.contains_key("error") => return None,
+        None => "invalid request: no method",
+    };
+    Some(error_answer(
+        id.unwrap_or(&Value::Null),
+        -32600,
+        problem,
+        None,
+    ))
+}
+
+/// The response of a `POST` whose answers are all its own: 202 when there
+/// are none.
+fn local_answers(mut local: Vec<Value>, batch: bool) -> Response<Body> {
+    if local.is_empty() {
+        return plain(StatusCode::ACCEPTED, "");
+    }
+    let body = if batch {
+        Value::Array(local)
+    } else {
+        local.pop().unwrap_or(Value::Null)
+    };
+    json_response(StatusCode::OK, &body, None)
+}
+
+/// The answer to request `id` when it is cancelled or its session ends.
+fn cancelled_answer(id: &Value, why: &str) -> Value {
+    error_answer(id, -32603, why, Some("CANCELLED"))
+}
+
+/// A `GET`: the session's stream of notifications.
+fn get(state: &State, session_id: Option<String>) -> Response<Body> {
+    let Some(id) = session_id else {
+        return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
+    };
+    let Some(session) = state.sessions.lock().unwrap().get(&id).cloned() else {
+        return plain(StatusCode::NOT_FOUND, "unknown session");
+    };
+    session.touch();
+    let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+    // A new GET stream replaces the old one (which then ends).
+    session.routes.lock().unwrap().standalone = Some(tx);
+    let guard = PendingGuard {
+        session,
+        pending: Vec::new(),
+        ephemeral: false,
+    };
+    sse_response(rx, guard, Vec::new(), None)
+}
+
+/// Requests of one `POST` not answered yet.
+struct PendingGuard {
+    session: Arc<Session>,
+    pending: Vec<String>,
+    ephemeral: bool,
+}
+
+impl PendingGuard {
+    fn answered(&mut self, id: &Value) {
+        let key = id.to_string();
+        self.pending.retain(|k| *k != key);
+    }
+
+    /// Answers for the requests still pending once their stream has closed
+    /// (their session ended): nothing else will answer them.
+    fn give_up(&mut self) -> Vec<Value> {
+        self.pending
+            .drain(..)
+            .map(|key| {
+                let id = serde_json::from_str(&key).unwrap_or(Value::Null);
+                cancelled_answer(&id, "the session ended")
+            })
+            .collect()
+    }
+}
+
+impl Drop for PendingGuard {
+    fn drop(&mut self) {
+        let mut routes = self.session.routes.lock().unwrap();
+        for key in self.pending.drain(..) {
+            routes.waiting.remove(&key);
+            routes.tokens.retain(|_, id| *id != key);
+            if let Ok(id) = serde_json::from_str::<Value>(&key) {
+                self.session.connection.cancel(&id);
+            }
+        }
+        drop(routes);
+        if self.ephemeral {
+            self.session.connection.close();
+        }
+    }
+}
+
+/// An SSE response carrying `first`, then what arrives on `rx`; it ends
+/// once every request of `guard` is answered (a `GET` stream: when
+/// replaced). What an event holds of the session's budget is given back
+/// when hyper asks for the next one.
+fn sse_response(
+    rx: mpsc::Receiver<Outgoing>,
+    guard: PendingGuard,
+    first: Vec<Value>,
+    session: Option<&str>,
+) -> Response<Body> {
+    let stream_for_get = guard.pending.is_empty();
+    let queue: std::collections::VecDeque<Value> = first.into();
+    let events = futures::stream::unfold(
+        (rx, guard, queue, None::<Held>),
+        move |(mut rx, mut guard, mut queue, sent)| async move {
+            drop(sent);
+            let (msg, held) = match queue.pop_front() {
+                Some(msg) => (msg, None),
+                None if !stream_for_get && guard.pending.is_empty() => return None,
+                None => match rx.recv().await {
+                    Some(Outgoing { msg, held }) => {
+                        if msg.get("method").is_none() {
+                            guard.answered(&msg["id"]);
+                        }
+                        (msg, held)
+                    }
+                    None => {
+                        // The session ended: what is pending is answered here.
+                        queue.extend(guard.give_up());
+                        (queue.pop_front()?, None)
+                    }
+                },
+            };
+            let frame = Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n")));
+            Some((Ok::<_, Infallible>(frame), (rx, guard, queue, held)))
+        },
+    );
+    let mut response = Response::new(StreamBody::new(events).boxed());
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        headers.insert(SESSION_HEADER, id);
+    }
+    response
+}
+
+fn json_response(status: StatusCode, body: &Value, session: Option<&str>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = status;
+    if !text.is_empty() {
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    }
+    response
+}
+
+/// `Origin` values that are the gateway itself: its address, and the
+/// loopback names for it.
+fn own_origins(local: &SocketAddr) -> Vec<String> {
+    let port = local.port();
+    let mut origins = vec![format!("http://{local}")];
+    if local.ip().is_loopback() || local.ip().is_unspecified() {
+        origins.extend([
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+            format!("http://[::1]:{port}"),
+        ]);
+    }
+    origins
+}
+
+/// Whether a `Host` value names the gateway: `localhost`, an address of
+/// 127.0.0.0/8 or `[::1]`, with or without a port, or one of `allowed`
+/// (a bare name, any port; `name:port`, that port), case aside.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let host = host.trim().to_ascii_lowercase();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((name, port)) if port.is_empty() || is_port(port) => name,
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            Some(_) => return false,
+            None => host.as_str(),
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    let loopback = name == "localhost"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    loopback
+        || allowed.iter().any(|a| {
+            let a = a.trim().to_ascii_lowercase();
+            a == name || a == host
+        })
+}
+
+/// `:port` (the part after the colon): one to five digits.
+fn is_port(port: &str) -> bool {
+    let port = port.strip_prefix(':').unwrap_or(port);
+    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Compares two secrets in time that depends on their lengths only.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A random session id (128 bits, hex); `None` when the system has no
+/// randomness to give (ids must not be guessable).
+fn new_session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `key` escaped for a JSON pointer (`/` → `~1`).
+fn pointer_key(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_by_content_and_length() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"abcd"));
+        assert!(!same_secret(b"", b"x"));
+    }
+
+    #[test]
+    fn hosts_are_loopback_or_allowed() {
+        let none: Vec<String> = Vec::new();
+        for ok in [
+            "localhost",
+            "LOCALHOST:8766",
+            "127.0.0.1",
+            "127.0.0.1:1",
+            "127.9.8.7:65535",
+            "[::1]",
+            "[::1]:8766",
+            "localhost.",
+        ] {
+            assert!(host_allowed(ok, &none), "{ok}");
+        }
+        for bad in [
+            "evil.com",
+            "evil.com:8766",
+            "128.0.0.1",
+            "[::2]:1",
+            "localhost.evil.com",
+            "127.0.0.1.evil.com",
+            "localhost:80:80",
+            "[::1]x",
+            "",
+        ] {
+            assert!(!host_allowed(bad, &none), "{bad}");
+        }
+        let allowed = vec!["mcp.example.org".to_owned(), "other.org:8443".to_owned()];
+        assert!(host_allowed("mcp.example.org", &allowed));
+        assert!(host_allowed("MCP.example.org:443", &allowed));
+        assert!(host_allowed("other.org:8443", &allowed));
+        assert!(!host_allowed("other.org:8444", &allowed));
+        assert!(!host_allowed("evil.com", &allowed));
+    }
+
+    #[test]
+    fn only_loopback_binds_go_without_a_token() {
+        assert!(check_bind(&"127.0.0.1:1".parse().unwrap(), false).is_ok());
+        assert!(check_bind(&"[::1]:1".parse().unwrap(), false).is_ok());
+        let e = check_bind(&"0.0.0.0:1".parse().unwrap(), false).unwrap_err();
+        assert_eq!(e.code(), "CONFIG_INVALID");
+        assert!(check_bind(&"0.0.0.0:1".parse().unwrap(), true).is_ok());
+    }
+}

@@ -1,0 +1,363 @@
+//! The hub served as one MCP server (`mcpmux gateway`): the tools,
+//! resources, templates and prompts of every configured server, behind the
+//! operator policy of the config, to any MCP client.
+//!
+//! [`Gateway`] holds what every downstream connection shares (the hub, the
+//! policy, the options); each connection (`connection.rs`) answers one
+//! client's requests, relays progress and cancellation, and forwards the
+//! hub's change notifications. [`stdio`] serves one client over
+//! newline-delimited JSON-RPC on a reader and a writer. What the gateway
+//! holds for its clients is counted against a budget per client and a
+//! total one (`budget.rs`).
+
+mod budget;
+mod connection;
+pub mod http;
+pub mod relay;
+pub mod stdio;
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use mcpmux_core::error::Error;
+use mcpmux_core::hub::{Hub, HubTool};
+use mcpmux_core::tool_format::{render_as, ToolFormat};
+use mcpmux_policy::SessionPolicy;
+
+pub use budget::{DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES};
+pub use http::{serve_http, HttpOptions, MAX_SESSIONS};
+pub use relay::Relay;
+pub use stdio::serve_stdio;
+
+/// Which tools a gateway lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GatewayMode {
+    /// Every tool the policy offers (`--mode full`, the default).
+    #[default]
+    Full,
+    /// Three tools, `search_tools`, `describe_tool` and `call_tool`, over
+    /// the tools the policy offers (`--mode search`): for configurations
+    /// with hundreds of tools.
+    Search,
+}
+
+impl std::str::FromStr for GatewayMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "full" => Ok(GatewayMode::Full),
+            "search" => Ok(GatewayMode::Search),
+            other => Err(Error::InvalidInput(format!(
+                "unknown gateway mode '{other}' (expected full or search)"
+            ))),
+        }
+    }
+}
+
+/// How a gateway presents the hub, and what it may hold for its clients.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    /// Which tools are listed.
+    pub mode: GatewayMode,
+    /// `false` (`--no-prefix`): tools keep the server's own names; needs a
+    /// config with exactly one enabled server (a transparent proxy).
+    pub no_prefix: bool,
+    /// Text results are framed as untrusted data (`--frame-output`).
+    pub frame_output: bool,
+    /// Offer every tool of every enabled server (`--expose-all`): the
+    /// policy's allow lists and annotation checks are set aside
+    /// ([`PolicySettings::expose_all`](mcpmux_policy::PolicySettings::expose_all));
+    /// `deny_tools`, `scopes`, redaction, limits, framing and audit still apply.
+    pub expose_all: bool,
+    /// Bytes of answers the gateway holds for one client (waiting to be
+    /// written, or a batch being assembled; `--client-budget-mib`); past
+    /// it, the client's further requests get JSON-RPC -32000 "gateway
+    /// busy". One answer larger than this still goes out when the client
+    /// holds nothing else. Default [`DEFAULT_CLIENT_BUDGET_BYTES`].
+    pub client_budget_bytes: usize,
+    /// Bytes of answers the gateway holds for every client together
+    /// (`--total-budget-mib`). Default [`DEFAULT_TOTAL_BUDGET_BYTES`].
+    pub total_budget_bytes: usize,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            mode: GatewayMode::default(),
+            no_prefix: false,
+            frame_output: false,
+            expose_all: false,
+            client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
+            total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
+        }
+    }
+}
+
+/// The search mode's tools.
+const SEARCH_TOOLS: &str = "search_tools";
+const DESCRIBE_TOOL: &str = "describe_tool";
+const CALL_TOOL: &str = "call_tool";
+/// Results `search_tools` returns when the client gives no `limit`.
+const DEFAULT_SEARCH_LIMIT: usize = 10;
+/// Most results one `search_tools` returns.
+const MAX_SEARCH_LIMIT: usize = 100;
+
+/// What every connection of one gateway shares. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    hub: Hub,
+    policy: Arc<SessionPolicy>,
+    options: GatewayOptions,
+    /// What every client's answers hold together.
+    total: budget::Total,
+    /// Relays the servers' requests to clients, when the hub was connected
+    /// with its handlers.
+    relay: Option<Relay>,
+    /// Where the review tools run, when offered.
+    #[cfg(feature = "sessions")]
+    review: Option<mcpmux_sessions::SessionContext>,
+}
+
+impl Gateway {
+    /// A gateway over `hub`, each call going through `policy` (made for
+    /// this hub's config). `--no-prefix` with other than one enabled
+    /// server is `INVALID_INPUT`.
+    pub fn new(
+        hub: Hub,
+        mut policy: SessionPolicy,
+        options: GatewayOptions,
+    ) -> Result<Gateway, Error> {
+        if options.expose_all {
+            policy.set_expose_all(true);
+        }
+        if options.no_prefix {
+            let config = hub.config();
+            let enabled: Vec<&str> = config
+                .servers
+                .iter()
+                .filter(|s| s.enabled)
+                .map(|s| s.name.as_str())
+                .collect();
+            if enabled.len() != 1 {
+                return Err(Error::InvalidInput(format!(
+                    "--no-prefix needs exactly one enabled server; the config has {} ({})",
+                    enabled.len(),
+                    enabled.join(", ")
+                )));
+            }
+        }
+        Ok(Gateway {
+            inner: Arc::new(Shared {
+                hub,
+                policy: Arc::new(policy),
+                total: budget::Total::new(options.total_budget_bytes),
+                options,
+                relay: None,
+                #[cfg(feature = "sessions")]
+                review: None,
+            }),
+        })
+    }
+
+    /// Relays the servers' requests (sampling, elicitation, roots) to this
+    /// gateway's clients through `relay`, whose handlers the hub was
+    /// connected with ([`Relay::handlers`]). Call it before serving (a
+    /// gateway already shared is `INTERNAL`).
+    pub fn relay_to_clients(mut self, relay: Relay) -> Result<Gateway, Error> {
+        let shared = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+            Error::Internal("relay_to_clients: the gateway is already serving".into())
+        })?;
+        shared.relay = Some(relay);
+        Ok(self)
+    }
+
+    /// Also offers the review tools of `mcpmux serve` (`review_begin`,
+    /// `review_wait`, `review_reply`, `review_end`), run with `ctx`. Call it
+    /// before serving (a gateway already shared is `INTERNAL`).
+    #[cfg(feature = "sessions")]
+    pub fn offer_review_tools(
+        mut self,
+        ctx: mcpmux_sessions::SessionContext,
+    ) -> Result<Gateway, Error> {
+        let shared = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+            Error::Internal("offer_review_tools: the gateway is already serving".into())
+        })?;
+        shared.review = Some(ctx);
+        Ok(self)
+    }
+
+    /// The review tools' context, when they are offered.
+    #[cfg(feature = "sessions")]
+    fn review(&self) -> Option<&mcpmux_sessions::SessionContext> {
+        self.inner.review.as_ref()
+    }
+
+    /// The hub behind the gateway.
+    pub fn hub(&self) -> &Hub {
+        &self.inner.hub
+    }
+
+    /// Bytes of answers the gateway holds now for all its clients (waiting
+    /// to be written, or being assembled): at most
+    /// [`GatewayOptions::total_budget_bytes`].
+    pub fn held_bytes(&self) -> usize {
+        self.inner.total.held()
+    }
+
+    /// Enabled servers whose tools the policy offers none of, each with
+    /// the keys that would offer some: shown at start, since their tools
+    /// are silently missing otherwise.
+    pub fn servers_offering_nothing(&self) -> Vec<String> {
+        let offered = self.offered();
+        let hub = &self.inner.hub;
+        let listed = hub.list_tools();
+        hub.config()
+            .servers
+            .iter()
+            .filter(|s| s.enabled)
+            .filter(|s| listed.iter().any(|t| t.server == s.name))
+            .filter(|s| !offered.iter().any(|t| t.server == s.name))
+            .map(|s| s.name.clone())
+            .collect()
+    }
+
+    /// What to tell the operator at start about the policy, one line each:
+    /// under `--expose-all` what it did; otherwise the servers offering
+    /// nothing with the keys that would offer their tools (in the config's
+    /// own syntax), the rule for tools not marked read-only when it
+    /// applies, and a summary line naming `--expose-all`.
+    pub fn startup_notes(&self) -> Vec<String> {
+        let offered = self.offered();
+        let hub = &self.inner.hub;
+        mcpmux_policy::hints::startup_notes(
+            &self.inner.policy,
+            &hub.config(),
+            &hub.list_tools(),
+            &offered,
+        )
+    }
+
+    /// The tools the policy offers now, in hub order (of those the hub can
+    /// call: see `Hub::callable_tools`).
+    fn offered(&self) -> Vec<HubTool> {
+        self.inner.policy.offered(&self.inner.hub.callable_tools())
+    }
+
+    /// The `tools` of a `tools/list` answer.
+    fn tools_list(&self) -> Vec<Value> {
+        #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
+        let mut tools = self.hub_tools_list();
+        #[cfg(feature = "sessions")]
+        if self.review().is_some() {
+            tools.extend(mcpmux_sessions::mcp_tools::review_tools());
+        }
+        tools
+    }
+
+    /// The hub's part of a `tools/list` answer.
+    fn hub_tools_list(&self) -> Vec<Value> {
+        match self.inner.options.mode {
+            GatewayMode::Full => self.listed(&self.offered()),
+            GatewayMode::Search => search_mode_tools(),
+        }
+    }
+
+    /// `tools` as the client sees them: MCP form, under the names it
+    /// knows, `execution` as the server sent it except a `taskSupport` of
+    /// `"required"`: the gateway runs such a tool as a task itself
+    /// (polling, answering, cancelling) and answers the client's plain
+    /// `tools/call` with the task's result, so to its clients it needs no
+    /// task augmentation (and a client that refuses to call a tool that
+    /// requires one can call it).
+    fn listed(&self, tools: &[HubTool]) -> Vec<Value> {
+        let Value::Array(mut listed) = render_as(tools, ToolFormat::Mcp) else {
+            return Vec::new();
+        };
+        for (tool, hub_tool) in listed.iter_mut().zip(tools) {
+            tool["name"] = self.shown_name(hub_tool).into();
+            if let Some(Value::Object(execution)) = tool.get_mut("execution") {
+                if execution.get("taskSupport").and_then(Value::as_str) == Some("required") {
+                    execution.remove("taskSupport");
+                    if execution.is_empty() {
+                        tool.as_object_mut().map(|t| t.remove("execution"));
+                    }
+                }
+            }
+        }
+        listed
+    }
+
+    /// The hub name of the tool a client calls `name`, if the hub has it
+    /// (whether the policy offers it is the policy's to say when called).
+    /// Runs on every call: it looks the name up, never lists the tools.
+    fn resolve(&self, name: &str) -> Option<String> {
+        if !self.inner.options.no_prefix {
+            return mcpmux_core::client::ToolRouter::tool_shared(&self.inner.hub, name)
+                .map(|t| t.name.clone());
+        }
+        // With --no-prefix the config has exactly one enabled server.
+        let hub = &self.inner.hub;
+        let config = hub.config();
+        config
+            .servers
+            .iter()
+            .filter(|s| s.enabled)
+            .find_map(|s| hub.hub_name(&s.name, name))
+    }
+
+    /// The name a client knows a hub tool by.
+    fn shown_name(&self, tool: &HubTool) -> String {
+        if self.inner.options.no_prefix {
+            tool.tool.clone()
+        } else {
+            tool.name.clone()
+        }
+    }
+}
+
+/// The three tools of [`GatewayMode::Search`].
+fn search_mode_tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": SEARCH_TOOLS,
+            "description": "Search the available tools. Returns the best matches for the query (name, description, input schema), best first. Then call one with call_tool.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "description": "Most results (default 10)."}
+                },
+                "required": ["query"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": DESCRIBE_TOOL,
+            "description": "Describe one tool by name: its description and input schema.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            },
+            "annotations": {"readOnlyHint": true}
+        }),
+        json!({
+            "name": CALL_TOOL,
+            "description": "Call a tool found with search_tools, with its arguments.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object"}
+                },
+                "required": ["name"]
+            }
+        }),
+    ]
+}

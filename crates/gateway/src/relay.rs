@@ -1,0 +1,124 @@
+//! Requests from the servers behind a gateway (`sampling/createMessage`,
+//! `elicitation/create`, `roots/list`) relayed to a downstream client.
+//!
+//! The hub is connected before any client, so its handlers are this relay's
+//! ([`Relay::handlers`]); each client connection attaches itself once it
+//! has said what it can do (its `initialize` capabilities). A request goes
+//! to the client attached last that declared the matching capability; with
+//! none, it gets the error a client without that capability gives
+//! (-32601, method not found).
+
+use std::sync::{Arc, Mutex, Weak};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use mcpmux_core::client::{ClientHandlers, RequestHandler, ServerRequest};
+use mcpmux_core::error::Error;
+
+/// Where relayed requests can go: one downstream client.
+pub(crate) trait RelayTarget: Send + Sync {
+    /// Whether the client declared the capability `method` needs.
+    fn accepts(&self, method: &str) -> bool;
+    /// Sends `method` with `params` to the client; its answer.
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, Error>>;
+}
+
+/// The relay shared by a gateway's hub and its connections. Cheap to
+/// clone.
+#[derive(Clone, Default)]
+pub struct Relay {
+    /// Attached clients, newest last (weak: a closed connection drops out).
+    targets: Arc<Mutex<Vec<Weak<dyn RelayTarget>>>>,
+}
+
+/// Clients attached at once that the relay remembers (older ones are
+/// forgotten first).
+const MAX_TARGETS: usize = 1024;
+
+impl Relay {
+    /// A relay with no client attached.
+    pub fn new() -> Relay {
+        Relay::default()
+    }
+
+    /// Handlers for the hub ([`crate::HubOptions::handlers`]): each relays
+    /// its requests to a client. They run on engine tasks.
+    pub fn handlers(&self) -> ClientHandlers {
+        let handler = || -> RequestHandler {
+            let relay = self.clone();
+            Arc::new(move |req: ServerRequest| {
+                let relay = relay.clone();
+                Box::pin(async move { relay.forward(req).await })
+            })
+        };
+        ClientHandlers {
+            roots: Some(handler()),
+            sampling: Some(handler()),
+            elicitation: Some(handler()),
+        }
+    }
+
+    /// [`Relay::handlers`] for only what a client declared in its
+    /// `initialize` `capabilities` (`roots`, `sampling`, `elicitation`):
+    /// the servers are then told only of what the client can answer (a
+    /// server may offer more when its client declares roots, as
+    /// server-everything's `get-roots-list` does).
+    pub fn handlers_for(&self, capabilities: &Value) -> ClientHandlers {
+        let all = self.handlers();
+        let declared = |name: &str| capabilities.get(name).is_some_and(Value::is_object);
+        ClientHandlers {
+            roots: all.roots.filter(|_| declared("roots")),
+            sampling: all.sampling.filter(|_| declared("sampling")),
+            elicitation: all.elicitation.filter(|_| declared("elicitation")),
+        }
+    }
+
+    /// Makes `target` the first choice for what it accepts.
+    pub(crate) fn attach(&self, target: Weak<dyn RelayTarget>) {
+        let mut targets = self.targets.lock().unwrap();
+        targets.retain(|t| t.strong_count() > 0);
+        if targets.len() >= MAX_TARGETS {
+            targets.remove(0);
+        }
+        targets.push(target);
+    }
+
+    async fn forward(&self, req: ServerRequest) -> Result<Value, Error> {
+        let target = {
+            let targets = self.targets.lock().unwrap();
+            targets
+                .iter()
+                .rev()
+                .filter_map(Weak::upgrade)
+                .find(|t| t.accepts(&req.method))
+        };
+        match target {
+            Some(target) => {
+                // The answer does not need the client kept alive: once it
+                // leaves, its connection closes and this fails at once.
+                let answer = target.request(&req.method, req.params);
+                drop(target);
+                answer.await
+            }
+            None => Err(Error::ServerError {
+                code: -32601,
+                message: format!(
+                    "{}: no client of the gateway accepts it (server '{}')",
+                    req.method, req.server
+                ),
+                data: None,
+            }),
+        }
+    }
+}
+
+/// The client capability `method` needs.
+pub(crate) fn capability_for(method: &str) -> Option<&'static str> {
+    match method {
+        "sampling/createMessage" => Some("sampling"),
+        "elicitation/create" => Some("elicitation"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}

@@ -1,0 +1,629 @@
+//! Policy for model-driven tool use (`docs/ARCHITECTURE.md#policy`): which hub tools a session's
+//! model is offered, and how each call it asks for is run and shown to it.
+//!
+//! The session agent loop owns one [`SessionPolicy`] per round and sends
+//! every tool call the model asks for through [`SessionPolicy::call`]; the
+//! policy never panics and never fails the round: refusals, limits and tool
+//! failures come back as error results the model sees. Hosts get the same
+//! checks, redaction and audit for their own calls by putting a policy in
+//! [`CallOptions::policy`].
+//!
+//! One call goes: count it (refused calls count too) → refuse past
+//! `max_tool_calls` (`LIMIT_EXCEEDED`) → refuse a tool that was not offered
+//! (`TOOL_NOT_ALLOWED`; the server is never asked) → call with
+//! `call_timeout_seconds` → redact → cap at `max_output_bytes` → frame as
+//! untrusted data → audit.
+//!
+//! Modules: [`rules`] (per-server keys, globs and the offer decision),
+//! [`settings`] (`[session]` keys, `expose_all`), [`redact`], `output`
+//! (render, cap, frame), [`audit`], [`host`] (policies built by hosts from
+//! JSON settings), [`hints`] (what a front end says at start about the
+//! policy: the keys to add, in the config's own syntax).
+
+pub mod audit;
+mod config_layer;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+pub mod hints;
+pub mod host;
+pub mod output;
+pub mod redact;
+pub mod rules;
+pub mod settings;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use audit::{read_audit_log, AuditEvent, AuditListener, AuditStatus};
+pub use config_layer::register_config_layer;
+pub use redact::{RedactRule, Redactor};
+pub use rules::{Decision, Refusal, ServerPolicy, SERVER_KEYS};
+pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
+
+use futures::future::BoxFuture;
+
+use mcpmux_core::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
+use mcpmux_core::config::{Config, ServerConfig};
+use mcpmux_core::error::Error;
+use mcpmux_core::hub::{Hub, HubTool};
+
+/// What the model sees for one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelToolResult {
+    /// Text shown to the model.
+    pub content: String,
+    /// The call failed or was refused.
+    pub is_error: bool,
+}
+
+/// One tool and the policy's decision about it (`mcpmux policy` prints these).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ToolVerdict {
+    /// Hub-wide name.
+    pub name: String,
+    /// Configured server name.
+    pub server: String,
+    /// The server's own tool name.
+    pub tool: String,
+    /// Offered to the session's model.
+    pub offered: bool,
+    /// Why not, when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<Refusal>,
+    /// The refusal in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+}
+
+/// What [`SessionPolicy::refresh`] found.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct RefreshReport {
+    /// The server refreshed.
+    pub server: String,
+    /// Original names of its tools offered now.
+    pub offered: Vec<String>,
+    /// Tools offered before and not any more (the server dropped them or
+    /// its hints now refuse them).
+    pub dropped: Vec<String>,
+    /// Tools offered now and not before.
+    pub added: Vec<String>,
+    /// Exact names in `allow_tools` that the server does not offer.
+    pub missing: Vec<String>,
+}
+
+/// The policy of one session round (or of a host's calls). Shared by
+/// reference; `call` may run concurrently from several tasks.
+pub struct SessionPolicy {
+    settings: PolicySettings,
+    servers: BTreeMap<String, ServerPolicy>,
+    redactor: Redactor,
+    calls_made: AtomicU64,
+    /// `(server, tool)` pairs last offered; `None` until [`offered`] runs.
+    ///
+    /// [`offered`]: SessionPolicy::offered
+    snapshot: RwLock<Option<HashSet<(String, String)>>>,
+    audit: audit::AuditLog,
+    /// The hub this policy was made for ([`SessionPolicy::for_hub`]); it
+    /// refuses calls on any other. `None` for a policy built from a config
+    /// alone (a session's), which any hub of that config may use.
+    hub_id: Option<u64>,
+}
+
+/// How one call ended, before it is shown to a model or a host.
+enum Outcome {
+    /// Refused before the server was asked.
+    Refused(Error, AuditStatus),
+    /// The hub failed the call (transport, protocol, time-out).
+    Failed(Error),
+    /// The server answered; the result is already redacted.
+    Answered {
+        result: Value,
+        is_error: bool,
+        redactions: usize,
+    },
+}
+
+impl SessionPolicy {
+    /// Builds the policy from the config's per-server keys and the session
+    /// settings; `audit_path` is where audit lines are appended
+    /// (`<session_dir>/audit.jsonl`), none when `None`.
+    pub fn new(
+        config: &Config,
+        settings: PolicySettings,
+        audit_path: Option<PathBuf>,
+    ) -> Result<Self, Error> {
+        let origin = config
+            .source
+            .as_ref()
+            .map_or_else(|| "config".to_owned(), |p| p.display().to_string());
+        let servers = config
+            .servers
+            .iter()
+            .map(|s| Ok((s.name.clone(), ServerPolicy::from_server(s, &origin)?)))
+            .collect::<Result<_, Error>>()?;
+        let redactor =
+            Redactor::new(&settings.redact, &format!("{origin}: [session]"))?.with_config_secrets();
+        // Tool output and errors shown to the model (and stored in the
+        // session) cannot carry the config's own secrets.
+        mcpmux_core::internal::secrets::register(config.secret_values());
+        Ok(SessionPolicy {
+            settings,
+            servers,
+            redactor,
+            calls_made: AtomicU64::new(0),
+            snapshot: RwLock::new(None),
+            audit: audit::AuditLog::open(audit_path)?,
+            hub_id: None,
+        })
+    }
+
+    /// Refuses (`INVALID_INPUT`) a hub other than the one this policy was
+    /// made for with [`SessionPolicy::for_hub`]; every front end relies on
+    /// this check (calls, refresh, and the C functions taking both).
+    pub fn check_hub(&self, hub: &dyn ToolRouter) -> Result<(), Error> {
+        match self.hub_id {
+            Some(id) if id != hub.hub_id() => Err(Error::InvalidInput(
+                "policy was made for another hub (make one with this hub's policy())".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The settings in force.
+    pub fn settings(&self) -> &PolicySettings {
+        &self.settings
+    }
+
+    /// Counts `n` calls already made in this round before a resume, so the
+    /// limit holds across processes.
+    pub fn set_calls_made(&self, n: u64) {
+        self.calls_made.store(n, Ordering::SeqCst);
+    }
+
+    /// Calls asked for so far in this round, refused ones included.
+    pub fn calls_made(&self) -> u64 {
+        self.calls_made.load(Ordering::SeqCst)
+    }
+
+    /// The rules of server `name`, when the config has it.
+    pub fn server_policy(&self, name: &str) -> Option<&ServerPolicy> {
+        self.servers.get(name)
+    }
+
+    /// The decision for one hub tool under the config and this session's
+    /// scope (and [`PolicySettings::expose_all`]).
+    pub fn decide(&self, tool: &HubTool) -> Decision {
+        let scope = self.settings.scope.as_deref();
+        match self.servers.get(&tool.server) {
+            Some(p) if self.settings.expose_all => p.decide_exposing_all(tool, scope),
+            Some(p) => p.decide(tool, scope),
+            None => Decision::Refused(Refusal::UnknownTool),
+        }
+    }
+
+    /// Sets [`PolicySettings::expose_all`] (`mcpmux gateway --expose-all`).
+    pub fn set_expose_all(&mut self, on: bool) {
+        self.settings.expose_all = on;
+    }
+
+    /// Every tool with its decision, in hub order.
+    pub fn verdicts(&self, tools: &[HubTool]) -> Vec<ToolVerdict> {
+        tools
+            .iter()
+            .map(|t| {
+                let refusal = match self.decide(t) {
+                    Decision::Offered => None,
+                    Decision::Refused(r) => Some(r),
+                };
+                ToolVerdict {
+                    name: t.name.clone(),
+                    server: t.server.clone(),
+                    tool: t.tool.clone(),
+                    offered: refusal.is_none(),
+                    refusal,
+                    reason: refusal.map(Refusal::reason),
+                }
+            })
+            .collect()
+    }
+
+    /// The tools the model may be offered, in hub order. Later calls are
+    /// limited to these (and still checked again against the current hints).
+    pub fn offered(&self, tools: &[HubTool]) -> Vec<HubTool> {
+        let offered: Vec<HubTool> = tools
+            .iter()
+            .filter(|t| self.decide(t) == Decision::Offered)
+            .cloned()
+            .collect();
+        let pairs = offered
+            .iter()
+            .map(|t| (t.server.clone(), t.tool.clone()))
+            .collect();
+        *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) = Some(pairs);
+        offered
+    }
+
+    /// Adds a host's audit listener; it sees every later call's event.
+    pub fn on_audit(&self, listener: impl Fn(&AuditEvent) + Send + Sync + 'static) {
+        self.audit.add_listener(Arc::new(listener));
+    }
+
+    /// The events recorded by this policy so far (the last
+    /// [`audit::MEMORY_EVENTS`]), oldest first.
+    pub fn audit_events(&self) -> Vec<AuditEvent> {
+        self.audit.events()
+    }
+
+    /// Reconnects `server`, lists its tools again and reports which offered
+    /// tools dropped out. The offered set is updated for that server.
+    pub async fn refresh(&self, hub: &Hub, server: &str) -> Result<RefreshReport, Error> {
+        self.check_hub(hub)?;
+        let Some(rules) = self.servers.get(server) else {
+            return Err(Error::UnknownServer(format!("unknown server '{server}'")));
+        };
+        let of_server = |tools: Vec<HubTool>| -> Vec<HubTool> {
+            tools.into_iter().filter(|t| t.server == server).collect()
+        };
+        let current = of_server(hub.list_tools());
+        let before: Vec<String> = {
+            let snapshot = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
+            match &*snapshot {
+                // What was offered, in hub order (a tool already gone
+                // from the hub after a list change goes last).
+                Some(pairs) => {
+                    let mut names: Vec<String> = pairs
+                        .iter()
+                        .filter(|(s, _)| s == server)
+                        .map(|(_, t)| t.clone())
+                        .collect();
+                    let pos = |n: &String| current.iter().position(|t| &t.tool == n);
+                    names.sort_by_key(|n| (pos(n).unwrap_or(usize::MAX), n.clone()));
+                    names
+                }
+                None => current
+                    .iter()
+                    .filter(|t| self.decide(t) == Decision::Offered)
+                    .map(|t| t.tool.clone())
+                    .collect(),
+            }
+        };
+        let outcome = hub.refresh(server).await;
+        let after_tools = of_server(hub.list_tools());
+        let after: Vec<String> = after_tools
+            .iter()
+            .filter(|t| self.decide(t) == Decision::Offered)
+            .map(|t| t.tool.clone())
+            .collect();
+        if let Some(pairs) = &mut *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) {
+            pairs.retain(|(s, _)| s != server);
+            pairs.extend(after.iter().map(|t| (server.to_owned(), t.clone())));
+        }
+        outcome?;
+        let names: Vec<&str> = after_tools.iter().map(|t| t.tool.as_str()).collect();
+        Ok(RefreshReport {
+            server: server.to_owned(),
+            dropped: before
+                .iter()
+                .filter(|t| !after.contains(t))
+                .cloned()
+                .collect(),
+            added: after
+                .iter()
+                .filter(|t| !before.contains(t))
+                .cloned()
+                .collect(),
+            missing: rules
+                .missing_names(&names)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            offered: after,
+        })
+    }
+
+    /// Runs one tool call the model asked for through the hub, applying
+    /// the policy; never fails. The content is redacted, capped and framed
+    /// as untrusted data; refusals carry `TOOL_NOT_ALLOWED` or
+    /// `LIMIT_EXCEEDED`.
+    pub async fn call(&self, hub: &Hub, name: &str, arguments: &Value) -> ModelToolResult {
+        let args = (!arguments.is_null()).then_some(arguments);
+        let outcome = self.run(hub, name, args, &CallOptions::default()).await;
+        match outcome {
+            Outcome::Refused(e, _) => ModelToolResult {
+                content: format!("{}: {e}", e.code()),
+                is_error: true,
+            },
+            Outcome::Failed(e) => {
+                // The message may quote the server (a JSON-RPC error): it
+                // is untrusted and may hold secrets like any output.
+                let (message, _) = self.redactor.redact(&e.to_string());
+                let (message, _) = output::cap(&message, self.settings.output_cap());
+                let content = match &e {
+                    Error::Timeout(_) if self.settings.call_timeout.is_some() => format!(
+                        "TIMEOUT: the call ran past call_timeout_seconds (LIMIT_EXCEEDED).\n{}",
+                        output::frame(name, &message)
+                    ),
+                    _ => format!(
+                        "{}: the call failed.\n{}",
+                        e.code(),
+                        output::frame(name, &message)
+                    ),
+                };
+                ModelToolResult {
+                    content,
+                    is_error: true,
+                }
+            }
+            Outcome::Answered {
+                result, is_error, ..
+            } => {
+                let (text, _) = output::cap(&output::render(&result), self.settings.output_cap());
+                let framed = output::frame(name, &text);
+                ModelToolResult {
+                    content: if is_error {
+                        format!("The tool reported an error.\n{framed}")
+                    } else {
+                        framed
+                    },
+                    is_error,
+                }
+            }
+        }
+    }
+
+    /// Records a call the model asked for that its session refused before
+    /// the policy's own checks (arguments that are not JSON, the turn
+    /// budget spent): it counts against `max_tool_calls` and gets its audit
+    /// line like any other call; the server is never asked.
+    pub fn refused(&self, hub: &Hub, name: &str, status: AuditStatus, code: &str) {
+        self.calls_made.fetch_add(1, Ordering::SeqCst);
+        let tool = hub.tool(name);
+        self.audit.record(AuditEvent {
+            time: audit::rfc3339(SystemTime::now()),
+            server: tool.as_ref().map(|t| t.server.clone()),
+            tool: tool.map_or_else(|| name.to_owned(), |t| t.tool),
+            status,
+            bytes: 0,
+            duration_ms: 0,
+            redactions: 0,
+            truncated: false,
+            code: Some(code.to_owned()),
+        });
+    }
+
+    /// A host's call with this policy ([`CallOptions::policy`]): the same
+    /// checks, limits, redaction and audit as [`SessionPolicy::call`], with
+    /// refusals as errors (`TOOL_NOT_ALLOWED`, `LIMIT_EXCEEDED`) and the
+    /// result kept as MCP JSON (redacted; text blocks capped together at
+    /// `max_output_bytes` only when it is set; not framed).
+    pub async fn call_for_host(
+        &self,
+        hub: &Hub,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        self.host_call(hub, name, arguments, opts).await
+    }
+
+    /// [`SessionPolicy::call_for_host`] through any [`ToolRouter`] (what
+    /// [`CallPolicy::call_tool`] runs).
+    async fn host_call(
+        &self,
+        hub: &dyn ToolRouter,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        // Before counting: a call on the wrong hub is the host's mistake,
+        // not a call the policy's budget or audit log should see.
+        self.check_hub(hub)?;
+        let outcome = self.run(hub, name, arguments, opts).await;
+        match outcome {
+            Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
+            Outcome::Answered { mut result, .. } => {
+                if let Some(max) = self.settings.max_output_bytes {
+                    cap_text_blocks(&mut result, max);
+                }
+                ToolResult::from_value(&result)
+            }
+        }
+    }
+
+    /// The shared path: count, check, call, redact, audit.
+    async fn run(
+        &self,
+        hub: &dyn ToolRouter,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Outcome {
+        let started = Instant::now();
+        let time = audit::rfc3339(SystemTime::now());
+        let tool = hub.tool_shared(name);
+        let server = tool.as_ref().map(|t| t.server.clone());
+        let tool_name = tool
+            .as_ref()
+            .map_or_else(|| name.to_owned(), |t| t.tool.clone());
+        let mut bytes = 0u64;
+        let mut truncated = false;
+        let outcome = self
+            .run_inner(hub, name, tool.as_deref(), arguments, opts, &mut bytes)
+            .await;
+        let (status, redactions, code) = match &outcome {
+            Outcome::Refused(e, status) => (*status, 0, Some(e.code())),
+            Outcome::Failed(e) => (
+                if e.code() == "TIMEOUT" {
+                    AuditStatus::Timeout
+                } else {
+                    AuditStatus::Error
+                },
+                0,
+                Some(e.code()),
+            ),
+            Outcome::Answered {
+                result,
+                is_error,
+                redactions,
+            } => {
+                truncated = output::render(result).len() > self.settings.output_cap();
+                (
+                    if *is_error {
+                        AuditStatus::Error
+                    } else {
+                        AuditStatus::Ok
+                    },
+                    *redactions,
+                    None,
+                )
+            }
+        };
+        self.audit.record(AuditEvent {
+            time,
+            server,
+            tool: tool_name,
+            status,
+            bytes,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            redactions: redactions as u64,
+            truncated,
+            code: code.map(str::to_owned),
+        });
+        outcome
+    }
+
+    async fn run_inner(
+        &self,
+        hub: &dyn ToolRouter,
+        name: &str,
+        tool: Option<&HubTool>,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+        bytes: &mut u64,
+    ) -> Outcome {
+        let n = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(max) = self.settings.max_tool_calls {
+            if n > max {
+                return Outcome::Refused(
+                    Error::LimitExceeded(format!(
+                        "max_tool_calls reached: at most {max} tool calls per round; \
+                         no more tools can be called, answer with what you have"
+                    )),
+                    AuditStatus::LimitExceeded,
+                );
+            }
+        }
+        let not_allowed = |why: &str| {
+            Outcome::Refused(
+                Error::ToolNotAllowed(format!("tool '{name}' is not allowed here: {why}")),
+                AuditStatus::NotAllowed,
+            )
+        };
+        let Some(tool) = tool else {
+            return not_allowed(Refusal::UnknownTool.reason());
+        };
+        let was_offered = self
+            .snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_none_or(|pairs| pairs.contains(&(tool.server.clone(), tool.tool.clone())));
+        if let Decision::Refused(r) = self.decide(tool) {
+            return not_allowed(r.reason());
+        }
+        if !was_offered {
+            return not_allowed(Refusal::UnknownTool.reason());
+        }
+        let mut opts = CallOptions {
+            policy: None,
+            ..opts.clone()
+        };
+        if let Some(limit) = self.settings.call_timeout {
+            // The session's limit is a hard one: progress cannot extend it.
+            opts.timeout = Some(opts.timeout.map_or(limit, |t| t.min(limit)));
+            opts.max_total_timeout = Some(opts.max_total_timeout.map_or(limit, |t| t.min(limit)));
+        }
+        match hub.call_unchecked(name, arguments, &opts).await {
+            Err(e) => Outcome::Failed(e),
+            Ok(result) => {
+                *bytes = result.json().len() as u64;
+                let is_error = result.is_error();
+                let mut value = result.value();
+                let redactions = output::redact_result(&self.redactor, &mut value);
+                Outcome::Answered {
+                    result: value,
+                    is_error,
+                    redactions,
+                }
+            }
+        }
+    }
+}
+
+/// Cuts the text blocks of a result so that together they hold at most
+/// `max` bytes; the last kept block says it was cut.
+fn cap_text_blocks(result: &mut Value, max: usize) {
+    let Some(Value::Array(blocks)) = result.get_mut("content") else {
+        return;
+    };
+    let mut left = max;
+    let mut cut = false;
+    // `left` only matters until the first cut.
+    for block in blocks.iter_mut() {
+        if let Some(Value::String(text)) = block.get_mut("text") {
+            if cut {
+                // The note is in the block that was cut; later text goes.
+                text.clear();
+            } else if text.len() > left {
+                cut = true;
+                let (shortened, _) = output::cap(text, left);
+                *text = shortened;
+            } else {
+                left -= text.len();
+            }
+        }
+    }
+}
+
+impl ServerPolicy {
+    /// The policy keys of `server` (in its
+    /// [`extra`](mcpmux_core::config::ServerConfig::extra) keys, checked at
+    /// load time by [`register_config_layer`]'s layer); a bad value, in a
+    /// config built by hand, is `CONFIG_INVALID` naming `origin`.
+    pub fn from_server(server: &ServerConfig, origin: &str) -> Result<ServerPolicy, Error> {
+        ServerPolicy::from_map(&server.extra, origin, &server.name)
+    }
+}
+
+/// A host's call with a policy set ([`CallOptions::policy`]): the hub hands
+/// it here, and it runs as [`SessionPolicy::call_for_host`].
+impl CallPolicy for SessionPolicy {
+    fn call_tool<'a>(
+        &'a self,
+        router: &'a dyn ToolRouter,
+        name: &'a str,
+        arguments: Option<&'a Value>,
+        opts: &'a CallOptions,
+    ) -> BoxFuture<'a, Result<ToolResult, Error>> {
+        Box::pin(self.host_call(router, name, arguments, opts))
+    }
+}
+
+impl std::fmt::Debug for SessionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionPolicy")
+            .field("settings", &self.settings)
+            .field("servers", &self.servers)
+            .field("calls_made", &self.calls_made())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;
