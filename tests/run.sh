@@ -3,7 +3,8 @@
 # this checkout first (tests/setup.sh: npm peers, Python venv), then:
 #   cargo fmt --check, clippy (-D warnings, which also compiles the benchmarks),
 #   all workspace tests, the conformance suite, and each front end's suite.
-# Benchmarks are not run here (they measure, they do not test): see README.
+# Benchmarks are not run here (they measure, they do not test): see
+# docs/performance.md.
 # One cargo target directory (./target, or $CARGO_TARGET_DIR) serves all.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,7 +15,7 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 # PROPTEST_RNG_SEED yourself to explore others.
 export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261129}"
 # Review sessions sign their files with a per-user key under
-# $XDG_STATE_HOME/mcpmux/ (README, "Session files and trust"); the suites
+# $XDG_STATE_HOME/mcpmux/ (docs/sessions.md, "Session files and trust"); the suites
 # (Rust, C, Python, Node) use one of the build's, never the real home's.
 export XDG_STATE_HOME="$CARGO_TARGET_DIR/test-state"
 # Configs the user trusts (`mcpmux trust`) are recorded under
@@ -33,6 +34,9 @@ bash tests/setup.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "Markdown links (tests/doc_links.py: every relative link and #anchor resolves)"
+python3 tests/doc_links.py
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings

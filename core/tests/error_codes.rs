@@ -1,8 +1,9 @@
 //! Every front end lists exactly core's error codes: the Python stubs and
 //! classes, Node's `ErrorCode` type, the C header's `mcpmux_status` and the
-//! README's "Error codes" section. Core's codes come from the one table in
-//! `core/src/error.rs` (`ALL_CODES`); a code added there and forgotten in one
-//! of these files, or a stale code left in one, fails here, naming the file.
+//! table of `docs/errors.md` (with each code's C status and Python class).
+//! Core's codes come from the one table in `core/src/error.rs` (`ALL_CODES`);
+//! a code added there and forgotten in one of these files, or a stale code
+//! left in one, fails here, naming the file.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -160,19 +161,41 @@ fn c_header_lists_every_code_with_its_status_value() {
 }
 
 #[test]
-fn readme_error_codes_section_lists_every_code() {
-    let file = "README.md";
+fn docs_error_codes_page_lists_every_code() {
+    let file = "docs/errors.md";
     let text = repo_file(file);
     let start = text
-        .find("\n## Error codes\n")
-        .unwrap_or_else(|| panic!("{file}: no \"## Error codes\" section"));
+        .find("\n## Codes\n")
+        .unwrap_or_else(|| panic!("{file}: no \"## Codes\" section"));
     let section = &text[start + 1..];
     let end = section[3..].find("\n## ").map_or(section.len(), |i| i + 3);
-    let found = quoted_codes(&section[..end], '`');
-    assert_same(
-        file,
-        "the codes of \"## Error codes\"",
-        &core_codes(),
-        &found,
-    );
+    let section = &section[..end];
+    let found = quoted_codes(section, '`');
+    assert_same(file, "the codes of \"## Codes\"", &core_codes(), &found);
+    // Each row: | `CODE` | <C status> (...) | `mcpmux.<PythonClass>` | ...
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 4 {
+            continue;
+        }
+        let Some(code) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) else {
+            continue;
+        };
+        let Some(at) = ALL_CODES.iter().position(|c| *c == code) else {
+            continue;
+        };
+        let status = cells[2].split_whitespace().next().unwrap_or("");
+        assert_eq!(
+            status,
+            (at + 1).to_string(),
+            "{file}: {code} has C status {status:?}, but ALL_CODES puts it at {}",
+            at + 1
+        );
+        let class = format!("`mcpmux.{}`", camel(code));
+        assert_eq!(
+            cells[3], class,
+            "{file}: {code} names Python class {:?}, expected {class}",
+            cells[3]
+        );
+    }
 }

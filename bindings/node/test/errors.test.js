@@ -1,6 +1,6 @@
 'use strict'
 // Errors: every failure is an McpmuxError with a stable code
-// (docs/ARCHITECTURE.md#error-codes); bad input
+// (docs/errors.md); bad input
 // names the argument; faults (timeouts, crashes, closed hubs) end in clear
 // errors, never a hang.
 

@@ -163,7 +163,7 @@ pub fn disabled_entry(name: &str) -> String {
     )
 }
 
-/// The `XDG_STATE_HOME` of every run: the session key (see the README,
+/// The `XDG_STATE_HOME` of every run: the session key (see docs/sessions.md,
 /// "Session files and trust") lives there, never in the real home.
 pub fn state_home() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcpmux-cli-state")
