@@ -3,6 +3,10 @@
 # this checkout first (tests/setup.sh: npm peers, Python venv), then:
 #   cargo fmt --check, clippy (-D warnings, which also compiles the benchmarks),
 #   all workspace tests, the conformance suite, and each front end's suite.
+#
+#   bash tests/run.sh --quick   the quick tier: fmt, Markdown links, module
+#                               cycles, clippy and the unit tests of every
+#                               crate (no test peers installed, no servers).
 # Benchmarks are not run here (they measure, they do not test): see
 # docs/performance.md.
 # One cargo target directory (./target, or $CARGO_TARGET_DIR) serves all.
@@ -29,8 +33,17 @@ fi
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "installing test peers"
-bash tests/setup.sh
+QUICK=""
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "usage: bash tests/run.sh [--quick]" >&2; exit 2 ;;
+esac
+
+if [ -z "$QUICK" ]; then
+  step "installing test peers"
+  bash tests/setup.sh
+fi
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -38,8 +51,18 @@ cargo fmt --all -- --check
 step "Markdown links (tests/doc_links.py: every relative link and #anchor resolves)"
 python3 tests/doc_links.py
 
+step "module cycles (tests/module_cycles.py: Cargo keeps the crates in layers, this the modules inside each)"
+python3 tests/module_cycles.py
+
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+if [ -n "$QUICK" ]; then
+  step "unit tests of every crate (cargo test --lib --bins)"
+  cargo test --workspace --lib --bins --locked
+  step "quick tier passed"
+  exit 0
+fi
 
 step "cargo build (the binaries the tests start: mcpmux, mcpmux-demo-server)"
 cargo build --workspace --locked
@@ -47,7 +70,10 @@ cargo build --workspace --locked
 step "cargo test"
 cargo test --workspace --locked
 
-step "mcpmux-core --no-default-features (an MCP-only embedder's build: no ring, no tokio-tungstenite)"
+step "fuzz corpus replay (mcpmux-sessions --features fuzzing: every target's corpus through the engine's, the policy's and the sessions' entry points)"
+cargo test -p mcpmux-sessions --features fuzzing --test fuzz_corpus_replay --locked
+
+step "mcpmux-core --no-default-features (an MCP-only embedder's build: no ring, no tokio-tungstenite, no hyper server)"
 direct="$(cargo tree -p mcpmux-core --no-default-features -e normal --depth 1 --prefix none --locked)"
 for dep in ring tokio-tungstenite; do
   if grep -q "^$dep v" <<<"$direct"; then
@@ -56,12 +82,33 @@ for dep in ring tokio-tungstenite; do
     exit 1
   fi
 done
+if cargo tree -p mcpmux-core --no-default-features -e features -i hyper --prefix none --locked | grep -q '^hyper feature "server"'; then
+  echo "mcpmux-core --no-default-features compiles hyper's server" >&2
+  exit 1
+fi
 cargo clippy -p mcpmux-core --no-default-features --all-targets --locked -- -D warnings
 cargo test -p mcpmux-core --no-default-features --locked
 
-step "mcpmux-core: each feature alone compiles (cargo check --no-default-features --features F)"
-for feature in websocket sse oauth sessions telemetry; do
-  cargo check -p mcpmux-core --no-default-features --features "$feature" --locked
+step "the C library and the Python and Node extensions do not compile the gateway"
+for front in mcpmux-ffi mcpmux-python mcpmux-node; do
+  if cargo tree -p "$front" -e normal --prefix none --locked | grep -q '^mcpmux-gateway v'; then
+    echo "$front depends on mcpmux-gateway" >&2
+    exit 1
+  fi
+done
+
+step "each feature of each library crate compiles alone (cargo check --no-default-features --features F)"
+for crate in mcpmux-core mcpmux-policy mcpmux-sessions mcpmux-gateway; do
+  features="$(cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+import json, sys
+crate = sys.argv[1]
+pkg = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == crate)
+print(" ".join(f for f in pkg["features"] if f != "default"))' "$crate")"
+  cargo check -p "$crate" --no-default-features --locked
+  for feature in $features; do
+    cargo check -p "$crate" --no-default-features --features "$feature" --locked
+  done
+  cargo check -p "$crate" --all-features --locked
 done
 
 # Each front end that lives outside the Rust test harness brings its own
@@ -77,16 +124,18 @@ done
 step "cargo doc --no-deps (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
 
-step "fuzz corpus: short runs of every target (skipped without nightly + cargo-fuzz; the corpus itself is replayed by cargo test)"
+step "fuzz corpus: short runs of every target (skipped without nightly + cargo-fuzz; the corpus itself is replayed above)"
 bash fuzz/run.sh --ci 10
 
-step "cargo publish --dry-run (mcpmux-core, mcpmux-cli)"
-# Cargo verifies mcpmux-cli against the packaged mcpmux-core through a local
-# overlay registry and reuses an extracted copy of that same version left by
-# an earlier run in this checkout's path: remove ours so the current sources
-# are the ones checked.
-rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mcpmux-core-[0-9]*
-cargo publish --dry-run --locked -p mcpmux-core -p mcpmux-cli
+step "cargo publish --dry-run (mcpmux-core, mcpmux-policy, mcpmux-sessions, mcpmux-gateway, mcpmux-cli)"
+# Cargo verifies each crate against the packaged crates below it through a
+# local overlay registry and reuses an extracted copy of the same version
+# left by an earlier run in this checkout's path: remove ours so the
+# current sources are the ones checked.
+for crate in mcpmux-core mcpmux-policy mcpmux-sessions mcpmux-gateway; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$crate"-[0-9]*
+done
+cargo publish --dry-run --locked -p mcpmux-core -p mcpmux-policy -p mcpmux-sessions -p mcpmux-gateway -p mcpmux-cli
 
 step "scripts/dist.sh (release artifacts into dist/)"
 bash scripts/dist.sh

@@ -1,7 +1,7 @@
 // Type definitions for the `mcpmux` package (the public API of index.js /
 // index.mjs). The native addon's own generated types are in native.d.ts.
 
-/** The stable error codes (docs/ARCHITECTURE.md#error-codes), the same in every front end. */
+/** The stable error codes (docs/errors.md#codes), the same in every front end. */
 export type ErrorCode =
   | 'CONFIG_INVALID'
   | 'INVALID_INPUT'
@@ -41,7 +41,7 @@ export declare const version: string
 export declare class McpmuxError extends Error {
   constructor(code: ErrorCode, message: string, extra?: { rpcCode?: number; data?: unknown; cause?: unknown })
   readonly name: 'McpmuxError'
-  /** What went wrong, as a stable code (docs/ARCHITECTURE.md#error-codes). */
+  /** What went wrong, as a stable code (docs/errors.md#codes). */
   readonly code: ErrorCode
   /** The JSON-RPC error code the server sent (`SERVER_ERROR` only). */
   readonly rpcCode?: number
@@ -561,7 +561,7 @@ export declare class Hub {
 }
 
 // ---------------------------------------------------------------------------
-// Review sessions (docs/ARCHITECTURE.md#review-sessions)
+// Review sessions (docs/sessions.md#review-sessions)
 
 /** A message of a host reviewer's conversation. */
 export interface SessionMessage {

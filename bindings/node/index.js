@@ -43,7 +43,7 @@ function traceArgs(trace) {
 }
 
 /**
- * The stable error codes (docs/ARCHITECTURE.md#error-codes), as the engine lists them.
+ * The stable error codes (docs/errors.md#codes), as the engine lists them.
  * @type {readonly string[]}
  */
 const ERROR_CODES = Object.freeze(native.errorCodes())
@@ -414,7 +414,7 @@ function describe(v) {
  * Converts a `config` argument for the addon: `{text, kind}`. Only
  * converts: a string goes as it is (`kind: 'str'`) and the engine decides
  * whether it is a path or TOML/JSON text, by the one rule every front end
- * shares (docs/ARCHITECTURE.md#configuration-sources); a file: URL is a
+ * shares (docs/configuration.md#configuration-sources); a file: URL is a
  * path, an object its JSON text.
  */
 function configSource(config) {
@@ -1317,7 +1317,7 @@ function nativeThrow(err) {
 }
 
 /**
- * Review sessions (docs/ARCHITECTURE.md#review-sessions): begin / wait /
+ * Review sessions (docs/sessions.md#review-sessions): begin / wait /
  * reply / end, kept on disk under `<working_dir>/.mcpmux/sessions/`. Every
  * method takes an object whose keys are the engine's JSON keys (`skill`,
  * `input`, `working_dir`, `session_dir`, `max_wait_seconds`, ...) and

@@ -19,7 +19,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map (`docs/ARCHITECTURE.md#core-modules`): [`jsonrpc`] (messages, in-flight table,
+//! Module map (`docs/ARCHITECTURE.md#mcpmux-core`): [`jsonrpc`] (messages, in-flight table,
 //! cancellation), [`protocol`] (MCP shapes, versions), `transport`
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
@@ -73,7 +73,7 @@ pub use jsonrpc::{ProgressCallback, ProgressUpdate};
 pub use tasks::{Task, TaskHandle, TaskStatus};
 pub use tool_format::ToolFormat;
 /// Most answers and notifications in flight to one server over Streamable
-/// HTTP or legacy SSE (see `docs/ARCHITECTURE.md#transports`).
+/// HTTP or legacy SSE (see `docs/configuration.md#transports`).
 pub use transport::send_bound::MAX_NOTICES_IN_FLIGHT;
 
 /// What the crates built on the engine in this workspace (`mcpmux-policy`,

@@ -1,12 +1,12 @@
 //! Error mapping of the C ABI, in one place: [`mcpmux_status`] (one value per
-//! code of `docs/ARCHITECTURE.md#error-codes`), [`mcpmux_error`] (code + message)
+//! code of `docs/errors.md#codes`), [`mcpmux_error`] (code + message)
 //! and its accessors.
 
 use std::ffi::{c_char, CStr, CString};
 
 use mcpmux_core::Error;
 
-use crate::util::guard_value;
+use crate::boundary::guard_value;
 
 /// The outcome of an mcpmux function: MCPMUX_STATUS_OK (0), or the error
 /// code of the failure, one value per code string of mcpmux_error_code().
@@ -98,7 +98,7 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
 ];
 
 /// An error reported by mcpmux: a status, its stable code string (see
-/// docs/ARCHITECTURE.md#error-codes) and a message for people. Created by
+/// docs/errors.md#codes) and a message for people. Created by
 /// mcpmux, owned by the caller that received it, freed with
 /// mcpmux_error_free().
 pub struct mcpmux_error {
@@ -166,7 +166,7 @@ pub(crate) unsafe fn report(err: *mut *mut mcpmux_error, e: &Error) -> mcpmux_st
 }
 
 /// The stable code string of `error` ("TIMEOUT", "UNKNOWN_TOOL", ... the
-/// codes of docs/ARCHITECTURE.md#error-codes, the same in every mcpmux front
+/// codes of docs/errors.md#codes, the same in every mcpmux front
 /// end), or "" when `error` is NULL. The string is static: do not free it; it stays valid after
 /// mcpmux_error_free(). Any thread.
 ///

@@ -11,7 +11,7 @@ use crate::util::{guard_status, json_string, write_out, Args, JsonListener};
 /// thread (never the caller's), with the event as JSON: `{"type":
 /// "server_state" | "tools_changed" | "resources_changed" |
 /// "prompts_changed" | "resource_updated" | "log" | "task_status" |
-/// "lagged", ...}` (see the README, "Events"). `event_json` is borrowed:
+/// "lagged", ...}` (see docs/events-and-tasks.md#events). `event_json` is borrowed:
 /// valid only during the callback (copy it to keep it; do not free it).
 /// The callback should return quickly: events wait for it, and one that
 /// falls 1024 events behind loses the oldest (a `lagged` event says how

@@ -37,6 +37,7 @@ pub mod events;
 
 pub mod tasks;
 
+mod boundary;
 mod util;
 
 pub use call::{mcpmux_call, mcpmux_callback};

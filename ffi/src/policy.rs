@@ -1,4 +1,4 @@
-//! [`mcpmux_policy`]: the tool-use policy (`docs/ARCHITECTURE.md#policy`) for a host's own
+//! [`mcpmux_policy`]: the tool-use policy (`docs/policy.md`) for a host's own
 //! calls: allow lists, limits, redaction and audit (`mcpmux_core::policy`).
 
 use std::ffi::{c_char, c_void};

@@ -1,4 +1,4 @@
-//! Review sessions (`docs/ARCHITECTURE.md#review-sessions`):
+//! Review sessions (`docs/sessions.md#review-sessions`):
 //! [`mcpmux_sessions`] (a configuration and a host reviewer), the four verbs
 //! `begin` / `wait` / `reply` / `end` (blocking, and `_async` variants with a
 //! callback), and the `host` reviewer as a C function pointer
@@ -517,7 +517,7 @@ unsafe fn asynchronous(
 /// `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
 /// "model"?, "effort"?, "timeout_seconds"?, "reviewer"?, "max_turns"?,
 /// "max_tool_calls"?, "call_timeout_seconds"?, "max_output_bytes"?,
-/// "scope"?}` (docs/ARCHITECTURE.md#review-sessions).
+/// "scope"?}` (docs/sessions.md#review-sessions).
 /// On success `*out_json` receives `{"session_dir", "round": 1, "status":
 /// "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
 /// caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a

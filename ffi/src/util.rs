@@ -10,10 +10,7 @@ use serde_json::Value;
 
 use crate::error::{mcpmux_error, mcpmux_status, report};
 
-/// Runs `f` behind the panic boundary; a panic gives `fallback`.
-pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or(fallback)
-}
+pub(crate) use crate::boundary::guard_value;
 
 /// Runs the body of a fallible export behind the panic boundary: `Ok` is
 /// MCPMUX_STATUS_OK, an error (or a panic, as INTERNAL) is stored in `*err`

@@ -5,7 +5,7 @@
 //! JSON text `{"code", "message", "rpcCode"?, "data"?}` (see
 //! [`error_json`]); the wrapper in `index.js` turns it into an
 //! `McpmuxError` with the same fields. `code` is always one of the stable
-//! strings of `docs/ARCHITECTURE.md#error-codes` ([`mcpmux_core::error::ALL_CODES`]), unchanged.
+//! strings of `docs/errors.md#codes` ([`mcpmux_core::error::ALL_CODES`]), unchanged.
 //! Failures inside the binding itself (a worker task that panicked, a
 //! runtime that cannot start) are reported as `INTERNAL` through the same
 //! shape ([`internal`]).

@@ -1054,7 +1054,7 @@ impl NativeHub {
     }
 }
 
-/// The stable error code strings (docs/ARCHITECTURE.md#error-codes), as core lists them.
+/// The stable error code strings (docs/errors.md#codes), as core lists them.
 #[napi]
 pub fn error_codes() -> Vec<&'static str> {
     mcpmux_core::error::ALL_CODES.to_vec()

@@ -1,4 +1,4 @@
-//! Review sessions (`docs/ARCHITECTURE.md#review-sessions`) for the JavaScript `Sessions` class:
+//! Review sessions (`docs/sessions.md#review-sessions`) for the JavaScript `Sessions` class:
 //! [`NativeSessions`] runs the verbs `begin` / `wait` / `reply` / `end` of
 //! `mcpmux_core::session` on the addon's runtime (JSON text in, completion
 //! JSON out, through the dispatcher like every other operation), and the

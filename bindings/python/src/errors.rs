@@ -2,7 +2,7 @@
 //!
 //! The exception classes and the code-to-class table live in one Python
 //! file, `python/mcpmux/_errors.py` (one subclass of `McpmuxError` per code
-//! of `docs/ARCHITECTURE.md#error-codes`). This side only hands over what the engine said: the
+//! of `docs/errors.md#codes`). This side only hands over what the engine said: the
 //! stable code, the message, and for `SERVER_ERROR` the JSON-RPC code and
 //! `data`. Errors found by the binding itself (bad arguments) are engine
 //! errors too (`Error::InvalidInput`), so they take the same path.

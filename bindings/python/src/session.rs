@@ -1,4 +1,4 @@
-//! `_native.Sessions`: review sessions (`docs/ARCHITECTURE.md#review-sessions`) for the Python
+//! `_native.Sessions`: review sessions (`docs/sessions.md#review-sessions`) for the Python
 //! `mcpmux.Sessions` (sync) and `mcpmux.AsyncSessions` (asyncio) classes.
 //!
 //! JSON in, JSON out: `call(verb, params, aio)` hands a dict of parameters

@@ -1,4 +1,4 @@
-//! Policy for model-driven tool use (`docs/ARCHITECTURE.md#policy`): which hub tools a session's
+//! Policy for model-driven tool use (`docs/policy.md`): which hub tools a session's
 //! model is offered, and how each call it asks for is run and shown to it.
 //!
 //! The session agent loop owns one [`SessionPolicy`] per round and sends

@@ -1,6 +1,6 @@
 //! # mcpmux-sessions
 //!
-//! Review sessions (`docs/ARCHITECTURE.md#review-sessions`): `begin`,
+//! Review sessions (`docs/sessions.md#review-sessions`): `begin`,
 //! `wait`, `reply` and `end`, JSON in and JSON out, durable on disk under
 //! `<working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/` (see
 //! [`store`] for the layout).

@@ -1,6 +1,6 @@
 //! The reviewer's verdict and findings, read from a `submit_review` call or
 //! from the answer text, and the `next` / `next_reason` advice
-//! (`docs/ARCHITECTURE.md#review-sessions`).
+//! (`docs/sessions.md#review-sessions`).
 //!
 //! Text parsing is tolerant: the last fenced code block (```json or plain
 //! ```) that holds an object with a `verdict`, else the last bare `{...}`

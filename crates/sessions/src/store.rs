@@ -1,4 +1,4 @@
-//! The on-disk layout of a session (`docs/ARCHITECTURE.md#session-storage`) and its atomic writes.
+//! The on-disk layout of a session (`docs/sessions.md#session-storage`) and its atomic writes.
 //!
 //! ```text
 //! <working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/

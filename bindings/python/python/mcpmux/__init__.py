@@ -101,7 +101,7 @@ __all__ = [
 #: The version of the mcpmux engine inside this package.
 __version__: str = _native.ENGINE_VERSION
 
-#: Every stable error code, as the engine lists them (docs/ARCHITECTURE.md#error-codes).
+#: Every stable error code, as the engine lists them (docs/errors.md#codes).
 ERROR_CODES: tuple = tuple(_native.ERROR_CODES)
 
 # How a call reads the host's active OpenTelemetry context: None until the
@@ -248,7 +248,7 @@ def _deliver_events(native: Any, on_event: EventCallback) -> None:
 def _config_args(config: Any) -> "tuple[str, Any]":
     """``(kind, value)`` for the native ``connect``: only converts. A
     ``str`` goes as it is and the engine decides whether it is a path or
-    text (one rule for every front end, docs/ARCHITECTURE.md#configuration-sources)."""
+    text (one rule for every front end, docs/configuration.md#configuration-sources)."""
     if isinstance(config, Mapping):
         return "json", config if isinstance(config, dict) else dict(config)
     if isinstance(config, os.PathLike):

@@ -1,4 +1,4 @@
-"""mcpmux exceptions: one class per stable error code (docs/ARCHITECTURE.md#error-codes).
+"""mcpmux exceptions: one class per stable error code (docs/errors.md#codes).
 
 This is the one place where engine errors become Python exceptions: the
 native module hands over ``(code, message, rpc_code, data)`` and
