@@ -195,7 +195,7 @@ typedef struct mcpmux_engine mcpmux_engine;
 
 /**
  * An error reported by mcpmux: a status, its stable code string (see
- * docs/ARCHITECTURE.md#error-codes) and a message for people. Created by
+ * docs/errors.md#codes) and a message for people. Created by
  * mcpmux, owned by the caller that received it, freed with
  * mcpmux_error_free().
  */
@@ -295,7 +295,7 @@ typedef void (*mcpmux_host_fn)(void *user_data, const char *request_json, struct
  * thread (never the caller's), with the event as JSON: `{"type":
  * "server_state" | "tools_changed" | "resources_changed" |
  * "prompts_changed" | "resource_updated" | "log" | "task_status" |
- * "lagged", ...}` (see the README, "Events"). `event_json` is borrowed:
+ * "lagged", ...}` (see docs/events-and-tasks.md#events). `event_json` is borrowed:
  * valid only during the callback (copy it to keep it; do not free it).
  * The callback should return quickly: events wait for it, and one that
  * falls 1024 events behind loses the oldest (a `lagged` event says how
@@ -936,7 +936,7 @@ enum mcpmux_status mcpmux_host_reply_error(struct mcpmux_host_reply *reply, cons
  * `params_json`: a JSON object `{"skill", "mode"?, "input", "working_dir",
  * "model"?, "effort"?, "timeout_seconds"?, "reviewer"?, "max_turns"?,
  * "max_tool_calls"?, "call_timeout_seconds"?, "max_output_bytes"?,
- * "scope"?}` (docs/ARCHITECTURE.md#review-sessions).
+ * "scope"?}` (docs/sessions.md#review-sessions).
  * On success `*out_json` receives `{"session_dir", "round": 1, "status":
  * "running"}` (plus `"analysis_prompt"` for peer skills), owned by the
  * caller (free it with mcpmux_string_free()). Errors: INVALID_INPUT (a
@@ -1043,7 +1043,7 @@ enum mcpmux_status mcpmux_session_end_async(const struct mcpmux_sessions *sessio
 
 /**
  * The stable code string of `error` ("TIMEOUT", "UNKNOWN_TOOL", ... the
- * codes of docs/ARCHITECTURE.md#error-codes, the same in every mcpmux front
+ * codes of docs/errors.md#codes, the same in every mcpmux front
  * end), or "" when `error` is NULL. The string is static: do not free it; it stays valid after
  * mcpmux_error_free(). Any thread.
  *

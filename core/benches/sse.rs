@@ -74,10 +74,7 @@ fn run() -> Res<()> {
         }
     }
     let call = |tool: &str| -> Res<Duration> {
-        let options = CallOptions {
-            timeout: Some(Duration::from_secs(120)),
-            ..CallOptions::default()
-        };
+        let options = CallOptions::default().with_timeout(Duration::from_secs(120));
         let start = Instant::now();
         let result = rt.block_on(hub.call_tool(tool, Some(&json!({})), &options))?;
         let took = start.elapsed();

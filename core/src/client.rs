@@ -79,8 +79,11 @@ impl Default for ClientOptions {
     }
 }
 
-/// Per-call options for [`Client::call_tool`] and the hub's calls.
+/// Per-call options for [`Client::call_tool`] and the hub's calls. Build
+/// them from [`CallOptions::new`] (or `Default`) with the `with_*` methods,
+/// or set the public fields; new fields may come in any release.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CallOptions {
     /// Time allowed without a response or progress; the server's
     /// `timeout_seconds` when `None`.
@@ -92,8 +95,8 @@ pub struct CallOptions {
     pub on_progress: Option<ProgressCallback>,
     /// Runs the call through a session policy (allow lists, limits,
     /// redaction, audit) as a model's call would be: an
-    /// `Arc<`[`SessionPolicy`](crate::policy::SessionPolicy)`>` (see
-    /// [`SessionPolicy::call_for_host`](crate::policy::SessionPolicy::call_for_host)).
+    /// `Arc<mcpmux_policy::SessionPolicy>` (see
+    /// `SessionPolicy::call_for_host` in the `mcpmux-policy` crate).
     /// Read by the hub ([`crate::Hub::call_tool`]), never by a [`Client`].
     /// Typed as the trait [`CallPolicy`] so that this module does not depend
     /// on the policy, which sits above the hub.
@@ -105,6 +108,50 @@ pub struct CallOptions {
     /// The `ttl` asked for a task this call creates (how long the server
     /// keeps it); the server chooses when `None`.
     pub task_ttl: Option<Duration>,
+}
+
+impl CallOptions {
+    /// Options with every field at its default: the server's timeouts, no
+    /// progress callback, no policy, no task.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// Sets [`CallOptions::timeout`].
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`CallOptions::max_total_timeout`].
+    pub fn with_max_total_timeout(mut self, limit: Duration) -> Self {
+        self.max_total_timeout = Some(limit);
+        self
+    }
+
+    /// Sets [`CallOptions::on_progress`].
+    pub fn with_progress(mut self, on_progress: ProgressCallback) -> Self {
+        self.on_progress = Some(on_progress);
+        self
+    }
+
+    /// Sets [`CallOptions::policy`].
+    pub fn with_policy(mut self, policy: Arc<dyn CallPolicy>) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Sets [`CallOptions::task`].
+    pub fn with_task(mut self, task: bool) -> Self {
+        self.task = task;
+        self
+    }
+
+    /// Sets [`CallOptions::task_ttl`].
+    pub fn with_task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = Some(ttl);
+        self
+    }
 }
 
 /// What a [`CallPolicy`] calls through: hub-wide names resolved to tools,
@@ -135,7 +182,7 @@ pub trait ToolRouter: Send + Sync {
 }
 
 /// A policy that a host's own calls go through ([`CallOptions::policy`]).
-/// Implemented by [`SessionPolicy`](crate::policy::SessionPolicy); the hub
+/// Implemented by `mcpmux_policy::SessionPolicy`; the hub
 /// hands every call with a policy set to [`CallPolicy::call_tool`], on the
 /// caller's task.
 pub trait CallPolicy: Send + Sync {

@@ -168,12 +168,65 @@ pub enum TransportConfig {
 impl TransportConfig {
     /// The transport name as shown to users.
     pub fn type_name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// Which transport this is.
+    pub fn kind(&self) -> TransportKind {
         match self {
-            TransportConfig::Stdio(_) => "stdio",
-            TransportConfig::Http(_) => "http",
-            TransportConfig::Sse(_) => "sse",
-            TransportConfig::WebSocket(_) => "websocket",
+            TransportConfig::Stdio(_) => TransportKind::Stdio,
+            TransportConfig::Http(_) => TransportKind::Http,
+            TransportConfig::Sse(_) => TransportKind::Sse,
+            TransportConfig::WebSocket(_) => TransportKind::Websocket,
         }
+    }
+}
+
+/// The kind of a server's transport, as [`ServerStatus::transport`]
+/// (`crate::hub::ServerStatus`) reports it. Serialized as `stdio`, `http`,
+/// `sse` or `websocket` (the config's `type` names); compares equal to
+/// those strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum TransportKind {
+    /// A child process speaking over stdin/stdout.
+    Stdio,
+    /// Streamable HTTP.
+    Http,
+    /// The legacy HTTP+SSE transport.
+    Sse,
+    /// WebSocket.
+    Websocket,
+}
+
+impl TransportKind {
+    /// The name users see: `stdio`, `http`, `sse`, `websocket`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::Http => "http",
+            TransportKind::Sse => "sse",
+            TransportKind::Websocket => "websocket",
+        }
+    }
+}
+
+impl fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl PartialEq<str> for TransportKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for TransportKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -333,12 +386,9 @@ type Entry = (
     EntrySyntax,
 );
 
-fn parse_with(
-    text: &str,
-    path: Option<&Path>,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<Config, Error> {
-    let origin = path.map_or_else(|| "config".to_string(), |p| p.display().to_string());
+/// The file's text as one JSON document, whichever format it is in (by
+/// extension, else by its first character), and whether it was TOML.
+fn read_document(text: &str, path: Option<&Path>, origin: &str) -> Result<(Value, bool), Error> {
     let format = match path.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
         Some("json") => Format::Json,
         Some("toml") => Format::Toml,
@@ -374,38 +424,18 @@ fn parse_with(
                 .map_err(|e| Error::ConfigInvalid(format!("{origin}: {e}")))?
         }
     };
-    let ctx = Ctx {
-        origin: &origin,
-        lookup,
-        expanded: Default::default(),
-    };
-    let Value::Object(doc) = doc else {
-        return Err(ctx.err("the top level must be a table/object"));
-    };
-    // A JSON file may be shared with other MCP clients, whose top-level
-    // keys are theirs; a TOML file is mcpmux's own.
-    if is_toml {
-        if let Some(m) = keys::unknown(&doc, &[keys::TOP_LEVEL]) {
-            return Err(ctx.err(format!("top level: {m}")));
-        }
-    }
+    Ok((doc, is_toml))
+}
 
-    // Defaults for every server, from `[mcp]`.
-    let mcp = match doc.get("mcp") {
-        None => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err(ctx.err("'mcp' must be a table")),
-    };
-    if let Some(m) = keys::unknown(&mcp, &[keys::MCP, supervision::KEYS]) {
-        return Err(ctx.err(format!("[mcp]: {m}")));
-    }
-    let defaults = Defaults {
-        mcp: mcp.clone(),
-        timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
-        max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
-            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-    };
-
+/// The server entries of `[[mcp.servers]]` (named by their `name`) and of
+/// `mcpServers` (named by their key), in file order, and whether either
+/// list was there at all.
+fn collect_entries(
+    ctx: &Ctx<'_>,
+    doc: &Map<String, Value>,
+    mcp: &Map<String, Value>,
+    is_toml: bool,
+) -> Result<(Vec<Entry>, bool), Error> {
     let mut entries: Vec<Entry> = Vec::new();
     let mut found_any = false;
     if let Some(list) = mcp.get("servers") {
@@ -453,6 +483,49 @@ fn parse_with(
             ));
         }
     }
+    Ok((entries, found_any))
+}
+
+fn parse_with(
+    text: &str,
+    path: Option<&Path>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Config, Error> {
+    let origin = path.map_or_else(|| "config".to_string(), |p| p.display().to_string());
+    let (doc, is_toml) = read_document(text, path, &origin)?;
+    let ctx = Ctx {
+        origin: &origin,
+        lookup,
+        expanded: Default::default(),
+    };
+    let Value::Object(doc) = doc else {
+        return Err(ctx.err("the top level must be a table/object"));
+    };
+    // A JSON file may be shared with other MCP clients, whose top-level
+    // keys are theirs; a TOML file is mcpmux's own.
+    if is_toml {
+        if let Some(m) = keys::unknown(&doc, &[keys::TOP_LEVEL]) {
+            return Err(ctx.err(format!("top level: {m}")));
+        }
+    }
+
+    // Defaults for every server, from `[mcp]`.
+    let mcp = match doc.get("mcp") {
+        None => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err(ctx.err("'mcp' must be a table")),
+    };
+    if let Some(m) = keys::unknown(&mcp, &[keys::MCP, supervision::KEYS]) {
+        return Err(ctx.err(format!("[mcp]: {m}")));
+    }
+    let defaults = Defaults {
+        mcp: mcp.clone(),
+        timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
+        max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
+            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
+    };
+
+    let (entries, found_any) = collect_entries(&ctx, &doc, &mcp, is_toml)?;
     let session = match doc.get("session") {
         None => Map::new(),
         Some(Value::Object(m)) => expand_session(&ctx, m)?,
@@ -726,22 +799,29 @@ fn closing_brace(after: &str) -> Option<usize> {
     None
 }
 
-fn server_entry(
-    ctx: &Ctx<'_>,
-    defaults: &Defaults,
-    name: String,
-    entry: &Map<String, Value>,
-) -> Result<ServerConfig, Error> {
-    let n = name.as_str();
-    let string = |field: &str| -> Result<Option<String>, Error> {
-        match entry.get(field) {
+/// One server entry being read: its table and name, and the file's
+/// context for `${VAR}` expansion and errors.
+struct EntryReader<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    n: &'a str,
+    entry: &'a Map<String, Value>,
+}
+
+impl EntryReader<'_, '_> {
+    /// An optional string field, `${VAR}`s expanded.
+    fn string(&self, field: &str) -> Result<Option<String>, Error> {
+        match self.entry.get(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => ctx.expand(s, n, field).map(Some),
-            Some(_) => Err(ctx.field_err(n, field, "must be a string")),
+            Some(Value::String(s)) => self.ctx.expand(s, self.n, field).map(Some),
+            Some(_) => Err(self.ctx.field_err(self.n, field, "must be a string")),
         }
-    };
-    let string_map = |field: &str| -> Result<BTreeMap<String, String>, Error> {
-        match entry.get(field) {
+    }
+
+    /// An optional table of strings (numbers and booleans as their text),
+    /// `${VAR}`s expanded.
+    fn string_map(&self, field: &str) -> Result<BTreeMap<String, String>, Error> {
+        let (ctx, n) = (self.ctx, self.n);
+        match self.entry.get(field) {
             None | Some(Value::Null) => Ok(BTreeMap::new()),
             Some(Value::Object(m)) => m
                 .iter()
@@ -753,90 +833,95 @@ fn server_entry(
                 .collect(),
             Some(_) => Err(ctx.field_err(n, field, "must be a table of strings")),
         }
-    };
-
-    let command = string("command")?;
-    let url = string("url")?;
-    // `transportType` is what some other clients write (mcpServers only).
-    let declared = string("type")?
-        .or(string("transport")?)
-        .or(string("transportType")?);
-    let kind = match declared.as_deref() {
-        Some("stdio") => "stdio",
-        Some("http" | "streamable-http" | "streamable_http" | "streamableHttp") => "http",
-        Some("sse") => "sse",
-        Some("websocket" | "ws") => "websocket",
-        Some(other) => {
-            return Err(ctx.field_err(
-                n,
-                "type",
-                format!("has unknown value '{other}' (expected stdio, http, streamable-http, sse, websocket or ws)"),
-            ))
-        }
-        None => match (&command, &url) {
-            (Some(_), None) => "stdio",
-            (None, Some(u)) if url_path_ends_with_sse(u) => "sse",
-            (None, Some(_)) => "http",
-            (Some(_), Some(_)) => {
-                return Err(ctx.err(format!("server '{n}': has both 'command' and 'url'; set 'type'")))
-            }
-            (None, None) => {
-                return Err(ctx.err(format!("server '{n}': missing field 'command' (stdio) or 'url' (network)")))
-            }
-        },
-    };
-
-    // A transport compiled out of this build fails the load, naming its feature.
-    let compiled_out = match kind {
-        "sse" => !cfg!(feature = "sse"),
-        "websocket" => !cfg!(feature = "websocket"),
-        _ => false,
-    };
-    if compiled_out {
-        let needs = crate::error::needs_feature(kind);
-        return Err(ctx.err(format!("server '{n}': type {kind} {needs}")));
     }
 
-    let transport = if kind == "stdio" {
+    /// The transport kind the entry declares (`type`, `transport`, or
+    /// another client's `transportType`), else the one its `command` or
+    /// `url` implies.
+    fn kind(&self, command: &Option<String>, url: &Option<String>) -> Result<&'static str, Error> {
+        let n = self.n;
+        // `transportType` is what some other clients write (mcpServers only).
+        let declared = self
+            .string("type")?
+            .or(self.string("transport")?)
+            .or(self.string("transportType")?);
+        Ok(match declared.as_deref() {
+            Some("stdio") => "stdio",
+            Some("http" | "streamable-http" | "streamable_http" | "streamableHttp") => "http",
+            Some("sse") => "sse",
+            Some("websocket" | "ws") => "websocket",
+            Some(other) => {
+                return Err(self.ctx.field_err(
+                    n,
+                    "type",
+                    format!("has unknown value '{other}' (expected stdio, http, streamable-http, sse, websocket or ws)"),
+                ))
+            }
+            None => match (&command, &url) {
+                (Some(_), None) => "stdio",
+                (None, Some(u)) if url_path_ends_with_sse(u) => "sse",
+                (None, Some(_)) => "http",
+                (Some(_), Some(_)) => {
+                    return Err(self.ctx.err(format!("server '{n}': has both 'command' and 'url'; set 'type'")))
+                }
+                (None, None) => {
+                    return Err(self.ctx.err(format!("server '{n}': missing field 'command' (stdio) or 'url' (network)")))
+                }
+            },
+        })
+    }
+
+    /// A stdio entry's process: `command`, `args`, `env`, `cwd`.
+    fn stdio(&self, command: Option<String>) -> Result<TransportConfig, Error> {
+        let n = self.n;
         let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
-            return Err(ctx.err(format!(
+            return Err(self.ctx.err(format!(
                 "server '{n}': missing field 'command' (required for type stdio)"
             )));
         };
-        let args = match entry.get("args") {
+        let args = match self.entry.get("args") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
                 .enumerate()
                 .map(|(i, v)| match v {
-                    Value::String(s) => ctx.expand(s, n, &format!("args[{i}]")),
+                    Value::String(s) => self.ctx.expand(s, n, &format!("args[{i}]")),
                     Value::Number(_) => Ok(v.to_string()),
-                    _ => Err(ctx.field_err(n, &format!("args[{i}]"), "must be a string")),
+                    _ => Err(self
+                        .ctx
+                        .field_err(n, &format!("args[{i}]"), "must be a string")),
                 })
                 .collect::<Result<_, _>>()?,
-            Some(_) => return Err(ctx.field_err(n, "args", "must be an array of strings")),
+            Some(_) => return Err(self.ctx.field_err(n, "args", "must be an array of strings")),
         };
-        TransportConfig::Stdio(StdioConfig {
+        Ok(TransportConfig::Stdio(StdioConfig {
             command,
             args,
-            env: string_map("env")?,
-            cwd: string("cwd")?.map(PathBuf::from),
-        })
-    } else {
+            env: self.string_map("env")?,
+            cwd: self.string("cwd")?.map(PathBuf::from),
+        }))
+    }
+
+    /// A network entry's `url` (its scheme checked against the kind),
+    /// `headers` and `auth`.
+    fn network(&self, kind: &str, url: Option<String>) -> Result<TransportConfig, Error> {
+        let n = self.n;
         let Some(raw) = url else {
-            return Err(ctx.err(format!(
+            return Err(self.ctx.err(format!(
                 "server '{n}': missing field 'url' (required for type {kind})"
             )));
         };
-        let parsed = url::Url::parse(&raw)
-            .map_err(|e| ctx.field_err(n, "url", format!("is not a valid URL ({e})")))?;
+        let parsed = url::Url::parse(&raw).map_err(|e| {
+            self.ctx
+                .field_err(n, "url", format!("is not a valid URL ({e})"))
+        })?;
         let schemes: &[&str] = if kind == "websocket" {
             &["ws", "wss"]
         } else {
             &["http", "https"]
         };
         if !schemes.contains(&parsed.scheme()) {
-            return Err(ctx.field_err(
+            return Err(self.ctx.field_err(
                 n,
                 "url",
                 format!(
@@ -846,23 +931,47 @@ fn server_entry(
                 ),
             ));
         }
-        let mut headers = string_map("headers")?;
-        let auth = match entry.get("auth") {
+        let mut headers = self.string_map("headers")?;
+        let auth = self.auth(kind, &mut headers)?;
+        // A header that cannot be sent fails the load, not the connect.
+        crate::net::header_map(&format!("{}: server '{n}'", self.ctx.origin), &headers)?;
+        let net = NetworkConfig {
+            url: parsed,
+            headers,
+            auth,
+        };
+        Ok(match kind {
+            "http" => TransportConfig::Http(net),
+            "sse" => TransportConfig::Sse(net),
+            _ => TransportConfig::WebSocket(net),
+        })
+    }
+
+    /// The entry's `auth` table, `${VAR}`s expanded; a bearer token or a
+    /// header goes into `headers` too.
+    fn auth(
+        &self,
+        kind: &str,
+        headers: &mut BTreeMap<String, String>,
+    ) -> Result<Option<crate::auth::AuthConfig>, Error> {
+        let n = self.n;
+        Ok(match self.entry.get("auth") {
             None | Some(Value::Null) => None,
             Some(Value::Object(table)) => {
                 let mut expanded = Map::new();
                 for (k, v) in table {
                     let v = match v {
                         Value::String(text) => {
-                            Value::String(ctx.expand(text, n, &format!("auth.{k}"))?)
+                            Value::String(self.ctx.expand(text, n, &format!("auth.{k}"))?)
                         }
                         Value::Array(items) => Value::Array(
                             items
                                 .iter()
                                 .map(|i| match i {
-                                    Value::String(text) => {
-                                        ctx.expand(text, n, &format!("auth.{k}")).map(Value::String)
-                                    }
+                                    Value::String(text) => self
+                                        .ctx
+                                        .expand(text, n, &format!("auth.{k}"))
+                                        .map(Value::String),
                                     other => Ok(other.clone()),
                                 })
                                 .collect::<Result<_, _>>()?,
@@ -872,7 +981,7 @@ fn server_entry(
                     expanded.insert(k.clone(), v);
                 }
                 let auth = crate::auth::AuthConfig::from_map(&expanded, &|field, message| {
-                    ctx.field_err(n, field, message)
+                    self.ctx.field_err(n, field, message)
                 })?;
                 match &auth {
                     crate::auth::AuthConfig::Bearer { token } => {
@@ -882,7 +991,7 @@ fn server_entry(
                         headers.insert(name.clone(), value.clone());
                     }
                     crate::auth::AuthConfig::OAuth(_) if kind != "http" => {
-                        return Err(ctx.field_err(
+                        return Err(self.ctx.field_err(
                             n,
                             "auth.type",
                             format!(
@@ -894,20 +1003,38 @@ fn server_entry(
                 }
                 Some(auth)
             }
-            Some(_) => return Err(ctx.field_err(n, "auth", "must be a table")),
-        };
-        // A header that cannot be sent fails the load, not the connect.
-        crate::net::header_map(&format!("{}: server '{n}'", ctx.origin), &headers)?;
-        let net = NetworkConfig {
-            url: parsed,
-            headers,
-            auth,
-        };
-        match kind {
-            "http" => TransportConfig::Http(net),
-            "sse" => TransportConfig::Sse(net),
-            _ => TransportConfig::WebSocket(net),
-        }
+            Some(_) => return Err(self.ctx.field_err(n, "auth", "must be a table")),
+        })
+    }
+}
+
+fn server_entry(
+    ctx: &Ctx<'_>,
+    defaults: &Defaults,
+    name: String,
+    entry: &Map<String, Value>,
+) -> Result<ServerConfig, Error> {
+    let n = name.as_str();
+    let reader = EntryReader { ctx, n, entry };
+    let string = |field: &str| reader.string(field);
+    let command = string("command")?;
+    let url = string("url")?;
+    let kind = reader.kind(&command, &url)?;
+
+    // A transport compiled out of this build fails the load, naming its feature.
+    let compiled_out = match kind {
+        "sse" => !cfg!(feature = "sse"),
+        "websocket" => !cfg!(feature = "websocket"),
+        _ => false,
+    };
+    if compiled_out {
+        let needs = crate::error::needs_feature(kind);
+        return Err(ctx.err(format!("server '{n}': type {kind} {needs}")));
+    }
+    let transport = if kind == "stdio" {
+        reader.stdio(command)?
+    } else {
+        reader.network(kind, url)?
     };
 
     let enabled = match (entry.get("enabled"), entry.get("disabled")) {

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::client::{CallOptions, Client, ClientHandlers, ClientOptions, ToolResult, ToolRouter};
-use crate::config::{Config, ServerConfig};
+use crate::config::{Config, ServerConfig, TransportKind};
 use crate::error::Error;
 use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
@@ -24,8 +24,11 @@ mod supervisor;
 mod surface;
 mod tasks;
 
-/// Options for [`Hub::connect_with`].
+/// Options for [`Hub::connect_with`]. Build them from [`HubOptions::new`]
+/// (or `Default`) with the `with_*` methods, or set the public fields; new
+/// fields may come in any release.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HubOptions {
     /// `clientInfo` sent to every server in `initialize`.
     pub client_info: Value,
@@ -60,6 +63,44 @@ impl Default for HubOptions {
     }
 }
 
+impl HubOptions {
+    /// The defaults: mcpmux's `clientInfo`, no handlers, no authorization
+    /// hooks, a new event sender, connect waits for every server.
+    pub fn new() -> Self {
+        HubOptions::default()
+    }
+
+    /// Sets [`HubOptions::client_info`].
+    pub fn with_client_info(mut self, client_info: Value) -> Self {
+        self.client_info = client_info;
+        self
+    }
+
+    /// Sets [`HubOptions::handlers`].
+    pub fn with_handlers(mut self, handlers: ClientHandlers) -> Self {
+        self.handlers = handlers;
+        self
+    }
+
+    /// Sets [`HubOptions::auth`].
+    pub fn with_auth(mut self, auth: crate::auth::AuthOptions) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// Sets [`HubOptions::events`].
+    pub fn with_events(mut self, events: EventSender) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// Sets [`HubOptions::startup_wait`].
+    pub fn with_startup_wait(mut self, bound: std::time::Duration) -> Self {
+        self.startup_wait = Some(bound);
+        self
+    }
+}
+
 /// One tool as the hub offers it; defined in the leaf `crate::tool_names`
 /// (with the names it carries) so the LLM tool formats and the policy read it
 /// without depending on the hub.
@@ -70,9 +111,10 @@ pub use crate::tool_names::HubTool;
 pub struct ServerStatus {
     /// Configured name.
     pub name: String,
-    /// Transport: `stdio`, `http`, `sse`, `websocket`.
+    /// Transport: `stdio`, `http`, `sse`, `websocket` (serialized as that
+    /// string).
     #[serde(rename = "type")]
-    pub transport: String,
+    pub transport: TransportKind,
     /// `connected`, `failed`, `disabled`, `restarting` or `idle`
     /// (serialized as that string).
     pub state: ServerState,
@@ -439,7 +481,7 @@ impl Hub {
             .map(|slot| {
                 let mut status = ServerStatus {
                     name: slot.config.name.clone(),
-                    transport: slot.config.type_name().to_owned(),
+                    transport: slot.config.transport.kind(),
                     state: ServerState::Disabled,
                     protocol_version: None,
                     server_info: None,

@@ -47,6 +47,7 @@ pub mod jsonrpc;
 pub(crate) mod net;
 pub(crate) mod param_headers;
 pub mod protocol;
+pub mod results;
 pub mod runtime;
 pub(crate) mod secrets;
 pub(crate) mod stateless;
@@ -65,11 +66,12 @@ pub use client::{
     CallOptions, CallPolicy, Client, ClientHandlers, RequestHandler, ServerRequest, ToolResult,
     ToolRouter,
 };
-pub use config::{Config, ConfigSource, ServerConfig, TransportConfig};
+pub use config::{Config, ConfigSource, ServerConfig, TransportConfig, TransportKind};
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use tasks::{Task, TaskHandle, TaskStatus};
 pub use tool_format::ToolFormat;
 /// Most answers and notifications in flight to one server over Streamable

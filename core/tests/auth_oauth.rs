@@ -71,13 +71,10 @@ async fn connect(
     handler: Option<Arc<Browser>>,
     store: Arc<dyn TokenStore>,
 ) -> Hub {
-    let options = HubOptions {
-        auth: AuthOptions {
-            handler: handler.map(|h| h as Arc<dyn AuthorizationHandler>),
-            store: Some(store),
-        },
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_auth(AuthOptions {
+        handler: handler.map(|h| h as Arc<dyn AuthorizationHandler>),
+        store: Some(store),
+    });
     tokio::time::timeout(
         Duration::from_secs(30),
         Hub::connect_with(oauth_config(server), options),

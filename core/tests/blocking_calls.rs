@@ -174,10 +174,7 @@ fn a_blocking_caller_reading_a_hostile_server_keeps_to_the_cap() {
     ];
     let hub: Hub = block_on(rt.handle(), Hub::connect(config(&entries))).unwrap();
     let call = |name: &str| {
-        let opts = CallOptions {
-            timeout: Some(Duration::from_secs(60)),
-            ..CallOptions::default()
-        };
+        let opts = CallOptions::default().with_timeout(Duration::from_secs(60));
         block_on(rt.handle(), hub.call_tool(name, None, &opts))
     };
     let e = call("mcp_huge_flood").unwrap_err();

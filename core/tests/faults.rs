@@ -162,10 +162,7 @@ async fn demo_crash_fails_every_call_in_flight() {
 async fn server_that_never_answers_times_out() {
     let tag = marker("hang");
     let hub = hub_with(&tag, fault("hang", "hang.py", &tag)).await;
-    let opts = CallOptions {
-        timeout: Some(Duration::from_millis(300)),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().with_timeout(Duration::from_millis(300));
     let e = hub
         .call_tool("mcp_hang_wait_forever", None, &opts)
         .await

@@ -299,13 +299,10 @@ async fn server_requests_beyond_the_limit_are_refused_at_once() {
         seen.fetch_add(1, Ordering::SeqCst);
         Box::pin(futures::future::pending())
     });
-    let options = HubOptions {
-        handlers: ClientHandlers {
-            sampling: Some(sampling),
-            ..ClientHandlers::default()
-        },
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_handlers(ClientHandlers {
+        sampling: Some(sampling),
+        ..ClientHandlers::default()
+    });
     let env = format!(", STORM_UNANSWERED = \"{MAX_SERVER_REQUESTS}\"");
     let entry = hostile(
         "asker",

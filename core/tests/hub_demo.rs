@@ -148,14 +148,12 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
     let hub = demo_hub("").await;
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_millis(700)),
-        on_progress: Some(Arc::new(move |p| {
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_millis(700))
+        .with_progress(Arc::new(move |p| {
             assert!(p.progress > 0.0);
             counter.fetch_add(1, Ordering::SeqCst);
-        })),
-        ..CallOptions::default()
-    };
+        }));
     // 2 s of work with progress every 0.25 s: longer than the timeout, but alive.
     let r = hub
         .call_tool(
@@ -177,10 +175,7 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
 
     // Without progress the same call times out.
     let start = Instant::now();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_millis(500)),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().with_timeout(Duration::from_millis(500));
     let e = hub
         .call_tool(
             "mcp_demo_slow",
@@ -194,12 +189,10 @@ async fn progress_resets_the_timeout_and_reaches_the_callback() {
 
     // Progress cannot extend a call past its maximum total.
     let start = Instant::now();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_millis(500)),
-        max_total_timeout: Some(Duration::from_millis(1200)),
-        on_progress: Some(Arc::new(|_| {})),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_millis(500))
+        .with_max_total_timeout(Duration::from_millis(1200))
+        .with_progress(Arc::new(|_| {}));
     let e = hub
         .call_tool(
             "mcp_demo_slow",
@@ -480,10 +473,7 @@ async fn dropping_a_call_sends_cancelled() {
         .await
         .is_err());
     // Timed out.
-    let opts = CallOptions {
-        timeout: Some(Duration::from_millis(200)),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().with_timeout(Duration::from_millis(200));
     let e = hub
         .call_tool("mcp_hang_wait_forever", None, &opts)
         .await
@@ -638,11 +628,9 @@ async fn arguments_already_checked_as_json_go_out_as_they_are() {
 #[tokio::test]
 async fn a_timeout_past_what_the_clock_can_hold_is_accepted() {
     let hub = demo_hub("").await;
-    let opts = CallOptions {
-        timeout: Some(Duration::MAX),
-        max_total_timeout: Some(Duration::MAX),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default()
+        .with_timeout(Duration::MAX)
+        .with_max_total_timeout(Duration::MAX);
     let echo = hub
         .call_tool("mcp_demo_echo", Some(&json!({"text": "far"})), &opts)
         .await

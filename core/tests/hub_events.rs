@@ -45,15 +45,9 @@ async fn events_tell_states_logs_and_tool_changes() {
             "restart = \"never\"",
         ),
     ]);
-    let hub = Hub::connect_with(
-        config,
-        HubOptions {
-            events,
-            ..HubOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let hub = Hub::connect_with(config, HubOptions::default().with_events(events))
+        .await
+        .unwrap();
 
     // Both servers' first states, seen by a stream made before connect.
     let mut states = Vec::new();

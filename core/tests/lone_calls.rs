@@ -110,10 +110,7 @@ fn lone_calls_to_hostile_servers_keep_to_the_cap_and_see_the_exit() {
         .unwrap();
     let h = hub.clone();
     rt.block_on(rt.spawn(async move {
-        let opts = CallOptions {
-            timeout: Some(Duration::from_secs(60)),
-            ..CallOptions::default()
-        };
+        let opts = CallOptions::default().with_timeout(Duration::from_secs(60));
         // Each tool twice: one call per way of waiting.
         for _ in 0..2 {
             let e = h

@@ -85,22 +85,17 @@ async fn assert_demo_works(hub: &Hub) {
 }
 
 fn opts(timeout: Duration) -> CallOptions {
-    CallOptions {
-        timeout: Some(timeout),
-        ..CallOptions::default()
-    }
+    CallOptions::default().with_timeout(timeout)
 }
 
 /// Call options with a per-step `timeout` and a progress recorder.
 fn progress_opts(timeout: Duration) -> (CallOptions, Arc<Mutex<Vec<f64>>>) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let opts = CallOptions {
-        timeout: Some(timeout),
-        max_total_timeout: Some(Duration::from_secs(30)),
-        on_progress: Some(Arc::new(move |p| sink.lock().unwrap().push(p.progress))),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default()
+        .with_timeout(timeout)
+        .with_max_total_timeout(Duration::from_secs(30))
+        .with_progress(Arc::new(move |p| sink.lock().unwrap().push(p.progress)));
     (opts, seen)
 }
 
@@ -1221,11 +1216,9 @@ async fn a_stateless_server_that_keeps_asking_for_input_is_bounded() {
     assert_eq!(e.code(), "PROTOCOL_ERROR", "{e}");
     assert!(e.to_string().contains("1000 inputs"), "{e}");
     // Nine rounds of 0.3 s would pass a total time of 1 s.
-    let total = CallOptions {
-        timeout: Some(Duration::from_secs(1)),
-        max_total_timeout: Some(Duration::from_secs(1)),
-        ..CallOptions::default()
-    };
+    let total = CallOptions::default()
+        .with_timeout(Duration::from_secs(1))
+        .with_max_total_timeout(Duration::from_secs(1));
     let e = call_err(&hub, "mcp_slow_work", json!({}), &total, 10).await;
     assert_eq!(e.code(), "TIMEOUT", "{e}");
     assert_demo_works(&hub).await;

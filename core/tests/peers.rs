@@ -94,14 +94,12 @@ async fn server_everything_progress() {
     let hub = everything().await;
     let seen = Arc::new(AtomicUsize::new(0));
     let counter = seen.clone();
-    let opts = CallOptions {
-        // Shorter than the operation: only progress keeps it alive.
-        timeout: Some(Duration::from_millis(1500)),
-        on_progress: Some(Arc::new(move |_| {
+    // Shorter than the operation: only progress keeps it alive.
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_millis(1500))
+        .with_progress(Arc::new(move |_| {
             counter.fetch_add(1, Ordering::SeqCst);
-        })),
-        ..CallOptions::default()
-    };
+        }));
     let r = hub
         .call_tool(
             "mcp_everything_trigger-long-running-operation",

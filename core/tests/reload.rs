@@ -61,10 +61,7 @@ async fn reload_keeps_unchanged_servers_and_replaces_the_rest() {
                 &format!("timeout_seconds = 30\n{}", marker_env(&change)),
             ),
         ]),
-        HubOptions {
-            events,
-            ..HubOptions::default()
-        },
+        HubOptions::default().with_events(events),
     )
     .await
     .unwrap();

@@ -80,10 +80,7 @@ async fn host_handlers_answer_and_capabilities_are_declared() {
             })
         })),
     };
-    let options = HubOptions {
-        handlers,
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_handlers(handlers);
     let hub = Hub::connect_with(
         config(&[script_entry("asker", "asks_client.py", "")]),
         options,

@@ -24,15 +24,9 @@ const ON: &str = "restart = \"on-failure\"";
 async fn connect(entries: &[String]) -> (Hub, EventStream) {
     let events = EventSender::default();
     let stream = events.subscribe();
-    let hub = Hub::connect_with(
-        config(entries),
-        HubOptions {
-            events,
-            ..HubOptions::default()
-        },
-    )
-    .await
-    .unwrap();
+    let hub = Hub::connect_with(config(entries), HubOptions::default().with_events(events))
+        .await
+        .unwrap();
     (hub, stream)
 }
 

@@ -121,13 +121,10 @@ async fn required_task_tool_is_listed_and_callable() {
 #[tokio::test]
 async fn input_required_is_answered_by_the_elicitation_handler() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let options = HubOptions {
-        handlers: ClientHandlers {
-            elicitation: Some(choose("historical", calls.clone())),
-            ..ClientHandlers::default()
-        },
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_handlers(ClientHandlers {
+        elicitation: Some(choose("historical", calls.clone())),
+        ..ClientHandlers::default()
+    });
     let hub = Hub::connect_with(config(&[everything()]), options)
         .await
         .unwrap();
@@ -155,10 +152,7 @@ async fn input_required_is_answered_by_the_elicitation_handler() {
 async fn handle_api_and_task_status_events() {
     let events = EventSender::default();
     let mut stream = events.subscribe();
-    let options = HubOptions {
-        events,
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_events(events);
     let hub = Hub::connect_with(config(&[everything()]), options)
         .await
         .unwrap();
@@ -235,19 +229,14 @@ async fn handle_api_and_task_status_events() {
 async fn a_call_that_times_out_cancels_its_task() {
     let events = EventSender::default();
     let mut stream = events.subscribe();
-    let options = HubOptions {
-        events,
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_events(events);
     let hub = Hub::connect_with(config(&[everything()]), options)
         .await
         .unwrap();
     let name = research_name(&hub);
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(1)),
-        max_total_timeout: Some(Duration::from_secs(1)),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_secs(1))
+        .with_max_total_timeout(Duration::from_secs(1));
     let err = with_timeout(
         "call_tool",
         hub.call_tool(&name, Some(&json!({"topic": "slow"})), &opts),
@@ -267,10 +256,7 @@ async fn a_call_that_times_out_cancels_its_task() {
 async fn a_dropped_call_cancels_its_task() {
     let events = EventSender::default();
     let mut stream = events.subscribe();
-    let options = HubOptions {
-        events,
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_events(events);
     let hub = Hub::connect_with(config(&[everything()]), options)
         .await
         .unwrap();
@@ -309,13 +295,10 @@ async fn a_dropped_call_cancels_its_task() {
 async fn tasks_over_streamable_http() {
     let server = everything_net("streamableHttp");
     let calls = Arc::new(AtomicUsize::new(0));
-    let options = HubOptions {
-        handlers: ClientHandlers {
-            elicitation: Some(choose("current", calls.clone())),
-            ..ClientHandlers::default()
-        },
-        ..HubOptions::default()
-    };
+    let options = HubOptions::default().with_handlers(ClientHandlers {
+        elicitation: Some(choose("current", calls.clone())),
+        ..ClientHandlers::default()
+    });
     let hub = Hub::connect_with(
         config(&[net_entry("every", "http", &server.http("/mcp"), "")]),
         options,
@@ -378,20 +361,12 @@ async fn hostile_task_servers_are_bounded() {
         &[&server_script("task_server.py"), "hostile"],
         "",
     );
-    let hub = Hub::connect_with(
-        config(&[entry]),
-        HubOptions {
-            events,
-            ..HubOptions::default()
-        },
-    )
-    .await
-    .unwrap();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(2)),
-        max_total_timeout: Some(Duration::from_secs(2)),
-        ..CallOptions::default()
-    };
+    let hub = Hub::connect_with(config(&[entry]), HubOptions::default().with_events(events))
+        .await
+        .unwrap();
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_secs(2))
+        .with_max_total_timeout(Duration::from_secs(2));
     let err = with_timeout(
         "endless task",
         hub.call_tool("mcp_tasky_needs_task", None, &opts),

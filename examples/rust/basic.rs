@@ -33,14 +33,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  {}  {}", t.name, t.description.unwrap_or_default());
     }
 
-    let options = CallOptions {
-        timeout: Some(Duration::from_secs(30)),
-        // Runs on the connection's reader task: keep it quick.
-        on_progress: Some(Arc::new(|p| {
+    // The progress callback runs on the connection's reader task: keep it quick.
+    let options = CallOptions::default()
+        .with_timeout(Duration::from_secs(30))
+        .with_progress(Arc::new(|p| {
             eprintln!("progress {} / {:?}", p.progress, p.total)
-        })),
-        ..CallOptions::default()
-    };
+        }));
     match hub.call_tool(&tool, Some(&arguments), &options).await {
         Ok(result) if result.is_error() => println!("tool error: {}", result.json()),
         Ok(result) => println!("{}", result.json()),

@@ -1,5 +1,5 @@
 //! [`mcpmux_policy`]: the tool-use policy (`docs/policy.md`) for a host's own
-//! calls: allow lists, limits, redaction and audit (`mcpmux_core::policy`).
+//! calls: allow lists, limits, redaction and audit (`mcpmux_policy`).
 
 use std::ffi::{c_char, c_void};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! callback), and the `host` reviewer as a C function pointer
 //! ([`mcpmux_host_fn`], answered through [`mcpmux_host_reply`]).
 //!
-//! Everything is JSON in, JSON out, exactly as `mcpmux_core::session`
+//! Everything is JSON in, JSON out, exactly as `mcpmux_sessions`
 //! takes and gives it; this file only converts arguments, maps errors and
 //! bridges threads. Rounds run as tasks on the engine's runtime
 //! (`Runner::InProcess`): they go on after a verb returned, die with the

@@ -89,13 +89,10 @@ pub async fn run(command: &AuthCommand, config: Config, json: bool) -> Result<u8
                 _ => None,
             };
             let handler = Loopback::bind(redirect.as_deref()).await?;
-            let options = HubOptions {
-                auth: AuthOptions {
-                    handler: Some(Arc::new(handler)),
-                    store: Some(store.clone()),
-                },
-                ..HubOptions::default()
-            };
+            let options = HubOptions::default().with_auth(AuthOptions {
+                handler: Some(Arc::new(handler)),
+                store: Some(store.clone()),
+            });
             let mut only = config.clone();
             only.servers.retain(|s| s.name == *server);
             for s in &mut only.servers {

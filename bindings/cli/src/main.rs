@@ -385,11 +385,12 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         (Some(relay), _) => relay.handlers(),
         (None, _) => Default::default(),
     };
-    let options = mcpmux_core::HubOptions {
-        events,
-        handlers,
-        startup_wait,
-        ..mcpmux_core::HubOptions::default()
+    let options = {
+        let mut options = mcpmux_core::HubOptions::default()
+            .with_events(events)
+            .with_handlers(handlers);
+        options.startup_wait = startup_wait;
+        options
     };
     let hub = tokio::select! {
         hub = Hub::connect_with(config, options) => hub?,
@@ -514,10 +515,7 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             }
         }
         Command::Call { tool, task, .. } => {
-            let opts = CallOptions {
-                task: *task,
-                ..CallOptions::default()
-            };
+            let opts = CallOptions::default().with_task(*task);
             let result = hub.call_tool(tool, args, &opts).await?;
             if json {
                 print(result.json())?;

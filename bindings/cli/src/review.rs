@@ -1,5 +1,5 @@
 //! `mcpmux review begin|wait|reply|end` (and the hidden `run-round` that a
-//! detached runner executes): thin wrappers over `mcpmux_core::session`,
+//! detached runner executes): thin wrappers over `mcpmux_sessions`,
 //! printing each verb's JSON result on stdout.
 
 use std::io::Read;

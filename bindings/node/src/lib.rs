@@ -774,12 +774,12 @@ impl NativeHub {
         let hub = self.hub();
         let call: CallFuture = Box::pin(async move {
             let timeout = timeout_option(timeout_ms)?;
-            let opts = CallOptions {
-                timeout,
-                on_progress,
-                policy,
-                task: task.unwrap_or(false),
-                ..CallOptions::default()
+            let opts = {
+                let mut options = CallOptions::default().with_task(task.unwrap_or(false));
+                options.timeout = timeout;
+                options.on_progress = on_progress;
+                options.policy = policy;
+                options
             };
             // The host's active OpenTelemetry span, the parent of the call's.
             let result = mcpmux_core::telemetry::in_context(
@@ -951,9 +951,10 @@ impl NativeHub {
         timeout_ms: Option<f64>,
     ) {
         self.op(id, |hub| async move {
-            let opts = CallOptions {
-                timeout: timeout_option(timeout_ms)?,
-                ..CallOptions::default()
+            let opts = {
+                let mut options = CallOptions::default();
+                options.timeout = timeout_option(timeout_ms)?;
+                options
             };
             let args = parse_object("args", args)?;
             json_outcome(&hub.call_tool_as_task(&name, args.as_ref(), &opts).await?)
@@ -973,9 +974,10 @@ impl NativeHub {
     #[napi]
     pub fn task_result(&self, id: u32, server: String, task_id: String, timeout_ms: Option<f64>) {
         self.op(id, |hub| async move {
-            let opts = CallOptions {
-                max_total_timeout: timeout_option(timeout_ms)?,
-                ..CallOptions::default()
+            let opts = {
+                let mut options = CallOptions::default();
+                options.max_total_timeout = timeout_option(timeout_ms)?;
+                options
             };
             Ok(Outcome::Tool(
                 hub.task_result(&server, &task_id, &opts).await?,

@@ -1,5 +1,5 @@
 //! `NativePolicy`: a tool-use policy (allow lists, limits, redaction,
-//! audit; `mcpmux_core::policy`) for a host's own calls on one hub, driven
+//! audit; `mcpmux_policy`) for a host's own calls on one hub, driven
 //! by the `Policy` class of `index.js`.
 //!
 //! Audit events reach the JavaScript `onAudit` function through a weak

@@ -1,6 +1,6 @@
 //! Review sessions (`docs/sessions.md#review-sessions`) for the JavaScript `Sessions` class:
 //! [`NativeSessions`] runs the verbs `begin` / `wait` / `reply` / `end` of
-//! `mcpmux_core::session` on the addon's runtime (JSON text in, completion
+//! `mcpmux_sessions` on the addon's runtime (JSON text in, completion
 //! JSON out, through the dispatcher like every other operation), and the
 //! `host` reviewer calls a JavaScript function.
 //!

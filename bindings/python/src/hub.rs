@@ -176,9 +176,10 @@ impl NativeHub {
     ) -> PyResult<Py<PyAny>> {
         let startup_wait = convert::opt_seconds(startup_timeout, "startup_timeout")?;
         let parsed = load_config(py, kind, config)?;
-        let mut options = mcpmux_core::HubOptions {
-            startup_wait,
-            ..mcpmux_core::HubOptions::default()
+        let mut options = {
+            let mut options = mcpmux_core::HubOptions::default();
+            options.startup_wait = startup_wait;
+            options
         };
         if let Some(callback) = authorize {
             options.auth.handler =
@@ -278,11 +279,11 @@ impl NativeHub {
             }
         }
         let hub = self.hub_py(py)?;
-        let mut opts = CallOptions {
-            timeout,
-            policy: policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>),
-            task,
-            ..CallOptions::default()
+        let mut opts = {
+            let mut options = CallOptions::default().with_task(task);
+            options.timeout = timeout;
+            options.policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
+            options
         };
         match aio {
             Some((future, bridge)) => {
@@ -491,9 +492,10 @@ impl NativeHub {
         let timeout = convert::opt_seconds(timeout, "timeout")?;
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
-            let opts = CallOptions {
-                timeout,
-                ..CallOptions::default()
+            let opts = {
+                let mut options = CallOptions::default();
+                options.timeout = timeout;
+                options
             };
             let handle = hub
                 .call_tool_as_task(&name, arguments.as_ref(), &opts)
@@ -539,9 +541,10 @@ impl NativeHub {
         let timeout = convert::opt_seconds(timeout, "timeout")?;
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
-            let opts = CallOptions {
-                max_total_timeout: timeout,
-                ..CallOptions::default()
+            let opts = {
+                let mut options = CallOptions::default();
+                options.max_total_timeout = timeout;
+                options
             };
             hub.task_result(&server, &task_id, &opts)
                 .await

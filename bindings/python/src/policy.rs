@@ -1,5 +1,5 @@
 //! `_native.Policy`: a tool-use policy (allow lists, limits, redaction,
-//! audit; `mcpmux_core::policy`) for a host's own calls on one hub, for the
+//! audit; `mcpmux_policy`) for a host's own calls on one hub, for the
 //! Python `mcpmux.Policy` / `mcpmux.AsyncPolicy` classes.
 //!
 //! Audit events for a Python callback are queued here and handed over by

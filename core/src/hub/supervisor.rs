@@ -208,11 +208,9 @@ async fn watch(client: &Client, ping: Option<Duration>, timeout: Duration) -> Er
             why = client.closed() => return why,
             _ = tokio::time::sleep(every) => {}
         }
-        let opts = CallOptions {
-            timeout: Some(timeout),
-            max_total_timeout: Some(timeout),
-            ..CallOptions::default()
-        };
+        let opts = CallOptions::default()
+            .with_timeout(timeout)
+            .with_max_total_timeout(timeout);
         match client.request("ping", None, &opts).await {
             // An error answer is an answer: the server is there.
             Ok(_) | Err(Error::ServerError { .. }) => {}

@@ -118,13 +118,11 @@ pub fn script_entry(name: &str, script: &str, extra: &str) -> String {
 pub fn counting_progress() -> (std::sync::Arc<std::sync::atomic::AtomicUsize>, CallOptions) {
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = seen.clone();
-    let opts = CallOptions {
-        timeout: Some(Duration::from_secs(20)),
-        on_progress: Some(std::sync::Arc::new(move |_| {
+    let opts = CallOptions::default()
+        .with_timeout(Duration::from_secs(20))
+        .with_progress(std::sync::Arc::new(move |_| {
             counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        })),
-        ..CallOptions::default()
-    };
+        }));
     (seen, opts)
 }
 

@@ -503,8 +503,68 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
-/// A `POST`: one JSON-RPC message, or a batch.
-async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+/// A `POST`'s messages after registering its requests with the session
+/// (the stream each answer goes to, progress tokens), with the keys of those
+/// requests and whether any asked for progress. A request whose id is in
+/// flight already, in the session or earlier in the batch, is answered in
+/// `local` and left out.
+fn register_requests(
+    session: &Session,
+    messages: Vec<Value>,
+    stream: &PostStream,
+    local: &mut Vec<Value>,
+) -> (Vec<Value>, Vec<String>, bool) {
+    let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    let mut requests: Vec<String> = Vec::new();
+    let mut asked_for_progress = false;
+    let mut routes = session.routes.lock().unwrap();
+    let messages = messages
+        .into_iter()
+        .filter(|msg| {
+            if !is_request(msg) {
+                return true;
+            }
+            let key = msg["id"].to_string();
+            // An id in flight in this session, or twice in this batch:
+            // refused, and the first one left alone.
+            if routes.waiting.contains_key(&key) {
+                local.push(error_answer(
+                    &msg["id"],
+                    -32600,
+                    "a request with this id is already in flight",
+                    None,
+                ));
+                return false;
+            }
+            routes.waiting.insert(key.clone(), stream.clone());
+            let token = msg
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get("progressToken"));
+            if let Some(token) = token {
+                routes.tokens.insert(token.to_string(), key.clone());
+                asked_for_progress = true;
+            }
+            requests.push(key);
+            true
+        })
+        .collect();
+    (messages, requests, asked_for_progress)
+}
+
+/// What a `POST` carries: its messages (a batch or one), whether it was a
+/// batch, the `MCP-Protocol-Version` header and whether the client takes
+/// an SSE stream; or the response refusing it (unknown revision, a body
+/// too slow, too large or not JSON-RPC).
+struct Posted {
+    messages: Vec<Value>,
+    batch: bool,
+    header_version: Option<String>,
+    wants_sse: bool,
+}
+
+/// Reads and checks a `POST`'s headers and body (see [`Posted`]).
+async fn read_post(state: &State, req: Request<Incoming>) -> Result<Posted, Response<Body>> {
     // The revision the client says it speaks, in the standard header: an
     // unknown one is refused (400), as the transport asks of servers.
     let header_version = req
@@ -515,7 +575,10 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         let known = version == stateless::VERSION
             || mcpmux_core::protocol::STATEFUL_VERSIONS.contains(&version.as_str());
         if !known {
-            return plain(StatusCode::BAD_REQUEST, "unsupported MCP-Protocol-Version");
+            return Err(plain(
+                StatusCode::BAD_REQUEST,
+                "unsupported MCP-Protocol-Version",
+            ));
         }
     }
     let wants_sse = req
@@ -531,9 +594,9 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     .await;
     let body = match collected {
         Ok(Ok(body)) => body.to_bytes(),
-        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "request body too slow"),
+        Err(_) => return Err(plain(StatusCode::REQUEST_TIMEOUT, "request body too slow")),
         Ok(Err(_)) => {
-            return json_response(
+            return Err(json_response(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 &error_answer(
                     &Value::Null,
@@ -545,14 +608,14 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
                     Some("LIMIT_EXCEEDED"),
                 ),
                 None,
-            )
+            ))
         }
     };
     let (messages, batch) = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Array(batch)) if !batch.is_empty() => (batch, true),
         Ok(msg @ Value::Object(_)) => (vec![msg], false),
         Ok(_) | Err(_) => {
-            return json_response(
+            return Err(json_response(
                 StatusCode::BAD_REQUEST,
                 &error_answer(
                     &Value::Null,
@@ -561,8 +624,100 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
                     None,
                 ),
                 None,
-            )
+            ))
         }
+    };
+    Ok(Posted {
+        messages,
+        batch,
+        header_version,
+        wants_sse,
+    })
+}
+
+/// The session a `POST` belongs to, with the id of a new one (for the
+/// response header) and whether it serves this request alone: an existing
+/// session, a new one for `initialize` (making room by ending the idlest
+/// session that is not busy), or one for the stateless revision.
+fn pick_session(
+    state: &State,
+    session_id: Option<&String>,
+    initialize: Option<&Value>,
+    stateless: bool,
+) -> Result<(Arc<Session>, Option<String>, bool), Response<Body>> {
+    match (session_id, initialize, stateless) {
+        (Some(id), _, _) => match state.sessions.lock().unwrap().get(id) {
+            Some(s) => {
+                s.touch();
+                Ok((s.clone(), None, false))
+            }
+            None => Err(plain(
+                StatusCode::NOT_FOUND,
+                "unknown session (it ended or never was)",
+            )),
+        },
+        (None, Some(init), _) => {
+            let mut sessions = state.sessions.lock().unwrap();
+            let max = state.options.max_sessions.max(1);
+            if sessions.len() >= max {
+                // Only a session with nothing running and no open stream
+                // may make room: the one idle longest.
+                let idlest = sessions
+                    .iter()
+                    .filter(|(_, s)| !s.busy())
+                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
+                    .map(|(id, _)| id.clone());
+                match idlest.and_then(|id| sessions.remove(&id)) {
+                    Some(old) => old.end("the session was ended to make room for a new one"),
+                    None => {
+                        return Err(json_response(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            &error_answer(
+                                &init["id"],
+                                -32000,
+                                &format!(
+                                    "too many sessions (at most {max}, all busy); \
+                                     try again later"
+                                ),
+                                Some("LIMIT_EXCEEDED"),
+                            ),
+                            None,
+                        ))
+                    }
+                }
+            }
+            let Some(id) = new_session_id() else {
+                return Err(plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "no randomness for a session id",
+                ));
+            };
+            let session = Arc::new(Session::start(state.gateway.clone()));
+            sessions.insert(id.clone(), session.clone());
+            Ok((session, Some(id), false))
+        }
+        (None, None, true) => {
+            let session = Session::start(state.gateway.clone());
+            session.connection.set_stateless();
+            Ok((Arc::new(session), None, true))
+        }
+        (None, None, false) => Err(plain(
+            StatusCode::BAD_REQUEST,
+            "missing Mcp-Session-Id (initialize first, or use the stateless revision)",
+        )),
+    }
+}
+
+/// A `POST`: one JSON-RPC message, or a batch.
+async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+    let Posted {
+        messages,
+        batch,
+        header_version,
+        wants_sse,
+    } = match read_post(state, req).await {
+        Ok(posted) => posted,
+        Err(refusal) => return refusal,
     };
     // Answers the POST gives itself (invalid messages, duplicate ids): every
     // request whose id is known is answered once, with that id.
@@ -592,113 +747,19 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         });
     // Which session: an existing one, a new one for `initialize`, or one
     // made for this request alone (the stateless revision).
-    let (session, new_id, ephemeral) = match (&session_id, initialize, stateless) {
-        (Some(id), _, _) => match state.sessions.lock().unwrap().get(id) {
-            Some(s) => {
-                s.touch();
-                (s.clone(), None, false)
-            }
-            None => {
-                return plain(
-                    StatusCode::NOT_FOUND,
-                    "unknown session (it ended or never was)",
-                )
-            }
-        },
-        (None, Some(init), _) => {
-            let mut sessions = state.sessions.lock().unwrap();
-            let max = state.options.max_sessions.max(1);
-            if sessions.len() >= max {
-                // Only a session with nothing running and no open stream
-                // may make room: the one idle longest.
-                let idlest = sessions
-                    .iter()
-                    .filter(|(_, s)| !s.busy())
-                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
-                    .map(|(id, _)| id.clone());
-                match idlest.and_then(|id| sessions.remove(&id)) {
-                    Some(old) => old.end("the session was ended to make room for a new one"),
-                    None => {
-                        return json_response(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            &error_answer(
-                                &init["id"],
-                                -32000,
-                                &format!(
-                                    "too many sessions (at most {max}, all busy); \
-                                     try again later"
-                                ),
-                                Some("LIMIT_EXCEEDED"),
-                            ),
-                            None,
-                        )
-                    }
-                }
-            }
-            let Some(id) = new_session_id() else {
-                return plain(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "no randomness for a session id",
-                );
-            };
-            let session = Arc::new(Session::start(state.gateway.clone()));
-            sessions.insert(id.clone(), session.clone());
-            (session, Some(id), false)
-        }
-        (None, None, true) => {
-            let session = Session::start(state.gateway.clone());
-            session.connection.set_stateless();
-            (Arc::new(session), None, true)
-        }
-        (None, None, false) => {
-            return plain(
-                StatusCode::BAD_REQUEST,
-                "missing Mcp-Session-Id (initialize first, or use the stateless revision)",
-            )
-        }
-    };
+    let (session, new_id, ephemeral) =
+        match pick_session(state, session_id.as_ref(), initialize, stateless) {
+            Ok(picked) => picked,
+            Err(refusal) => return refusal,
+        };
     let count = messages.iter().filter(|m| is_request(m)).count();
     let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + count.max(1));
     let stream = PostStream {
         tx,
         reserved: count,
     };
-    let mut requests: Vec<String> = Vec::new();
-    let mut asked_for_progress = false;
-    let messages: Vec<Value> = {
-        let mut routes = session.routes.lock().unwrap();
-        messages
-            .into_iter()
-            .filter(|msg| {
-                if !is_request(msg) {
-                    return true;
-                }
-                let key = msg["id"].to_string();
-                // An id in flight in this session, or twice in this batch:
-                // refused, and the first one left alone.
-                if routes.waiting.contains_key(&key) {
-                    local.push(error_answer(
-                        &msg["id"],
-                        -32600,
-                        "a request with this id is already in flight",
-                        None,
-                    ));
-                    return false;
-                }
-                routes.waiting.insert(key.clone(), stream.clone());
-                let token = msg
-                    .get("params")
-                    .and_then(|p| p.get("_meta"))
-                    .and_then(|m| m.get("progressToken"));
-                if let Some(token) = token {
-                    routes.tokens.insert(token.to_string(), key.clone());
-                    asked_for_progress = true;
-                }
-                requests.push(key);
-                true
-            })
-            .collect()
-    };
+    let (messages, requests, asked_for_progress) =
+        register_requests(&session, messages, &stream, &mut local);
     drop(stream);
     if requests.is_empty() {
         for msg in messages {
@@ -725,64 +786,76 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     if wants_sse && asked_for_progress {
         sse_response(rx, guard, local, header)
     } else {
-        let mut guard = guard;
-        let mut rx = rx;
-        // Each answer serialized as it comes (its value dropped), and what
-        // it holds of the session's budget kept until hyper has sent it.
-        let mut parts = VecDeque::new();
-        let mut held = Vec::new();
-        let push = |parts: &mut VecDeque<Bytes>, bytes: Vec<u8>| {
-            if batch {
-                parts.push_back(Bytes::from_static(if parts.is_empty() {
-                    b"["
-                } else {
-                    b","
-                }));
-            }
-            parts.push_back(Bytes::from(bytes));
-        };
-        for msg in local {
-            push(&mut parts, msg.to_string().into_bytes());
-        }
-        while let Some(out) = rx.recv().await {
-            if out.msg.get("method").is_none() {
-                guard.answered(&out.msg["id"]);
-                let (bytes, answer_held) = out.into_bytes();
-                push(&mut parts, bytes);
-                held.extend(answer_held);
-                if guard.pending.is_empty() {
-                    break;
-                }
-            }
-        }
-        // The session ended under them: the rest are answered here.
-        for msg in guard.give_up() {
-            push(&mut parts, msg.to_string().into_bytes());
-        }
+        json_answers(rx, guard, local, batch, header).await
+    }
+}
+
+/// The answers of a `POST` as one JSON body (a batch as an array): the
+/// local ones first, then each forwarded request's answer as it comes,
+/// serialized at once and holding its share of the session's budget until
+/// hyper has sent it.
+async fn json_answers(
+    mut rx: mpsc::Receiver<Outgoing>,
+    mut guard: PendingGuard,
+    local: Vec<Value>,
+    batch: bool,
+    header: Option<&str>,
+) -> Response<Body> {
+    // Each answer serialized as it comes (its value dropped), and what
+    // it holds of the session's budget kept until hyper has sent it.
+    let mut parts = VecDeque::new();
+    let mut held = Vec::new();
+    let push = |parts: &mut VecDeque<Bytes>, bytes: Vec<u8>| {
         if batch {
             parts.push_back(Bytes::from_static(if parts.is_empty() {
-                b"[]"
+                b"["
             } else {
-                b"]"
+                b","
             }));
-        } else if parts.is_empty() {
-            let none = error_answer(
-                &Value::Null,
-                -32603,
-                "no answer (the request was cancelled)",
-                None,
-            );
-            parts.push_back(Bytes::from(none.to_string()));
         }
-        let mut response = Response::new(JsonParts::new(parts, held).boxed());
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(id) = header.and_then(|s| HeaderValue::from_str(s).ok()) {
-            response.headers_mut().insert(SESSION_HEADER, id);
-        }
-        response
+        parts.push_back(Bytes::from(bytes));
+    };
+    for msg in local {
+        push(&mut parts, msg.to_string().into_bytes());
     }
+    while let Some(out) = rx.recv().await {
+        if out.msg.get("method").is_none() {
+            guard.answered(&out.msg["id"]);
+            let (bytes, answer_held) = out.into_bytes();
+            push(&mut parts, bytes);
+            held.extend(answer_held);
+            if guard.pending.is_empty() {
+                break;
+            }
+        }
+    }
+    // The session ended under them: the rest are answered here.
+    for msg in guard.give_up() {
+        push(&mut parts, msg.to_string().into_bytes());
+    }
+    if batch {
+        parts.push_back(Bytes::from_static(if parts.is_empty() {
+            b"[]"
+        } else {
+            b"]"
+        }));
+    } else if parts.is_empty() {
+        let none = error_answer(
+            &Value::Null,
+            -32603,
+            "no answer (the request was cancelled)",
+            None,
+        );
+        parts.push_back(Bytes::from(none.to_string()));
+    }
+    let mut response = Response::new(JsonParts::new(parts, held).boxed());
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(id) = header.and_then(|s| HeaderValue::from_str(s).ok()) {
+        response.headers_mut().insert(SESSION_HEADER, id);
+    }
+    response
 }
 
 /// Most bytes of a [`JsonParts`] body handed to hyper at once: an answer's

@@ -68,10 +68,7 @@ async fn a_proxy_in_the_environment_carries_streamable_http() {
         .into_iter()
         .find(|t| t.tool.ends_with("echo"))
         .expect("the demo server's echo tool, through the gateway");
-    let options = CallOptions {
-        timeout: Some(Duration::from_secs(30)),
-        ..CallOptions::default()
-    };
+    let options = CallOptions::default().with_timeout(Duration::from_secs(30));
     for i in 0..20 {
         let text = format!("through the proxy {i}");
         let result = hub

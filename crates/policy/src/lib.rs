@@ -540,10 +540,7 @@ impl SessionPolicy {
         if !was_offered {
             return not_allowed(Refusal::UnknownTool.reason());
         }
-        let mut opts = CallOptions {
-            policy: None,
-            ..opts.clone()
-        };
+        let mut opts = opts.clone();
         if let Some(limit) = self.settings.call_timeout {
             // The session's limit is a hard one: progress cannot extend it.
             opts.timeout = Some(opts.timeout.map_or(limit, |t| t.min(limit)));

@@ -83,10 +83,7 @@ async fn host_calls_get_errors_with_codes() {
         )
         .unwrap(),
     );
-    let opts = CallOptions {
-        policy: Some(policy.clone()),
-        ..Default::default()
-    };
+    let opts = CallOptions::default().with_policy(policy.clone());
     let e = hub.call_tool("mcp_x_y", None, &opts).await.unwrap_err();
     assert_eq!(e.code(), "TOOL_NOT_ALLOWED");
     let e = hub.call_tool("mcp_x_y", None, &opts).await.unwrap_err();

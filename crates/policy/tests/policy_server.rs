@@ -290,10 +290,7 @@ async fn secrets_are_redacted_and_injections_are_framed() {
 
     // A host's own call through the same policy: redacted MCP JSON.
     let host = Arc::new(SessionPolicy::new(&s.config, settings("review"), None).unwrap());
-    let opts = CallOptions {
-        policy: Some(host.clone()),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().with_policy(host.clone());
     let result = hub.call_tool("mcp_work_leak", None, &opts).await.unwrap();
     for secret in SECRETS {
         assert!(
@@ -420,10 +417,7 @@ async fn a_policy_made_for_one_hub_is_refused_on_another() {
     let hub = Hub::connect(s.config.clone()).await.unwrap();
     let other = Hub::connect(s.config.clone()).await.unwrap();
     let policy = Arc::new(SessionPolicy::for_hub(&hub, None, None).unwrap());
-    let opts = CallOptions {
-        policy: Some(policy.clone()),
-        ..CallOptions::default()
-    };
+    let opts = CallOptions::default().with_policy(policy.clone());
     let e = other
         .call_tool("mcp_work_notes", None, &opts)
         .await

@@ -64,3 +64,13 @@ fn wrong_types_in_session_fail_the_load() {
     let ok = parse("[session]\nscope = \"review\"\nmax_turns = 3\nstream = false\n").unwrap();
     assert_eq!(ok.session["scope"], "review");
 }
+
+#[test]
+fn the_example_configs_load() {
+    mcpmux_sessions::register_config_layers();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in ["examples/mcpmux.toml", "examples/sessions/mcpmux.toml"] {
+        let c = Config::load(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(!c.servers.is_empty(), "{file}");
+    }
+}

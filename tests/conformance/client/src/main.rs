@@ -137,15 +137,13 @@ async fn run(
     }
     let config_text = json!({ "mcpServers": { SERVER: entry } }).to_string();
     let config = Config::parse(&config_text).map_err(|e| describe("config", &e))?;
-    let options = HubOptions {
-        handlers: handlers(),
-        auth: AuthOptions {
+    let options = HubOptions::default()
+        .with_handlers(handlers())
+        .with_auth(AuthOptions {
             handler: Some(Arc::new(Browser)),
             // Each run is a fresh client: nothing from an earlier scenario.
             store: Some(Arc::new(MemoryTokenStore::default())),
-        },
-        ..HubOptions::default()
-    };
+        });
     let hub = Hub::connect_with(config, options)
         .await
         .map_err(|e| describe("connect", &e))?;
