@@ -527,9 +527,7 @@ async fn connects_servers_concurrently() {
         q(&format!("{}:6", barrier.path().display())),
         q(&events.path().display().to_string())
     );
-    let entries: Vec<String> = (0..6)
-        .map(|i| demo_entry(&format!("s{i}"), &env))
-        .collect();
+    let entries: Vec<String> = (0..6).map(|i| demo_entry(&format!("s{i}"), &env)).collect();
     let hub = Hub::connect(config(&entries)).await.unwrap();
     assert!(
         hub.servers().iter().all(|s| s.state == "connected"),

@@ -230,7 +230,12 @@ impl Pauses {
 
     /// How many recorded pauses read `shown`.
     fn count(&self, shown: &str) -> usize {
-        self.0.lock().unwrap().iter().filter(|p| *p == shown).count()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| *p == shown)
+            .count()
     }
 }
 

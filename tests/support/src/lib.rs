@@ -493,7 +493,10 @@ impl EventLog {
 
     /// How many lines start with `prefix`.
     pub fn count(&self, prefix: &str) -> usize {
-        self.lines().iter().filter(|l| l.starts_with(prefix)).count()
+        self.lines()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
     }
 
     /// Waits (async) until `n` lines start with `prefix`; fails as hung
