@@ -429,13 +429,13 @@ mod tests {
             total
         });
         assert_eq!(total, 199 * 200 / 2);
-        // The runtime's context is entered: timers work.
+        // The runtime's context is entered: timers work (without a time
+        // driver, tokio's sleep panics instead of completing).
         let slept = block_on(rt.handle(), async {
-            let start = tokio::time::Instant::now();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            start.elapsed()
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            "slept"
         });
-        assert!(slept >= Duration::from_millis(20), "{slept:?}");
+        assert_eq!(slept, "slept");
     }
 
     #[test]

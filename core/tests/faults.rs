@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use mcpmux_core::{CallOptions, Hub};
@@ -88,15 +88,10 @@ async fn crash_mid_call_fails_fast() {
     let defaults = CallOptions::default();
     let args = json!({"seconds": 0.5, "steps": 0});
     let slow = hub.call_tool("mcp_demo_slow", Some(&args), &defaults);
-    let start = Instant::now();
     let crash = hub.call_tool("mcp_crashy_work", None, &defaults);
     let (slow, crash) = tokio::join!(slow, crash);
     let e = crash.unwrap_err();
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        start.elapsed()
-    );
+    // TRANSPORT_CLOSED, not the TIMEOUT that waiting for an answer gives.
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
     assert!(e.to_string().contains("crashy"), "{e}");
     assert!(slow.is_ok());
@@ -144,13 +139,13 @@ async fn demo_crash_fails_every_call_in_flight() {
     let defaults = CallOptions::default();
     let args = json!({"seconds": 30, "steps": 0});
     let slow_calls = (0..5).map(|_| hub.call_tool("mcp_demo_slow", Some(&args), &defaults));
-    let start = Instant::now();
+    // The slow calls would answer "done" after 30 s: failing with
+    // TRANSPORT_CLOSED shows they ended with the server, not on their own.
     let (slow, crash) = tokio::join!(futures::future::join_all(slow_calls), async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         hub.call_tool("mcp_demo_crash", None, &CallOptions::default())
             .await
     });
-    assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(crash.unwrap_err().code(), "TRANSPORT_CLOSED");
     for r in slow {
         assert_eq!(r.unwrap_err().code(), "TRANSPORT_CLOSED");
@@ -285,12 +280,14 @@ async fn missing_command_is_connect_failed_naming_it() {
 async fn close_escalates_to_sigkill_for_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
+    let events = dir.path().join("events.log");
     let entry = script_entry(
         "stubborn",
         "ignore_sigterm.py",
         &format!(
-            "env = {{ CHILD_PID_FILE = {} }}",
-            q(&pid_file.display().to_string())
+            "env = {{ CHILD_PID_FILE = {}, EVENT_LOG = {} }}",
+            q(&pid_file.display().to_string()),
+            q(&events.display().to_string())
         ),
     );
     let hub = Hub::connect(config(&[entry])).await.unwrap();
@@ -301,18 +298,16 @@ async fn close_escalates_to_sigkill_for_the_whole_group() {
     assert!(r.json().contains("ok"));
     let child = read_pid(&pid_file);
     assert!(alive(child));
-    let start = Instant::now();
     hub.close().await;
-    let took = start.elapsed();
     assert!(
         wait_gone(child, Duration::from_secs(1)),
         "grandchild {child} survived close"
     );
-    // stdin closed (2 s), SIGTERM ignored (2 s), then SIGKILL.
-    assert!(
-        took >= Duration::from_secs(3) && took < Duration::from_secs(7),
-        "{took:?}"
-    );
+    // stdin closed, then SIGTERM (ignored), then SIGKILL: the server saw
+    // the first two steps in that order, and only the last one ended it.
+    let seen = std::fs::read_to_string(&events).unwrap_or_default();
+    let seen: Vec<&str> = seen.lines().collect();
+    assert_eq!(seen, ["stdin eof", "SIGTERM"], "steps the server saw");
 }
 
 #[tokio::test]

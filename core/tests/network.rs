@@ -362,8 +362,8 @@ async fn exercise_sdk(hub: &Hub, name: &str, progress: bool) {
         assert_eq!(seen, (1..=10).map(f64::from).collect::<Vec<_>>());
     }
 
-    // A tool that never answers times out; the connection stays usable.
-    let start = Instant::now();
+    // A tool that never answers times out (only the call's own 0.8 s can
+    // end it before the hang guard); the connection stays usable.
     let e = call_err(
         hub,
         &tool("hang"),
@@ -374,11 +374,6 @@ async fn exercise_sdk(hub: &Hub, name: &str, progress: bool) {
     .await;
     assert_eq!(e.code(), "TIMEOUT", "{e}");
     assert!(e.to_string().contains(name), "{e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        start.elapsed()
-    );
     let again = hub
         .call_tool(
             &tool("echo"),
@@ -485,20 +480,16 @@ async fn server_killed_mid_call(transport: &str, kind: &str, path: &str) {
     let kill = async {
         tokio::time::sleep(Duration::from_millis(500)).await;
         server.kill();
-        Instant::now()
     };
-    let (result, killed_at) = within(20, "hang while the server dies", async {
+    let (result, ()) = within(20, "hang while the server dies", async {
         tokio::join!(call, kill)
     })
     .await;
+    // TRANSPORT_CLOSED: the call ended with the server, not after its own
+    // 60 s (that would be TIMEOUT, or the hang guard).
     let e = result.unwrap_err();
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{kind}: {e}");
     assert!(e.to_string().contains("py"), "{e}");
-    assert!(
-        killed_at.elapsed() < Duration::from_secs(5),
-        "{kind}: failed {:?} after the kill",
-        killed_at.elapsed()
-    );
     // Later calls fail too, never hang: while a transport still tries to
     // reconnect they may time out or wait for the outcome, but within a
     // bounded time the server counts as gone (TRANSPORT_CLOSED) and from
@@ -522,21 +513,17 @@ async fn server_killed_mid_call(transport: &str, kind: &str, path: &str) {
             "{kind}: calls still time out 20 s after the server died: {e}"
         );
     }
-    let start = Instant::now();
+    // From then on a call fails at once: TRANSPORT_CLOSED even with a
+    // timeout longer than the hang guard, so it never waited for a reply.
     let e = call_err(
         &hub,
         "mcp_py_echo",
         json!({"text": "x"}),
-        &opts(Duration::from_secs(2)),
+        &opts(Duration::from_secs(60)),
         10,
     )
     .await;
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{kind}: {e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(1),
-        "{kind}: took {:?}: {e}",
-        start.elapsed()
-    );
     assert_demo_works(&hub).await;
     within(10, "close", hub.close()).await;
 }
@@ -1008,15 +995,10 @@ async fn sse_response_closed_before_the_answer_is_transport_closed() {
     let hub = hub_with_demo(&[net_entry("cut", "http", &server.http("/mcp"), "")]).await;
     assert_connected(&hub, "cut", "http");
     let (options, seen) = progress_opts(Duration::from_secs(30));
-    let start = Instant::now();
+    // TRANSPORT_CLOSED, not the TIMEOUT of waiting 30 s for an answer.
     let e = call_err(&hub, "mcp_cut_work", json!({}), &options, 10).await;
     assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
     assert!(e.to_string().contains("cut"), "{e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "took {:?}",
-        start.elapsed()
-    );
     // What came before the cut was delivered.
     assert_eq!(*seen.lock().unwrap(), vec![1.0]);
     assert_demo_works(&hub).await;
@@ -1132,18 +1114,14 @@ async fn websocket_dropped_mid_call_fails_every_call_in_flight() {
             server.output()
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let start = Instant::now();
-        (hub.call_tool("mcp_sock_drop", None, &long).await, start)
+        hub.call_tool("mcp_sock_drop", None, &long).await
     };
-    let (waits, (dropped, start)) = within(20, "calls on a dropped socket", async {
+    let (waits, dropped) = within(20, "calls on a dropped socket", async {
         tokio::join!(waits, dropper)
     })
     .await;
-    assert!(
-        start.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        start.elapsed()
-    );
+    // Every call (each with 60 s to go) ends with TRANSPORT_CLOSED: with
+    // the socket, not on its own timeout.
     for r in waits.into_iter().chain([dropped]) {
         let e = r.unwrap_err();
         assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
@@ -1163,7 +1141,6 @@ async fn server_that_never_answers_a_call_times_out() {
     let server = fault_server("silent", "call");
     let hub = hub_with_demo(&[net_entry("mute", "http", &server.http("/mcp"), "")]).await;
     assert_connected(&hub, "mute", "http");
-    let start = Instant::now();
     let e = call_err(
         &hub,
         "mcp_mute_work",
@@ -1174,11 +1151,6 @@ async fn server_that_never_answers_a_call_times_out() {
     .await;
     assert_eq!(e.code(), "TIMEOUT", "{e}");
     assert!(e.to_string().contains("mute"), "{e}");
-    assert!(
-        start.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        start.elapsed()
-    );
     // The server is told the request is abandoned, and its connection,
     // which the server holds without answering, is let go.
     for line in ["method notifications/cancelled", "method <client gone>"] {
@@ -1256,15 +1228,11 @@ async fn a_stream_held_open_after_its_answer_is_let_go() {
 async fn never_answers_at_all(kind: &str, path: &str) {
     let server = fault_server("silent", "all");
     let url = url_for(&server, kind, path);
-    let start = Instant::now();
+    // CONNECT_FAILED from `timeout_seconds = 1` (connect_fails checks the
+    // code); the default connect timeout would trip the 15 s hang guard.
     let entry = net_entry("mute", kind, &url, "timeout_seconds = 1");
     let msg = connect_fails(entry, "mute", 15).await;
     assert!(msg.contains("mute"), "{kind}: {msg}");
-    assert!(
-        start.elapsed() < Duration::from_secs(8),
-        "{kind}: took {:?}",
-        start.elapsed()
-    );
 }
 
 #[tokio::test]

@@ -97,7 +97,6 @@ fn a_blocked_audit_callback_holds_at_most_the_queue_and_never_holds_up_calls() {
 
         let name = CString::new("mcp_demo_echo").unwrap();
         let args = CString::new(r#"{"text":"x"}"#).unwrap();
-        let started = Instant::now();
         for i in 0..calls {
             let mut out: *mut c_char = ptr::null_mut();
             ok(
@@ -115,7 +114,6 @@ fn a_blocked_audit_callback_holds_at_most_the_queue_and_never_holds_up_calls() {
             );
             mcpmux_string_free(out);
         }
-        let made = started.elapsed();
         assert_eq!(
             gate.state.lock().unwrap().1,
             0,
@@ -142,7 +140,7 @@ fn a_blocked_audit_callback_holds_at_most_the_queue_and_never_holds_up_calls() {
         assert!(
             (LISTENER_QUEUE..=LISTENER_QUEUE + 1).contains(&delivered),
             "{delivered} events delivered to a callback blocked during {calls} calls \
-             (the queue holds {LISTENER_QUEUE}; the calls took {made:?})"
+             (the queue holds {LISTENER_QUEUE})"
         );
 
         // The policy's own log kept the newest events regardless.

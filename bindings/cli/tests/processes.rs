@@ -42,9 +42,17 @@ fn assert_gone(pid: u32, what: &str, limit: Duration, out: &Output) {
 fn server_is_gone_after_a_call() {
     let sb = Sandbox::new();
     let pid_file = sb.path().join("server.pid");
+    // Not `exec`: the shell outlives the server and notes how it ended.
+    let status_file = sb.path().join("server.status");
+    let script = format!(
+        "echo $$ > '{}'; '{}'; echo \"exit $?\" > '{}'",
+        pid_file.display(),
+        demo_server().display(),
+        status_file.display()
+    );
     sb.write(
         "mcpmux.toml",
-        &wrapped("demo", &pid_file, None, &[&demo_server()]),
+        &stdio_server("demo", Path::new("sh"), &["-c", &script], ""),
     );
     let out = sb
         .mcpmux(&["call", "mcp_demo_echo", r#"{"text":"bye"}"#])
@@ -54,10 +62,10 @@ fn server_is_gone_after_a_call() {
     let pid = read_pid(&pid_file, Duration::ZERO);
     // mcpmux waits for its servers before it exits.
     assert_gone(pid, "demo server", Duration::from_millis(500), &out);
-    assert!(
-        out.elapsed < Duration::from_secs(2),
-        "a server that exits on stdin EOF needs no signals\n{out}"
-    );
+    // A server that exits on stdin EOF needs no signals: it ended with
+    // status 0 (a SIGTERM or SIGKILL would show as 143 or 137).
+    let status = std::fs::read_to_string(&status_file).unwrap_or_default();
+    assert_eq!(status.trim(), "exit 0", "{out}");
 }
 
 #[test]
@@ -66,22 +74,24 @@ fn server_ignoring_sigterm_and_its_child_are_killed() {
     let pid_file = sb.path().join("server.pid");
     let child_file = sb.path().join("child.pid");
     let script = fault_server("ignore_sigterm.py");
+    let events = sb.path().join("events.log");
     sb.write(
         "mcpmux.toml",
         &format!(
-            "{}[mcp.servers.env]\nCHILD_PID_FILE = {}\n",
+            "{}[mcp.servers.env]\nCHILD_PID_FILE = {}\nEVENT_LOG = {}\n",
             wrapped("stubborn", &pid_file, None, &[&python(), &script]),
-            qp(&child_file)
+            qp(&child_file),
+            qp(&events)
         ),
     );
+    // Exits (within the run's hang guard) although the server never does.
     let out = sb.mcpmux(&["call", "mcp_stubborn_noop"]).run();
     out.ok();
     assert_eq!(out.stdout, "ok\n", "{out}");
-    // stdin EOF (2 s), SIGTERM (2 s), then SIGKILL of the group.
-    assert!(
-        out.elapsed < Duration::from_secs(12),
-        "closing must not wait forever\n{out}"
-    );
+    // stdin EOF, then SIGTERM (ignored), then SIGKILL of the group: the
+    // server saw the first two, in that order.
+    let seen = std::fs::read_to_string(&events).unwrap_or_default();
+    assert_eq!(seen, "stdin eof\nSIGTERM\n", "{out}");
     let server = read_pid(&pid_file, Duration::ZERO);
     let child = read_pid(&child_file, Duration::ZERO);
     assert_gone(server, "ignore_sigterm.py", Duration::from_secs(6), &out);
@@ -103,9 +113,9 @@ fn ctrl_c_during_a_call_cancels_and_closes_the_server() {
     std::thread::sleep(Duration::from_millis(300));
     running.signal("INT");
     let out = running.wait();
+    // CANCELLED, not the answer the server gives after 20 s.
     let msg = out.fails_with("CANCELLED");
     assert_mentions(&msg, &["interrupted"], &out);
-    assert!(out.elapsed < Duration::from_secs(10), "{out}");
     assert_gone(pid, "demo server", Duration::from_secs(1), &out);
 }
 
@@ -124,8 +134,8 @@ fn sigterm_during_a_call_cancels_and_closes_the_server() {
     std::thread::sleep(Duration::from_millis(300));
     running.signal("TERM");
     let out = running.wait();
+    // CANCELLED, not the answer the server gives after 20 s.
     out.fails_with("CANCELLED");
-    assert!(out.elapsed < Duration::from_secs(10), "{out}");
     assert_gone(pid, "demo server", Duration::from_secs(1), &out);
 }
 

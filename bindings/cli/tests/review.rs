@@ -61,12 +61,9 @@ fn begin_wait_reply_end_cycle() {
         .env("FAKE_CODEX_DELAY", "1.5")
         .run();
     out.ok();
+    // begin returns while the round runs: the reviewer is still at work.
     let begun = out.json();
-    assert!(
-        out.elapsed < Duration::from_millis(1500),
-        "begin must return while the round runs:\n{out}"
-    );
-    assert_eq!(begun["status"], "running");
+    assert_eq!(begun["status"], "running", "{out}");
     assert_eq!(begun["round"], 1);
     let dir = begun["session_dir"].as_str().unwrap().to_owned();
     assert!(
@@ -278,7 +275,8 @@ fn end_while_running_kills_the_detached_runner() {
     assert_eq!(w.json()["status"], "running");
     assert_eq!(w.json()["next"], "running");
     assert_eq!(w.json()["next_reason"], "reviewer_running");
-    assert!(w.elapsed < Duration::from_secs(5), "{w}");
+    // (Without the variable the wait would take the default 50 s, past
+    // the run's hang guard, while the reviewer sleeps 30 s.)
     let out = sb.mcpmux(&["review", "end", &dir]).run();
     out.ok();
     let e = out.json();

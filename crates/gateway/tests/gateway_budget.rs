@@ -5,8 +5,7 @@
 //! are still served, and a batch of a few big results still gets every
 //! result whole.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::time::{Duration, Instant};
 

@@ -8,8 +8,7 @@
 //! Timeouts here only guard against hangs; the gateway's own timeouts are
 //! set short through its options to keep the tests fast.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

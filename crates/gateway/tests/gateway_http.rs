@@ -3,8 +3,7 @@
 //! session id that ended is 404; stateless (2026-07-28) answers have that
 //! revision's result members.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use common::*;
 use mcpmux_core::Hub;

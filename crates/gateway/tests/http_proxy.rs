@@ -3,8 +3,7 @@
 //! than through reqwest). A test binary of its own: the environment is read
 //! once per process.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::time::Duration;
 

@@ -6,8 +6,7 @@
 //! would receive, at what the server actually ran (its call log and marker
 //! file), and at the audit log.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,8 +7,7 @@
 //! The secrets here are lower-case words and dashes, which no pattern rule
 //! of the policy's redactor catches: only the literal pass finds them.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 mod llm_mock;
 
 use std::io::Write;

@@ -8,8 +8,7 @@
 //! received, what the server actually ran, the audit log and the session
 //! directory.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 mod llm_mock;
 
 use std::path::{Path, PathBuf};

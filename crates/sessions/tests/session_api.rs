@@ -5,8 +5,7 @@
 //! `max_turns`, approve, request changes, no verdict, a hang past the
 //! deadline, 429 then OK, and 500s.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 mod llm_mock;
 
 use mcpmux_core::Config;

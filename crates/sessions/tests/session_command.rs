@@ -2,8 +2,7 @@
 //! codex-style `exec --json` events): begin, reply resuming the thread by
 //! its id, failures, and a missing command.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::path::PathBuf;
 

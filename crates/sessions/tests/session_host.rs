@@ -3,8 +3,7 @@
 //! review's tools: the whole begin / wait / reply / end cycle, the layout
 //! on disk, input errors and the `next` advice.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

@@ -2,8 +2,7 @@
 //! plus untracked files; `branch`: the diff from the merge base), and a
 //! review whose tools come from `@modelcontextprotocol/server-everything`.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::path::Path;
 use std::process::Command;

@@ -9,8 +9,7 @@
 //! answer edited into it is not taken; an edited `prompt.md` never reaches
 //! the reviewer.
 
-#[path = "../../../core/tests/common/mod.rs"]
-mod common;
+use mcpmux_test_support as common;
 
 use std::path::PathBuf;
 

@@ -69,6 +69,8 @@ Tools: echo, add, slow, fail, crash, big, grow (see tools/list).
 
 Environment:
   DEMO_PAGE_SIZE=N   return at most N tools per tools/list page
+  DEMO_EVENT_LOG=F   append a line to file F per slow call and cancellation
+  DEMO_INIT_BARRIER=D:N  answer initialize once N servers reached directory D
 ";
 
 fn main() -> ExitCode {
@@ -353,6 +355,7 @@ impl Server {
             "notifications/cancelled" => {
                 let request = Obj::from_raw(params).and_then(|p| p.get("requestId"));
                 if let Some(request) = request {
+                    event(&format!("cancelled {}", id_key(request)));
                     // Dropping the sender wakes the `slow` thread, which then stops.
                     self.lock_running().remove(&id_key(request));
                 }
@@ -525,6 +528,7 @@ impl Server {
             }
             running.insert(key.clone(), (generation, cancel_tx));
         }
+        event(&format!("slow {key}"));
         let server = Arc::clone(self);
         let owned_id = id.to_owned();
         let spawned = thread::Builder::new()
@@ -585,8 +589,53 @@ impl Server {
     }
 }
 
+/// Appends `line` to the file named by `DEMO_EVENT_LOG`, when set: what
+/// tests check instead of timings (a `slow` call started, a cancellation
+/// arrived). Off by default, so the benchmarks' hot path never pays for it.
+fn event(line: &str) {
+    static LOG: OnceLock<Option<String>> = OnceLock::new();
+    let Some(path) = LOG.get_or_init(|| std::env::var("DEMO_EVENT_LOG").ok()) else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut file) = file {
+        // One `write` per line: lines of several servers never interleave.
+        let _ = file.write_all(format!("{line}\n").as_bytes());
+    }
+}
+
+/// `DEMO_INIT_BARRIER=<dir>:<n>`: `initialize` leaves a file in `<dir>` and
+/// answers only once `<n>` servers have arrived there, so a test can tell
+/// servers started together from servers started one after another (those
+/// never meet: after 30 s the server gives up and exits with status 3).
+fn init_barrier() {
+    let Ok(spec) = std::env::var("DEMO_INIT_BARRIER") else {
+        return;
+    };
+    let Some((dir, n)) = spec.rsplit_once(':') else {
+        return;
+    };
+    let n: usize = n.parse().unwrap_or(1);
+    let _ = std::fs::create_dir_all(dir);
+    let _ = std::fs::write(format!("{dir}/{}", std::process::id()), b"");
+    for _ in 0..3000 {
+        let here = std::fs::read_dir(dir).map_or(0, Iterator::count);
+        if here >= n {
+            event(&format!("barrier met by {here}"));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!("{SERVER_NAME}: DEMO_INIT_BARRIER: fewer than {n} servers arrived");
+    std::process::exit(3);
+}
+
 /// `initialize`: negotiates the protocol version and describes the server.
 fn initialize(params: &Value) -> Value {
+    init_barrier();
     // A start-up delay for connect benchmarks: a sleep, not work.
     if let Some(ms) = std::env::var("DEMO_INIT_DELAY_MS")
         .ok()

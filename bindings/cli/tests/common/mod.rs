@@ -1,5 +1,8 @@
-//! Shared helpers for the `mcpmux` integration tests: where the peers are,
-//! config files in temp dirs, and running the binary with a time limit.
+//! Helpers of the `mcpmux` CLI's integration tests: config files in temp
+//! dirs and running the binary (killed if it hangs). What every crate's tests
+//! share (peers, process checks, network fixtures, event logs) comes from
+//! `tests/support` (crate `mcpmux-test-support`), re-exported here; the few
+//! names below that differ from it (paths as `PathBuf`) shadow it.
 //!
 //! Missing peers make the test fail with a message to run
 //! `bash tests/setup.sh`; nothing is skipped silently.
@@ -9,12 +12,13 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::Once;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tempfile::TempDir;
+
+pub use mcpmux_test_support::*;
 
 pub mod raw_gateway;
 
@@ -23,11 +27,9 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(30);
 
 const SETUP_HINT: &str = "run `bash tests/setup.sh` from the workspace root first";
 
-/// The workspace root (two levels above this crate).
+/// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.canonicalize()
-        .unwrap_or_else(|e| panic!("cannot resolve workspace root {}: {e}", root.display()))
+    root()
 }
 
 /// The `mcpmux` binary under test.
@@ -35,49 +37,14 @@ pub fn mcpmux_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_mcpmux"))
 }
 
-/// The demo server, next to the `mcpmux` binary; built once if missing.
+/// The demo server, next to the `mcpmux` binary (built once per test binary).
 pub fn demo_server() -> PathBuf {
-    static BUILD: Once = Once::new();
-    let path = mcpmux_bin()
-        .parent()
-        .expect("the mcpmux binary has a directory")
-        .join(format!(
-            "mcpmux-demo-server{}",
-            std::env::consts::EXE_SUFFIX
-        ));
-    BUILD.call_once(|| {
-        if path.is_file() {
-            return;
-        }
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = Command::new(cargo)
-            .args(["build", "-p", "mcpmux-demo-server"])
-            .current_dir(workspace_root())
-            .output()
-            .expect("cannot run cargo to build the demo server");
-        assert!(
-            out.status.success(),
-            "`cargo build -p mcpmux-demo-server` failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
-    assert!(
-        path.is_file(),
-        "demo server missing at {} (build it with `cargo build -p mcpmux-demo-server`)",
-        path.display()
-    );
-    path
+    PathBuf::from(mcpmux_test_support::demo_server())
 }
 
 /// The venv Python that runs the fault servers and the FastMCP peer.
 pub fn python() -> PathBuf {
-    let path = workspace_root().join(".deps/venv/bin/python");
-    assert!(
-        path.exists(),
-        "Python venv missing at {}: {SETUP_HINT}",
-        path.display()
-    );
-    path
+    PathBuf::from(mcpmux_test_support::python())
 }
 
 /// A fault server script in `tests/servers/`.
@@ -476,28 +443,7 @@ pub fn assert_mentions(message: &str, needles: &[&str], out: &Output) {
 
 /// Whether process `pid` still exists (a zombie counts as gone).
 pub fn process_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state is the first field after the parenthesized command name.
-        Ok(stat) => match stat.rfind(')') {
-            Some(i) => !stat[i + 1..].trim_start().starts_with(['Z', 'X']),
-            None => true,
-        },
-        Err(_) => Path::new(&format!("/proc/{pid}")).exists(),
-    }
-}
-
-/// Polls until `pid` is gone; returns whether it went within `limit`.
-pub fn wait_gone(pid: u32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if !process_alive(pid) {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
+    alive(pid)
 }
 
 /// Reads a pid file, waiting up to `limit` for it to appear.
