@@ -18,10 +18,11 @@ use futures::future::join_all;
 use serde_json::{json, Value};
 
 use super::runner::{Finish, Progress};
-use super::state::{self, Paths, Spec};
+use super::state::{self, Paths, RoundState, Spec};
 use super::{providers, review, store, SessionContext};
 use crate::llm::provider::{
-    CompletionRequest, Message, ProviderEvent, Role, SharedProvider, ToolCallResult, ToolSpec,
+    Completion, CompletionRequest, Message, ProviderEvent, Role, SharedProvider, ToolCallResult,
+    ToolSpec,
 };
 use mcpmux_core::config::Config;
 use mcpmux_core::error::Error;
@@ -84,17 +85,16 @@ pub async fn run(
     result
 }
 
-async fn turns(
-    provider: &SharedProvider,
+/// The round's policy (the config's `[session]` policy keys with its
+/// redaction rules, under the values the session began with; audited into
+/// the session directory) and the tools it offers the model, ending with
+/// `submit_review`.
+fn round_policy(
     config: &Config,
     hub: Option<&Hub>,
     dir: &Path,
     spec: &Spec,
-    progress: &Progress,
-) -> Result<Finish, Error> {
-    let n = spec.round;
-    // The config's [session] policy keys (with its redaction rules), under
-    // the values the session began with.
+) -> Result<(SessionPolicy, Vec<ToolSpec>), Error> {
     let base = PolicySettings::from_session_table(&config.session, &config_origin(config))?;
     let policy = SessionPolicy::new(
         config,
@@ -112,47 +112,113 @@ async fn turns(
         }
     }
     offered.push(submit_review_spec());
+    Ok((policy, offered))
+}
+
+/// Raises the signed state's turn and call counts to the transcript's. The
+/// transcript is written first, with each turn, so a runner killed before
+/// it wrote state.json still resumes with the right counts; but it is not
+/// signed, so a shortened one cannot lower them (and give back the
+/// max_turns / max_tool_calls budget).
+fn restore_counts(st: &mut RoundState, thread: &[Message]) {
+    let this_round = thread.get(st.thread_start + 1..).unwrap_or(&[]);
+    let turns = this_round
+        .iter()
+        .filter(|m| m.role == Some(Role::Assistant))
+        .count();
+    let calls = this_round
+        .iter()
+        .flat_map(|m| m.tool_calls.iter())
+        .filter(|c| c.name != SUBMIT_REVIEW)
+        .count();
+    st.turns = st.turns.max(u32::try_from(turns).unwrap_or(u32::MAX));
+    st.tool_calls = st.tool_calls.max(calls as u64);
+}
+
+/// A final answer already stored (the runner died before writing the
+/// result): taken only when it is the one this loop stored, as the signed
+/// state's hash says. Any other (edited in, or stored by a runner killed
+/// before its state.json) is taken off `thread`, and the model asked again.
+fn stored_final(dir: &Path, st: &RoundState, thread: &mut Vec<Message>) -> Option<Finish> {
+    if thread.len() <= st.thread_start + 1 {
+        return None;
+    }
+    let last = thread.last().filter(|m| m.role == Some(Role::Assistant))?;
+    let f = final_of(last)?;
+    if st.answer_sha256.is_some() && st.answer_sha256 == answer_hash(dir, last) {
+        return Some(f);
+    }
+    tracing::warn!(
+        dir = %dir.display(),
+        "a final answer in thread.json that this round did not store is not used"
+    );
+    thread.pop();
+    None
+}
+
+/// Stores the model's final answer (no tool calls) with its hash in the
+/// signed state, and ends the round with the review it holds.
+fn store_answer(
+    dir: &Path,
+    n: u32,
+    st: &mut RoundState,
+    mut thread: Vec<Message>,
+    answer: Message,
+) -> Result<Finish, Error> {
+    st.answer_sha256 = answer_hash(dir, &answer);
+    let text = answer.text.clone();
+    thread.push(answer);
+    store::write_json(&Paths(dir).thread(), &thread)?;
+    st.turns += 1;
+    st.progress_observed = true;
+    state::write_state(dir, n, st)?;
+    let review = review::from_text(&text).unwrap_or_else(review::empty);
+    Ok(Finish::Completed { review, text })
+}
+
+/// A model's turn, as a span by the GenAI conventions (`chat {model}`).
+async fn model_turn(
+    provider: &SharedProvider,
+    request: &CompletionRequest,
+    progress: &Progress,
+) -> Result<Completion, Error> {
+    mcpmux_core::internal::telemetry::span(
+        || match &request.model {
+            Some(model) => format!("chat {model}"),
+            None => "chat".to_owned(),
+        },
+        true,
+        || {
+            let mut attrs = vec![("gen_ai.operation.name", "chat".to_owned())];
+            if let Some(model) = &request.model {
+                attrs.push(("gen_ai.request.model", model.clone()));
+            }
+            attrs
+        },
+        complete(provider, request, progress),
+    )
+    .await
+}
+
+async fn turns(
+    provider: &SharedProvider,
+    config: &Config,
+    hub: Option<&Hub>,
+    dir: &Path,
+    spec: &Spec,
+    progress: &Progress,
+) -> Result<Finish, Error> {
+    let n = spec.round;
+    let (policy, offered) = round_policy(config, hub, dir, spec)?;
     let max_turns = spec.settings.max_turns;
     loop {
         let mut st = state::read_state(dir, n)?;
         let mut thread: Vec<Message> =
             store::read_json(&Paths(dir).thread(), store::MAX_THREAD_BYTES)?;
-        // The counts are the larger of the signed state's and the
-        // transcript's. The transcript is written first, with each turn, so
-        // a runner killed before it wrote state.json still resumes with the
-        // right counts; but it is not signed, so a shortened one cannot
-        // lower them (and give back the max_turns / max_tool_calls budget).
-        let this_round = thread.get(st.thread_start + 1..).unwrap_or(&[]);
-        let turns = this_round
-            .iter()
-            .filter(|m| m.role == Some(Role::Assistant))
-            .count();
-        let calls = this_round
-            .iter()
-            .flat_map(|m| m.tool_calls.iter())
-            .filter(|c| c.name != SUBMIT_REVIEW)
-            .count();
-        st.turns = st.turns.max(u32::try_from(turns).unwrap_or(u32::MAX));
-        st.tool_calls = st.tool_calls.max(calls as u64);
+        restore_counts(&mut st, &thread);
         policy.set_calls_made(st.tool_calls);
-        // A final answer may already be stored (the runner died before
-        // writing the result): taken only when it is the one this loop
-        // stored, as the signed state's hash says. Any other (edited in, or
-        // stored by a runner killed before its state.json) is left out and
-        // the model asked again.
-        if thread.len() > st.thread_start + 1 {
-            if let Some(last) = thread.last().filter(|m| m.role == Some(Role::Assistant)) {
-                if let Some(f) = final_of(last) {
-                    if st.answer_sha256.is_some() && st.answer_sha256 == answer_hash(dir, last) {
-                        return Ok(f);
-                    }
-                    tracing::warn!(
-                        dir = %dir.display(),
-                        "a final answer in thread.json that this round did not store is not used"
-                    );
-                    thread.pop();
-                }
-            }
+        if let Some(f) = stored_final(dir, &st, &mut thread) {
+            return Ok(f);
         }
         let last_turn = st.turns >= max_turns;
         if st.turns > max_turns {
@@ -180,23 +246,7 @@ async fn turns(
             tools,
             max_tokens: 8192,
         };
-        // A model's turn: a span by the GenAI conventions (`chat {model}`).
-        let completion = mcpmux_core::internal::telemetry::span(
-            || match &request.model {
-                Some(model) => format!("chat {model}"),
-                None => "chat".to_owned(),
-            },
-            true,
-            || {
-                let mut attrs = vec![("gen_ai.operation.name", "chat".to_owned())];
-                if let Some(model) = &request.model {
-                    attrs.push(("gen_ai.request.model", model.clone()));
-                }
-                attrs
-            },
-            complete(provider, &request, progress),
-        )
-        .await?;
+        let completion = model_turn(provider, &request, progress).await?;
         progress.tick();
         if !completion.text.trim().is_empty() {
             let snippet: String = completion.text.chars().take(300).collect();
@@ -210,17 +260,7 @@ async fn turns(
         };
         let mut new_thread = thread;
         if completion.tool_calls.is_empty() {
-            st.answer_sha256 = answer_hash(dir, &assistant);
-            new_thread.push(assistant);
-            store::write_json(&Paths(dir).thread(), &new_thread)?;
-            st.turns += 1;
-            st.progress_observed = true;
-            state::write_state(dir, n, &st)?;
-            let review = review::from_text(&completion.text).unwrap_or_else(review::empty);
-            return Ok(Finish::Completed {
-                review,
-                text: completion.text,
-            });
+            return store_answer(dir, n, &mut st, new_thread, assistant);
         }
         // Run the turn's calls concurrently; results keep the calls' order.
         let results = join_all(

@@ -59,6 +59,112 @@ pub enum Finish {
     },
 }
 
+/// The context a round runs in: a runner without a config of its own
+/// (started by a `wait` from a process that has none) uses the config the
+/// session began with.
+fn with_session_config(ctx: &SessionContext, spec: &Spec) -> SessionContext {
+    match (&ctx.config, &spec.config_path) {
+        (None, Some(path)) => match mcpmux_core::config::Config::load(path) {
+            Ok(config) => SessionContext {
+                config: Some(config),
+                ..ctx.clone()
+            },
+            Err(e) => {
+                tracing::warn!("cannot load the session's config: {e}");
+                ctx.clone()
+            }
+        },
+        _ => ctx.clone(),
+    }
+}
+
+/// Why no runner can run this round, as an error and a failure reason:
+/// its settings no longer resolve (the config changed), or runners kept
+/// dying before they finished it. Fills the settings' runtime part
+/// otherwise.
+fn unrunnable(
+    ctx: &SessionContext,
+    spec: &mut Spec,
+    st: &RoundState,
+) -> Option<(String, &'static str)> {
+    let empty = serde_json::Map::new();
+    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
+    match super::settings::fill_runtime(
+        &mut spec.settings,
+        table,
+        &mcpmux_core::config::expand_session_value,
+    ) {
+        Err(e) => Some((format!("{}: {e}", e.code()), "turn_failed")),
+        Ok(()) if st.resumes > MAX_RESUMES => Some((
+            format!(
+                "the round's runner stopped {} times without finishing it",
+                st.resumes
+            ),
+            "runner_died",
+        )),
+        Ok(()) => None,
+    }
+}
+
+/// What a round that ran to its end, failed, stalled or timed out stored
+/// as its result (`observed`: whether the reviewer showed any progress, so
+/// a timed-out round can be resumed).
+fn round_result(
+    outcome: Result<Finish, &'static str>,
+    settings: &super::Settings,
+    observed: bool,
+) -> RoundResult {
+    match outcome {
+        Ok(Finish::Completed { review, text }) => RoundResult {
+            status: RoundStatus::Completed,
+            review,
+            text: Some(text),
+            ..Default::default()
+        },
+        Ok(Finish::Failed { error, reason }) => RoundResult {
+            status: RoundStatus::Failed,
+            review: super::review::empty(),
+            error: Some(error),
+            failure_reason: Some(reason),
+            ..Default::default()
+        },
+        Err("stalled") => RoundResult {
+            status: RoundStatus::Stalled,
+            review: super::review::empty(),
+            error: Some(format!(
+                "no progress from the reviewer for {} s",
+                settings.stall_seconds
+            )),
+            ..Default::default()
+        },
+        Err(_) => RoundResult {
+            status: RoundStatus::Timeout,
+            review: super::review::empty(),
+            error: Some(format!(
+                "the round ran past timeout_seconds ({})",
+                settings.timeout_seconds
+            )),
+            timeout_reason: Some("round_deadline".into()),
+            recoverable: observed,
+            ..Default::default()
+        },
+    }
+}
+
+/// Ends at the round's `deadline` (`"timeout"`) or when the reviewer has
+/// shown no progress for `stall` seconds (`"stalled"`).
+async fn watchdog(deadline: f64, stall: f64, progress: &Progress) -> &'static str {
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if store::now() >= deadline {
+            return "timeout";
+        }
+        if progress.idle_seconds() >= stall {
+            return "stalled";
+        }
+    }
+}
+
 /// Runs the current round of the session at `dir` to its end, unless
 /// another runner holds the lock or the round is not running.
 pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
@@ -66,25 +172,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         return Ok(());
     };
     let mut spec = state::read_spec(dir)?;
-    // A runner without a config of its own (started by a `wait` from a
-    // process that has none) uses the config the session began with.
-    let own;
-    let ctx = match (&ctx.config, &spec.config_path) {
-        (None, Some(path)) => match mcpmux_core::config::Config::load(path) {
-            Ok(config) => {
-                own = SessionContext {
-                    config: Some(config),
-                    ..ctx.clone()
-                };
-                &own
-            }
-            Err(e) => {
-                tracing::warn!("cannot load the session's config: {e}");
-                ctx
-            }
-        },
-        _ => ctx,
-    };
+    let ctx = &with_session_config(ctx, &spec);
     let n = spec.round;
     let mut st = state::read_state(dir, n)?;
     if st.status != RoundStatus::Running {
@@ -102,24 +190,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
     // `running` for every later wait to start another runner that fails
     // the same way: a config that no longer reads, or runners that keep
     // dying before they finish it.
-    let empty = serde_json::Map::new();
-    let table = ctx.config.as_ref().map_or(&empty, |c| &c.session);
-    let unrunnable = match super::settings::fill_runtime(
-        &mut spec.settings,
-        table,
-        &mcpmux_core::config::expand_session_value,
-    ) {
-        Err(e) => Some((format!("{}: {e}", e.code()), "turn_failed")),
-        Ok(()) if st.resumes > MAX_RESUMES => Some((
-            format!(
-                "the round's runner stopped {} times without finishing it",
-                st.resumes
-            ),
-            "runner_died",
-        )),
-        Ok(()) => None,
-    };
-    if let Some((error, reason)) = unrunnable {
+    if let Some((error, reason)) = unrunnable(ctx, &mut spec, &st) {
         let result = RoundResult {
             status: RoundStatus::Failed,
             review: super::review::empty(),
@@ -169,60 +240,18 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
         )
         .await
     };
-    let watchdog = async {
-        loop {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if store::now() >= deadline {
-                return "timeout";
-            }
-            if progress.idle_seconds() >= stall {
-                return "stalled";
-            }
-        }
-    };
     let outcome = tokio::select! {
         r = work => match r {
             Ok(Some(f)) => Ok(f),
             Ok(None) => Err("timeout"),
             Err(e) => Ok(Finish::Failed { error: format!("{}: {e}", e.code()), reason: "turn_failed".into() }),
         },
-        why = watchdog => Err(why),
+        why = watchdog(deadline, stall, &progress) => Err(why),
     };
     // Re-read: the loop updated turns and progress on disk.
     let mut st = state::read_state(dir, n).unwrap_or(st);
     let observed = st.progress_observed || progress.observed() || st.turns > 0;
-    let result = match outcome {
-        Ok(Finish::Completed { review, text }) => RoundResult {
-            status: RoundStatus::Completed,
-            review,
-            text: Some(text),
-            ..Default::default()
-        },
-        Ok(Finish::Failed { error, reason }) => RoundResult {
-            status: RoundStatus::Failed,
-            review: super::review::empty(),
-            error: Some(error),
-            failure_reason: Some(reason),
-            ..Default::default()
-        },
-        Err("stalled") => RoundResult {
-            status: RoundStatus::Stalled,
-            review: super::review::empty(),
-            error: Some(format!("no progress from the reviewer for {stall} s")),
-            ..Default::default()
-        },
-        Err(_) => RoundResult {
-            status: RoundStatus::Timeout,
-            review: super::review::empty(),
-            error: Some(format!(
-                "the round ran past timeout_seconds ({})",
-                spec.settings.timeout_seconds
-            )),
-            timeout_reason: Some("round_deadline".into()),
-            recoverable: observed,
-            ..Default::default()
-        },
-    };
+    let result = round_result(outcome, &spec.settings, observed);
     finish(dir, n, &mut st, &result, observed)
 }
 
