@@ -25,19 +25,19 @@ mod command;
 mod config_layer;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
-pub mod generations;
-pub mod input;
+mod generations;
+mod input;
 pub mod llm;
 pub mod mcp_tools;
 pub mod params;
-pub mod process;
+mod process;
 mod providers;
-pub mod review;
+mod review;
 mod runner;
-pub mod settings;
-pub mod state;
-pub mod store;
-pub mod trust;
+mod settings;
+mod state;
+mod store;
+mod trust;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -54,6 +54,40 @@ use state::{Paths, RoundResult, RoundState, Spec};
 pub use config_layer::{register_config_layers, SESSION_KEYS};
 pub use params::{BeginParams, EndParams, Next, ReplyParams, RoundStatus, WaitParams};
 pub use settings::Settings;
+
+/// What this crate's own integration tests reach into: the session files'
+/// layout, caps and signing, to forge, truncate and roll back files the
+/// way an attacker with write access to the directory could. Not part of
+/// the API: hidden from the docs, it may change in any release.
+#[doc(hidden)]
+pub mod internal {
+    /// Reading and writing the session's state files.
+    pub mod state {
+        pub use crate::state::{
+            read_spec, read_state, write_result, write_spec, write_state, RoundResult, RoundState,
+            MAX_ROUND,
+        };
+    }
+    /// The session directory's layout, caps and runner lock.
+    pub mod store {
+        pub use crate::store::{
+            append_jsonl, round_dir, RunnerLock, MAX_CURSOR_BYTES, MAX_EVENTS_BYTES,
+            MAX_JSON_BYTES, MAX_THREAD_BYTES,
+        };
+    }
+    /// Where a process's start time is read (to tell a reused pid).
+    pub mod process {
+        pub use crate::process::stat;
+    }
+    /// The per-session generation records.
+    pub mod generations {
+        pub use crate::generations::{dir, record_path};
+    }
+    /// The per-user signing key.
+    pub mod trust {
+        pub use crate::trust::key_path;
+    }
+}
 
 /// What the verbs need from the host.
 #[derive(Clone)]

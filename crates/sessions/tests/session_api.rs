@@ -480,11 +480,11 @@ async fn end_never_kills_a_host_process_running_the_round_in_process() {
         .spawn()
         .unwrap();
     // Written as mcpmux writes it (with its MAC): the runner of another process.
-    let mut st = session::state::read_state(&dir, 1).unwrap();
+    let mut st = session::internal::state::read_state(&dir, 1).unwrap();
     st.pid = Some(host.id());
     st.in_process = true;
-    session::state::write_state(&dir, 1, &st).unwrap();
-    let lock = session::store::RunnerLock::try_acquire(&dir)
+    session::internal::state::write_state(&dir, 1, &st).unwrap();
+    let lock = session::internal::store::RunnerLock::try_acquire(&dir)
         .unwrap()
         .unwrap();
     let e = session::end(&ctx, &json!({"session_dir": dir}))

@@ -14,7 +14,8 @@ use mcpmux_test_support as common;
 use std::path::PathBuf;
 
 use mcpmux_core::Config;
-use mcpmux_sessions::{self as session, state, Runner, SessionContext};
+use mcpmux_sessions::internal::state;
+use mcpmux_sessions::{self as session, Runner, SessionContext};
 use serde_json::json;
 
 /// `Config::parse` with the policy's and the sessions' config keys
@@ -53,7 +54,7 @@ async fn begin(ctx: &SessionContext, wd: &tempfile::TempDir) -> PathBuf {
 }
 
 fn start_time(pid: u32) -> u64 {
-    session::process::stat(pid)
+    session::internal::process::stat(pid)
         .unwrap_or_else(|| panic!("no /proc/{pid}/stat"))
         .start_time
 }
@@ -94,7 +95,7 @@ async fn end_signals_no_process_a_signed_state_names_unless_it_is_the_runner() {
             st.in_process = false;
             state::write_state(&dir, 1, &st).unwrap();
             // Someone holds the runner lock, as a live runner would.
-            let lock = session::store::RunnerLock::try_acquire(&dir)
+            let lock = session::internal::store::RunnerLock::try_acquire(&dir)
                 .unwrap()
                 .unwrap();
             let e = session::end(&ctx, &json!({"session_dir": dir}))
@@ -155,7 +156,7 @@ async fn rounds_and_counters_out_of_range_are_invalid_session() {
     let mut spec = state::read_spec(&dir).unwrap();
     spec.round = state::MAX_ROUND;
     state::write_spec(&dir, &spec).unwrap();
-    let rd = session::store::round_dir(&dir, state::MAX_ROUND);
+    let rd = session::internal::store::round_dir(&dir, state::MAX_ROUND);
     std::fs::create_dir(&rd).unwrap();
     let mut st = state::read_state(&dir, 1).unwrap();
     st.status = "completed".into();
@@ -300,8 +301,11 @@ async fn an_appended_session_file_that_is_a_symlink_is_refused() {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&victim, &link).unwrap();
     }
-    let e = session::store::append_jsonl(&dir.join("round-001/events.jsonl"), &json!({"a": 1}))
-        .unwrap_err();
+    let e = session::internal::store::append_jsonl(
+        &dir.join("round-001/events.jsonl"),
+        &json!({"a": 1}),
+    )
+    .unwrap_err();
     assert_eq!(e.code(), "INVALID_SESSION", "{e}");
     assert!(e.to_string().contains("events.jsonl"), "{e}");
     // `wait` reads the events, `end` takes the runner lock: neither follows
@@ -311,7 +315,9 @@ async fn an_appended_session_file_that_is_a_symlink_is_refused() {
         .unwrap_err();
     assert_eq!(e.code(), "INVALID_SESSION", "{e}");
     assert!(e.to_string().contains("events.jsonl"), "{e}");
-    let e = session::store::RunnerLock::try_acquire(&dir).err().unwrap();
+    let e = session::internal::store::RunnerLock::try_acquire(&dir)
+        .err()
+        .unwrap();
     assert_eq!(e.code(), "INVALID_SESSION", "{e}");
     assert!(e.to_string().contains("runner.lock"), "{e}");
     for name in ["round-001-events.jsonl", "audit.jsonl", "runner.lock"] {
@@ -364,7 +370,9 @@ async fn a_fifo_in_a_session_is_an_error_not_a_hang() {
 
 #[tokio::test]
 async fn a_session_file_over_its_size_cap_is_invalid_session() {
-    use session::store::{MAX_CURSOR_BYTES, MAX_EVENTS_BYTES, MAX_JSON_BYTES, MAX_THREAD_BYTES};
+    use session::internal::store::{
+        MAX_CURSOR_BYTES, MAX_EVENTS_BYTES, MAX_JSON_BYTES, MAX_THREAD_BYTES,
+    };
     let ctx = ctx();
     let wd = tempfile::tempdir().unwrap();
     let cases: [(&str, u64, &str); 4] = [
@@ -931,8 +939,8 @@ async fn files_written_before_generations_still_load() {
         std::fs::write(dir.join(name), sign_legacy(&dir, name, &v)).unwrap();
     }
     // The store does not know this directory (the session predates it).
-    let record = session::generations::record_path(
-        &session::generations::dir(false).unwrap().unwrap(),
+    let record = session::internal::generations::record_path(
+        &session::internal::generations::dir(false).unwrap().unwrap(),
         &dir.canonicalize().unwrap(),
     );
     std::fs::remove_file(&record).unwrap();
@@ -951,7 +959,7 @@ async fn files_written_before_generations_still_load() {
 /// path, the file name and the pretty JSON), and no generation field.
 fn sign_legacy(dir: &std::path::Path, name: &str, value: &serde_json::Value) -> Vec<u8> {
     use std::os::unix::ffi::OsStrExt;
-    let key = std::fs::read(session::trust::key_path().unwrap()).unwrap();
+    let key = std::fs::read(session::internal::trust::key_path().unwrap()).unwrap();
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
     let body = serde_json::to_vec_pretty(value).unwrap();
     let mut message = b"mcpmux session file v1\0".to_vec();
