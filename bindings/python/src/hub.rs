@@ -245,7 +245,9 @@ impl NativeHub {
     /// MCP task (`required` ones always are).
     /// `traceparent` / `tracestate`: the host's active OpenTelemetry
     /// context (W3C), the parent of the call's spans.
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None))]
+    /// `max_total_timeout` and `task_ttl`: seconds, as `timeout` (core's
+    /// `CallOptions`; `mcpmux_core::contract` names them).
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None, max_total_timeout=None, task_ttl=None))]
     #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
@@ -259,10 +261,14 @@ impl NativeHub {
         task: bool,
         traceparent: Option<String>,
         tracestate: Option<String>,
+        max_total_timeout: Option<&Bound<'_, PyAny>>,
+        task_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
         let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let max_total_timeout = convert::opt_seconds(max_total_timeout, "max_total_timeout")?;
+        let task_ttl = convert::opt_seconds(task_ttl, "task_ttl")?;
         let on_progress = on_progress.filter(|c| !c.is_none());
         if let Some(cb) = &on_progress {
             if !cb.is_callable() {
@@ -278,6 +284,8 @@ impl NativeHub {
         let hub = self.hub_py(py)?;
         let mut opts = CallOptions {
             timeout,
+            max_total_timeout,
+            task_ttl,
             policy: policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>),
             task,
             ..CallOptions::default()
@@ -475,7 +483,8 @@ impl NativeHub {
     }
 
     /// Starts tool `name` as an MCP task; its handle `{"server", "task_id"}`.
-    #[pyo3(signature = (name, arguments=None, timeout=None, aio=None))]
+    /// `task_ttl` (seconds): how long the server keeps the task.
+    #[pyo3(signature = (name, arguments=None, timeout=None, aio=None, task_ttl=None))]
     fn call_tool_as_task(
         &self,
         py: Python<'_>,
@@ -483,14 +492,17 @@ impl NativeHub {
         arguments: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
+        task_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
         let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let task_ttl = convert::opt_seconds(task_ttl, "task_ttl")?;
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
             let opts = CallOptions {
                 timeout,
+                task_ttl,
                 ..CallOptions::default()
             };
             let handle = hub
