@@ -298,7 +298,10 @@ pub fn names(part: &str) -> Result<Vec<FrontEndNames>, Error> {
         "search" => search_schema(),
         other => return fields(other).map(|_| Vec::new()),
     };
-    let props = schema["properties"].as_object().cloned().unwrap_or_default();
+    let props = schema["properties"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
     Ok(props
         .iter()
         .map(|(field, prop)| {
@@ -369,8 +372,14 @@ mod tests {
 
     #[test]
     fn the_cap_is_one_value_in_both_units() {
-        assert_eq!(seconds("timeout", 1.5).unwrap(), Duration::from_millis(1500));
-        assert_eq!(millis("timeoutMs", 250.0).unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            seconds("timeout", 1.5).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            millis("timeoutMs", 250.0).unwrap(),
+            Duration::from_millis(250)
+        );
         assert!(seconds("timeout", MAX_TIMEOUT_SECONDS).is_ok());
         assert!(millis("timeoutMs", MAX_TIMEOUT_MS).is_ok());
         for (v, unit) in [
@@ -448,7 +457,10 @@ mod tests {
         assert_eq!(t.cli, "--max-total-timeout");
         assert_eq!(find("task_ttl").node, "taskTtlMs");
         let p = find("on_progress");
-        assert_eq!((p.node.as_str(), p.cli.as_str()), ("onProgress", "--progress"));
+        assert_eq!(
+            (p.node.as_str(), p.cli.as_str()),
+            ("onProgress", "--progress")
+        );
         assert_eq!(find("traceparent").cli, "$TRACEPARENT");
         let policy = names("policy_options").unwrap();
         assert_eq!(policy[2].node, "callTimeoutSeconds");

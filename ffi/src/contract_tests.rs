@@ -17,9 +17,15 @@ fn header() -> String {
 
 /// A valid value for a property of the call options schema.
 fn sample(prop: &Value) -> Value {
-    match prop["type"].as_array().and_then(|t| t.first()).or(prop.get("type")) {
+    match prop["type"]
+        .as_array()
+        .and_then(|t| t.first())
+        .or(prop.get("type"))
+    {
         Some(t) if t == "boolean" => json!(true),
-        Some(t) if t == "string" => json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        Some(t) if t == "string" => {
+            json!("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        }
         _ => json!(1.5),
     }
 }
@@ -58,21 +64,28 @@ fn every_call_option_is_an_options_json_key_or_a_callback() {
             }
         }
     }
-    assert!(missing.is_empty(), "core has these, the C ABI does not: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "core has these, the C ABI does not: {missing:?}"
+    );
 }
 
 #[test]
 fn durations_are_capped_by_core() {
     for names in contract::names("call_options").unwrap() {
-        for key in names.c.iter().filter(|k| k.ends_with("_ms") || k.ends_with("_seconds")) {
+        for key in names
+            .c
+            .iter()
+            .filter(|k| k.ends_with("_ms") || k.ends_with("_seconds"))
+        {
             let over = if key.ends_with("_ms") {
                 contract::MAX_TIMEOUT_MS * 2.0
             } else {
                 contract::MAX_TIMEOUT_SECONDS * 2.0
             };
-            let e = parse(json!({ key.as_str(): over })).err().unwrap_or_else(|| {
-                panic!("{key} = {over} was accepted past the cap")
-            });
+            let e = parse(json!({ key.as_str(): over }))
+                .err()
+                .unwrap_or_else(|| panic!("{key} = {over} was accepted past the cap"));
             assert_eq!(e.code(), "INVALID_INPUT");
             assert!(e.to_string().contains(&format!("'{key}'")), "{e}");
             let at_cap = if key.ends_with("_ms") {
@@ -83,7 +96,10 @@ fn durations_are_capped_by_core() {
             assert!(parse(json!({ key.as_str(): at_cap })).is_ok(), "{key}");
         }
     }
-    assert_eq!(crate::MCPMUX_MAX_TIMEOUT_SECONDS, contract::MAX_TIMEOUT_SECONDS);
+    assert_eq!(
+        crate::MCPMUX_MAX_TIMEOUT_SECONDS,
+        contract::MAX_TIMEOUT_SECONDS
+    );
     assert_eq!(
         crate::MCPMUX_SEARCH_DEFAULT_LIMIT as usize,
         contract::SEARCH_DEFAULT_LIMIT
@@ -93,7 +109,9 @@ fn durations_are_capped_by_core() {
 #[test]
 fn every_policy_option_is_documented_for_mcpmux_policy_new() {
     let header = header();
-    let start = header.find("Builds a policy for calls on `hub`").expect("mcpmux_policy_new doc");
+    let start = header
+        .find("Builds a policy for calls on `hub`")
+        .expect("mcpmux_policy_new doc");
     let end = start + header[start..].find("mcpmux_policy_new(").unwrap();
     let doc = &header[start..end];
     let missing: Vec<String> = contract::names("policy_options")
@@ -102,13 +120,18 @@ fn every_policy_option_is_documented_for_mcpmux_policy_new() {
         .flat_map(|n| n.c)
         .filter(|k| !doc.contains(&format!("`{k}`")))
         .collect();
-    assert!(missing.is_empty(), "mcpmux_policy_new() does not document {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "mcpmux_policy_new() does not document {missing:?}"
+    );
 }
 
 #[test]
 fn search_takes_query_and_limit() {
     let header = header();
-    let start = header.find("mcpmux_hub_search_tools(const").expect("declared");
+    let start = header
+        .find("mcpmux_hub_search_tools(const")
+        .expect("declared");
     let decl = &header[start..start + header[start..].find(';').unwrap()];
     for n in contract::names("search").unwrap() {
         let k = &n.c[0];

@@ -152,6 +152,9 @@ mod tests {
             message: Some("m".into()),
         };
         let v: serde_json::Value = serde_json::from_str(&progress_json(&u)).unwrap();
-        assert_eq!(v, serde_json::json!({"progress": 2.0, "total": 3.0, "message": "m"}));
+        assert_eq!(
+            v,
+            serde_json::json!({"progress": 2.0, "total": 3.0, "message": "m"})
+        );
     }
 }

@@ -61,7 +61,11 @@ fn every_policy_option_is_a_session_key_of_the_config() {
     let schema = contract::policy_options_schema();
     let mut session = String::from("[session]\n");
     for n in contract::names("policy_options").unwrap() {
-        session += &format!("{} = {}\n", n.field, sample(&schema["properties"][&n.field]));
+        session += &format!(
+            "{} = {}\n",
+            n.field,
+            sample(&schema["properties"][&n.field])
+        );
     }
     let sb = Sandbox::with_config(&format!("{}{session}", demo_entry("demo", "")));
     let out = sb.mcpmux(&["--json", "policy"]).run();
@@ -75,7 +79,12 @@ fn every_duration_flag_has_cores_cap_and_names_itself() {
     let over = (contract::MAX_TIMEOUT_SECONDS * 2.0).to_string();
     for flags in [
         vec!["--timeout", over.as_str(), "call", "mcp_demo_echo"],
-        vec!["call", "mcp_demo_echo", "--max-total-timeout", over.as_str()],
+        vec![
+            "call",
+            "mcp_demo_echo",
+            "--max-total-timeout",
+            over.as_str(),
+        ],
         vec!["call", "mcp_demo_echo", "--task-ttl", over.as_str()],
         vec!["call", "mcp_demo_echo", "--task-ttl", "0"],
     ] {
@@ -103,7 +112,12 @@ fn every_duration_flag_has_cores_cap_and_names_itself() {
 fn progress_prints_each_notification_on_stderr() {
     let sb = Sandbox::with_config(&demo_entry("demo", ""));
     let out = sb
-        .mcpmux(&["--json", "call", "mcp_demo_slow", r#"{"seconds":0.3,"steps":3}"#])
+        .mcpmux(&[
+            "--json",
+            "call",
+            "mcp_demo_slow",
+            r#"{"seconds":0.3,"steps":3}"#,
+        ])
         .arg("--progress")
         .run();
     out.expect_exit(0);
@@ -117,7 +131,12 @@ fn progress_prints_each_notification_on_stderr() {
     assert_eq!(lines[2]["total"], json!(3.0), "{out}");
     // Without the flag: nothing on stderr.
     let out = sb
-        .mcpmux(&["--json", "call", "mcp_demo_slow", r#"{"seconds":0.1,"steps":2}"#])
+        .mcpmux(&[
+            "--json",
+            "call",
+            "mcp_demo_slow",
+            r#"{"seconds":0.1,"steps":2}"#,
+        ])
         .run();
     out.ok();
 }
@@ -151,10 +170,14 @@ fn a_server_errors_data_is_in_the_error_json() {
 #[test]
 fn search_limit_zero_finds_nothing_and_the_default_is_cores() {
     let sb = Sandbox::with_config(&demo_entry("demo", ""));
-    let out = sb.mcpmux(&["--json", "search", "echo", "--limit", "0"]).run();
+    let out = sb
+        .mcpmux(&["--json", "search", "echo", "--limit", "0"])
+        .run();
     out.ok();
     assert_eq!(out.json(), json!([]), "{out}");
-    let out = sb.mcpmux(&["--json", "search", "echo", "--limit", "1"]).run();
+    let out = sb
+        .mcpmux(&["--json", "search", "echo", "--limit", "1"])
+        .run();
     out.ok();
     let found = out.json();
     assert_eq!(found.as_array().map(Vec::len), Some(1), "{out}");
@@ -168,10 +191,8 @@ fn search_limit_zero_finds_nothing_and_the_default_is_cores() {
     );
     let help = sb.mcpmux(&["search", "--help"]).run();
     assert!(
-        help.stdout.contains(&format!(
-            "[default: {}]",
-            contract::SEARCH_DEFAULT_LIMIT
-        )),
+        help.stdout
+            .contains(&format!("[default: {}]", contract::SEARCH_DEFAULT_LIMIT)),
         "{help}"
     );
 }

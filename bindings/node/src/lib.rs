@@ -777,7 +777,6 @@ impl NativeHub {
                 on_progress,
                 policy,
                 task: task.unwrap_or(false),
-                ..CallOptions::default()
             };
             // The host's active OpenTelemetry span, the parent of the call's.
             let result = mcpmux_core::telemetry::in_context(
