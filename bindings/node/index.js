@@ -61,6 +61,13 @@ function stringOption(name, value) {
   return value
 }
 
+/** Core's default search limit (`native.contract()`), read once. */
+let searchDefault = null
+function searchDefaultLimit() {
+  if (searchDefault === null) searchDefault = JSON.parse(native.contract()).search_default_limit
+  return searchDefault
+}
+
 /**
  * camelCase -> snake_case for the fields of each session verb, derived
  * from core's parameter schemas (`native.sessionSchemas()`), so that
@@ -714,15 +721,17 @@ class Hub extends EventEmitter {
    * @returns {Promise<object[]>}
    */
   /**
-   * The tools matching `query`, best first, at most `limit` (default 10):
-   * BM25 over names, titles, descriptions and parameter names, stemmed,
-   * with a few synonyms; never empty while there are tools. The objects of
-   * {@link Hub#listTools}.
+   * The tools matching `query`, best first, at most `limit` (default:
+   * core's `SEARCH_DEFAULT_LIMIT`, 10; 0 finds nothing, as in every front
+   * end): BM25 over names, titles, descriptions and parameter names,
+   * stemmed, with a few synonyms; never empty while there are tools and
+   * `limit` > 0. The objects of {@link Hub#listTools}.
    * @param {string} query
    * @param {number} [limit]
    * @returns {Promise<object[]>}
    */
-  searchTools(query, limit = 10) {
+  searchTools(query, limit) {
+    if (limit === undefined) limit = searchDefaultLimit()
     try {
       checkString('query', query)
       if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {

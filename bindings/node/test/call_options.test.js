@@ -127,6 +127,11 @@ test('a server error carries its data; search limit 0 finds nothing', T, async (
     assert.deepEqual(e.data, { token: 'visible-token' })
     assert.deepEqual(await hub.searchTools('echo', 0), [])
     assert.deepEqual((await hub.searchTools('echo', 1)).map((t) => t.name), ['mcp_demo_echo'])
+    // No limit: core's default.
+    const names = (tools) => tools.map((t) => t.name)
+    const many = names(await hub.searchTools('qqzzxxww', 1000))
+    assert.ok(many.length > contract().search_default_limit, many.join(', '))
+    assert.deepEqual(names(await hub.searchTools('qqzzxxww')), many.slice(0, contract().search_default_limit))
   } finally {
     delete process.env.LEAKY_SECRET
     await hub.close()
