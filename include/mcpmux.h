@@ -51,6 +51,21 @@
 
 
 /**
+ * The number of tools mcpmux_hub_search_tools() returns by default in
+ * every front end (Python, Node and the CLI use it when no limit is
+ * given); a limit of 0 finds nothing. Core's
+ * `mcpmux_core::contract::SEARCH_DEFAULT_LIMIT`.
+ */
+#define MCPMUX_SEARCH_DEFAULT_LIMIT 10
+
+/**
+ * The largest timeout any option takes, in seconds (about 31 years; the
+ * `*_ms` options take at most 1000 times this): the same cap in every
+ * front end, core's `mcpmux_core::contract::MAX_TIMEOUT_SECONDS`.
+ */
+#define MCPMUX_MAX_TIMEOUT_SECONDS 1e9
+
+/**
  * The major version of this header; equals the major part of
  * mcpmux_version() (checked when the library is built).
  */
@@ -254,6 +269,18 @@ typedef int (*mcpmux_authorize_fn)(void *user_data, const char *server, const ch
  * refused.
  */
 typedef void (*mcpmux_callback)(void *user_data, char *result_json, struct mcpmux_error *error);
+
+/**
+ * A progress callback of mcpmux_hub_call_tool_with_progress(): called
+ * once per progress notification of the call, in order, on the thread
+ * that called mcpmux_hub_call_tool_with_progress() (never on an engine
+ * thread, never after that function returned), with `progress_json`:
+ * `{"progress": number, "total"?: number, "message"?: string}`.
+ * `progress_json` is borrowed: valid only during the callback (copy it to
+ * keep it; do not free it). It should return quickly and must not call
+ * blocking mcpmux functions.
+ */
+typedef void (*mcpmux_progress_fn)(void *user_data, const char *progress_json);
 
 /**
  * An audit listener: called once per call made with the policy, in call
@@ -473,10 +500,11 @@ enum mcpmux_status mcpmux_hub_list_tools(const struct mcpmux_hub *hub, char **ou
 
 /**
  * Writes the tools matching `query` to `*out_json`, best first, at most
- * `limit` (0 = the default, 10): a JSON array of the objects of
- * mcpmux_hub_list_tools(). BM25 over names, titles, descriptions and
- * parameter names, stemmed, with a few synonyms; never empty while there
- * are tools.
+ * `limit` (pass MCPMUX_SEARCH_DEFAULT_LIMIT for the default of every
+ * front end; 0 finds nothing: `[]`, as in Python, Node and the CLI): a
+ * JSON array of the objects of mcpmux_hub_list_tools(). BM25 over names,
+ * titles, descriptions and parameter names, stemmed, with a few
+ * synonyms; never empty while there are tools and `limit` > 0.
  * Does not block; any thread, callbacks included.
  *
  * On success `*out_json` receives a string owned by the caller (free it
@@ -511,7 +539,9 @@ enum mcpmux_status mcpmux_hub_tools_for(const struct mcpmux_hub *hub, const char
  * `options_json` (nullable): a JSON object with `timeout_ms` or
  * `timeout_seconds` (time allowed without a response or progress; default:
  * the server's `timeout_seconds`, 60 s unless configured) and
- * `max_total_timeout_ms` or `max_total_timeout_seconds`; `"task": true`
+ * `max_total_timeout_ms` or `max_total_timeout_seconds` (every duration a
+ * positive number, at most MCPMUX_MAX_TIMEOUT_SECONDS seconds, the cap of
+ * every front end; else INVALID_INPUT naming the option); `"task": true`
  * runs a tool whose `execution.taskSupport` is `optional` as an MCP task
  * (one that is `required` always runs as a task: the call polls it and
  * returns its result, answering `input_required` through the hub's
@@ -519,7 +549,9 @@ enum mcpmux_status mcpmux_hub_tools_for(const struct mcpmux_hub *hub, const char
  * `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
  * `traceparent` (and `tracestate`), a W3C trace context: with telemetry
  * on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
- * children.
+ * children. For progress notifications (`on_progress`), use
+ * mcpmux_hub_call_tool_with_progress(). docs/call-options.md lists these
+ * options in every front end.
  *
  * On success `*out_json` receives the MCP CallToolResult exactly as the
  * server sent it (`content`, `structuredContent`, `isError`, ...), owned by
@@ -706,6 +738,28 @@ void mcpmux_call_cancel(struct mcpmux_call *call);
  * afterwards.
  */
 void mcpmux_call_free(struct mcpmux_call *call);
+
+/**
+ * mcpmux_hub_call_tool() with a progress callback: calls the tool `name`
+ * and waits for the result, calling `on_progress(user_data,
+ * progress_json)` for each progress notification the server sends (the
+ * server is asked for them with a progress token; each one also resets
+ * the call's `timeout_ms` / `timeout_seconds`, up to
+ * `max_total_timeout_*`). Blocking.
+ *
+ * `on_progress` runs on the calling thread, before this function returns
+ * (see mcpmux_progress_fn); NULL makes this the same as
+ * mcpmux_hub_call_tool(). `user_data` is passed to it unchanged.
+ * `args_json`, `options_json`, `out_json` and the errors are as for
+ * mcpmux_hub_call_tool().
+ *
+ * # Safety
+ * `hub` is a live hub; `name` a NUL-terminated string; `args_json` and
+ * `options_json` NULL or NUL-terminated strings; `on_progress` NULL or a
+ * function that may be called with `user_data`; `out_json` and `err` are
+ * NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_call_tool_with_progress(const struct mcpmux_hub *hub, const char *name, const char *args_json, const char *options_json, mcpmux_progress_fn on_progress, void *user_data, char **out_json, struct mcpmux_error **err);
 
 /**
  * Builds a policy for calls on `hub`, from the `[session]` table of the
@@ -1082,6 +1136,19 @@ enum mcpmux_status mcpmux_error_status(const struct mcpmux_error *error);
  * is NULL or valid for one write.
  */
 bool mcpmux_error_rpc_code(const struct mcpmux_error *error, int64_t *out_rpc_code);
+
+/**
+ * For a SERVER_ERROR whose JSON-RPC error had a `data` member: that member
+ * as JSON text (any JSON value). NULL for any other error, for a server
+ * error without `data`, or when `error` is NULL. The string belongs to
+ * `error`: do not free it; it is valid until mcpmux_error_free(error).
+ * (Python's `ServerError.data`, Node's `McpmuxError.data`, the `data`
+ * member of the CLI's error JSON.) Any thread.
+ *
+ * # Safety
+ * `error` is NULL or an error from mcpmux that was not freed.
+ */
+const char *mcpmux_error_data(const struct mcpmux_error *error);
 
 /**
  * Frees an error received from mcpmux (through an `mcpmux_error **err`

@@ -139,9 +139,24 @@ export interface Progress {
   message?: string
 }
 
+/**
+ * The options of {@link Hub.callTool}: core's call-options contract
+ * (`mcpmux_core::contract`, docs/call-options.md), durations in
+ * milliseconds, each at most 1e12 (core's cap, the same in every front
+ * end; else `INVALID_INPUT` naming the option), plus Node's `signal` and
+ * `policy`.
+ */
 export interface CallOptions {
   /** Time allowed without a response or progress (default: the server's `timeout_seconds`). */
   timeoutMs?: number
+  /** Upper bound of the whole call however much progress arrives (default: the server's `max_total_timeout_seconds`). */
+  maxTotalTimeoutMs?: number
+  /** How long the server keeps a task this call creates (default: the server chooses). */
+  taskTtlMs?: number
+  /** The call's W3C trace context (default: the active OpenTelemetry span, if any). */
+  traceparent?: string
+  /** The W3C tracestate that goes with `traceparent`. */
+  tracestate?: string
   /**
    * Cancels the call: the server is sent `notifications/cancelled` and the
    * promise rejects at once with an {@link McpmuxError} `CANCELLED` whose
@@ -453,7 +468,8 @@ export declare class Hub {
   failedServersNote(): string | null
 
   /**
-   * The tools matching `query`, best first, at most `limit` (default 10):
+   * The tools matching `query`, best first, at most `limit` (default 10,
+   * core's `SEARCH_DEFAULT_LIMIT`; 0 finds nothing, as in every front end):
    * BM25 over names, titles, descriptions and parameter names.
    */
   searchTools(query: string, limit?: number): Promise<HubTool[]>
@@ -513,7 +529,7 @@ export declare class Hub {
 
   /** Pings a server; resolves to the round-trip time in seconds. */
   /** Starts a tool as an MCP task without waiting; resolves to its handle. */
-  callToolAsTask(name: string, args?: Record<string, unknown> | null, options?: { timeoutMs?: number }): Promise<TaskHandle>
+  callToolAsTask(name: string, args?: Record<string, unknown> | null, options?: { timeoutMs?: number; taskTtlMs?: number }): Promise<TaskHandle>
   /** The status of a task (`tasks/get`). */
   task(server: string, taskId: string): Promise<TaskInfo>
   /** Waits for a task to end; its result (a cancelled task rejects with `CANCELLED`). */
@@ -605,7 +621,7 @@ export interface BeginParams {
   mode?: string
   /** Markdown: optional `NAME: value` front matter and `## NAME` sections. */
   input: string
-  working_dir: string
+  working_dir?: string
   model?: string
   effort?: string
   timeout_seconds?: number
@@ -621,6 +637,13 @@ export interface BeginParams {
   max_output_bytes?: number
   /** The session's scope, matched against a server's `scopes` (default: the config's `[session] scope`). */
   scope?: string
+  /** camelCase aliases of the snake_case fields above (derived from core's schema; setting both is `INVALID_INPUT`). */
+  workingDir?: string
+  timeoutSeconds?: number
+  maxTurns?: number
+  maxToolCalls?: number
+  callTimeoutSeconds?: number
+  maxOutputBytes?: number
 }
 
 export interface BeginResult {
@@ -695,9 +718,9 @@ export declare class Sessions {
   /** Begins a session and its round 1 (running in the background). */
   begin(params: BeginParams): Promise<BeginResult>
   /** Waits up to `max_wait_seconds` (default 50) for the current round. */
-  wait(params: { session_dir: string; max_wait_seconds?: number }): Promise<WaitResult>
+  wait(params: { session_dir?: string; max_wait_seconds?: number; sessionDir?: string; maxWaitSeconds?: number }): Promise<WaitResult>
   /** Starts the next round on the same thread (`ROUND_STILL_RUNNING` while one runs). */
-  reply(params: { session_dir: string; input: string; model?: string; effort?: string }): Promise<ReplyResult>
+  reply(params: { session_dir?: string; input: string; model?: string; effort?: string; sessionDir?: string }): Promise<ReplyResult>
   /** Finalizes the session (`outcome` for peer skills) and stops a running round. */
-  end(params: { session_dir: string; outcome?: 'consensus' | 'stalemate' }): Promise<EndResult>
+  end(params: { session_dir?: string; outcome?: 'consensus' | 'stalemate'; sessionDir?: string }): Promise<EndResult>
 }

@@ -37,9 +37,66 @@ function traceContext() {
   return { traceparent: `00-${sc.traceId}-${sc.spanId}-${flags}`, tracestate: state || null }
 }
 
-/** The native `callTool`'s trailing trace arguments. */
+/** The native `callTool`'s trace arguments (always two: the extra options follow). */
 function traceArgs(trace) {
-  return trace === null ? [] : [trace.traceparent, trace.tracestate]
+  return trace === null ? [undefined, undefined] : [trace.traceparent, trace.tracestate]
+}
+
+/**
+ * An optional duration option in milliseconds: undefined, or a number the
+ * engine checks against core's cap (`INVALID_INPUT` naming `name`).
+ */
+function millisOption(name, value) {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) {
+    throw invalid(name, `must be a positive number of milliseconds, got ${value}`)
+  }
+  return value
+}
+
+/** An optional string option (a W3C trace field). */
+function stringOption(name, value) {
+  if (value === undefined || value === null) return undefined
+  if (typeof value !== 'string') throw invalid(name, `must be a string, got ${typeof value}`)
+  return value
+}
+
+/** Core's default search limit (`native.contract()`), read once. */
+let searchDefault = null
+function searchDefaultLimit() {
+  if (searchDefault === null) searchDefault = JSON.parse(native.contract()).search_default_limit
+  return searchDefault
+}
+
+/**
+ * camelCase -> snake_case for the fields of each session verb, derived
+ * from core's parameter schemas (`native.sessionSchemas()`), so that
+ * `maxTurns` is `max_turns` and so on; built on first use.
+ */
+let sessionAliases = null
+function sessionParams(verb, params) {
+  if (!isPlainObject(params)) return params
+  if (sessionAliases === null) {
+    sessionAliases = {}
+    for (const [v, schema] of Object.entries(JSON.parse(native.sessionSchemas()))) {
+      const map = {}
+      for (const field of Object.keys(schema.properties || {})) {
+        const camel = field.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+        if (camel !== field) map[camel] = field
+      }
+      sessionAliases[v] = map
+    }
+  }
+  const aliases = sessionAliases[verb] || {}
+  const out = {}
+  for (const [key, value] of Object.entries(params)) {
+    const field = Object.prototype.hasOwnProperty.call(aliases, key) ? aliases[key] : key
+    if (Object.prototype.hasOwnProperty.call(out, field)) {
+      throw invalid('params', `sets '${field}' twice (as ${field} and as its camelCase alias)`)
+    }
+    out[field] = value
+  }
+  return out
 }
 
 /**
@@ -664,15 +721,17 @@ class Hub extends EventEmitter {
    * @returns {Promise<object[]>}
    */
   /**
-   * The tools matching `query`, best first, at most `limit` (default 10):
-   * BM25 over names, titles, descriptions and parameter names, stemmed,
-   * with a few synonyms; never empty while there are tools. The objects of
-   * {@link Hub#listTools}.
+   * The tools matching `query`, best first, at most `limit` (default:
+   * core's `SEARCH_DEFAULT_LIMIT`, 10; 0 finds nothing, as in every front
+   * end): BM25 over names, titles, descriptions and parameter names,
+   * stemmed, with a few synonyms; never empty while there are tools and
+   * `limit` > 0. The objects of {@link Hub#listTools}.
    * @param {string} query
    * @param {number} [limit]
    * @returns {Promise<object[]>}
    */
-  searchTools(query, limit = 10) {
+  searchTools(query, limit) {
+    if (limit === undefined) limit = searchDefaultLimit()
     try {
       checkString('query', query)
       if (!Number.isInteger(limit) || limit < 0 || limit > 0xffffffff) {
@@ -714,12 +773,18 @@ class Hub extends EventEmitter {
    * (`options.task: true` asks the same of an `optional` one): the call
    * polls it and resolves to its result; past the server's
    * `max_total_timeout_seconds` or when aborted, the task is cancelled.
-   * @param {{timeoutMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy, task?: boolean}} [options]
+   * `maxTotalTimeoutMs` bounds the whole call however much progress
+   * arrives; `taskTtlMs` asks the server to keep a task the call creates
+   * that long; every duration is at most 1e12 ms (core's cap, the same in
+   * every front end; else `INVALID_INPUT` naming the option).
+   * `traceparent` / `tracestate` set the call's W3C trace context (default:
+   * the active OpenTelemetry span). docs/call-options.md lists them all.
+   * @param {{timeoutMs?: number, maxTotalTimeoutMs?: number, taskTtlMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy, task?: boolean, traceparent?: string, tracestate?: string}} [options]
    * @returns {Promise<object>}
    */
   callTool(name, args, options) {
     let argsText
-    let timeoutMs, signal, onProgress
+    let timeoutMs, signal, onProgress, maxTotalTimeoutMs, taskTtlMs, traceparent, tracestate
     let policy = null
     let task = false
     try {
@@ -752,25 +817,34 @@ class Hub extends EventEmitter {
           if (typeof opts.task !== 'boolean') throw invalid('task', `must be true or false, got ${opts.task}`)
           task = opts.task
         }
+        maxTotalTimeoutMs = millisOption('maxTotalTimeoutMs', opts.maxTotalTimeoutMs)
+        taskTtlMs = millisOption('taskTtlMs', opts.taskTtlMs)
+        traceparent = stringOption('traceparent', opts.traceparent)
+        tracestate = stringOption('tracestate', opts.tracestate)
       }
     } catch (err) {
       return Promise.reject(err)
     }
     const nativeHub = this._native
-    const trace = traceContext()
+    const trace =
+      traceparent !== undefined || tracestate !== undefined
+        ? { traceparent: traceparent, tracestate: tracestate }
+        : traceContext()
+    const more = [...traceArgs(trace), maxTotalTimeoutMs, taskTtlMs]
+    const plain = timeoutMs === undefined && maxTotalTimeoutMs === undefined && taskTtlMs === undefined
     stayAwake()
     if (signal === undefined) {
       if (onProgress === undefined) {
-        if (timeoutMs === undefined && policy === null && !task && trace === null) {
+        if (plain && policy === null && !task && trace === null) {
           return run((id) => nativeHub.callToolPlain(id, name, argsText))
         }
-        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task, ...traceArgs(trace)))
+        return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, false, false, policy, task, ...more))
       }
-      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task, ...traceArgs(trace)), { onProgress })
+      return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, true, false, policy, task, ...more), { onProgress })
     }
     if (signal.aborted) return Promise.reject(cancelled(name, signal))
     let onAbort
-    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy, task, ...traceArgs(trace)), {
+    return run((id) => nativeHub.callTool(id, name, argsText, timeoutMs, onProgress !== undefined, true, policy, task, ...more), {
       onProgress,
       register(id) {
         onAbort = () => {
@@ -932,19 +1006,21 @@ class Hub extends EventEmitter {
    * `INVALID_INPUT`).
    * @param {string} name
    * @param {object} [args]
-   * @param {{timeoutMs?: number}} [options]
+   * `options.taskTtlMs` asks the server to keep the task that long.
+   * @param {{timeoutMs?: number, taskTtlMs?: number}} [options]
    * @returns {Promise<{server: string, task_id: string}>}
    */
   callToolAsTask(name, args, options) {
-    let argsText, timeoutMs
+    let argsText, timeoutMs, taskTtlMs
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
       timeoutMs = timeoutOption(options)
+      if (options !== undefined && options !== null) taskTtlMs = millisOption('taskTtlMs', options.taskTtlMs)
     } catch (err) {
       return Promise.reject(err)
     }
-    return run((id) => this._native.callToolAsTask(id, name, argsText, timeoutMs))
+    return run((id) => this._native.callToolAsTask(id, name, argsText, timeoutMs, taskTtlMs))
   }
 
   /**
@@ -1385,7 +1461,7 @@ class Sessions {
   _verb(verb, params) {
     let text
     try {
-      text = paramsJson(params)
+      text = paramsJson(sessionParams(verb, params))
     } catch (err) {
       return Promise.reject(err)
     }

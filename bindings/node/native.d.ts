@@ -125,7 +125,7 @@ export declare class NativeHub {
    * With `progress`, progress notifications are posted under the same id;
    * with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
    */
-  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null): void
+  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null, maxTotalTimeoutMs?: number | undefined | null, taskTtlMs?: number | undefined | null): void
   /**
    * [`call_tool`](Self::call_tool) without options (no timeout of its
    * own, progress, cancellation, policy or task): the common call, with
@@ -180,7 +180,7 @@ export declare class NativeHub {
    * Starts tool `name` as an MCP task; resolves to its handle
    * `{"server", "task_id"}` (JSON text).
    */
-  callToolAsTask(id: number, name: string, args?: string | undefined | null, timeoutMs?: number | undefined | null): void
+  callToolAsTask(id: number, name: string, args?: string | undefined | null, timeoutMs?: number | undefined | null, taskTtlMs?: number | undefined | null): void
   /** The status of task `task_id` of `server` (`tasks/get`), JSON text. */
   task(id: number, server: string, taskId: string): void
   /**
@@ -262,6 +262,13 @@ export declare class NativeSessions {
   /** Ends a session (`{session_dir, outcome?}`). */
   end(id: number, params: string): void
 }
+
+/**
+ * Core's contract of call options, policy options and search as JSON
+ * text (`mcpmux_core::contract::schemas`): what the drift tests read and
+ * where the options' names come from.
+ */
+export declare function contract(): string
 
 /** The version of the mcpmux engine inside this addon. */
 export declare function engineVersion(): string

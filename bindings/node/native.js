@@ -840,6 +840,7 @@ module.exports.NativeEvents = nativeBinding.NativeEvents
 module.exports.NativeHub = nativeBinding.NativeHub
 module.exports.NativePolicy = nativeBinding.NativePolicy
 module.exports.NativeSessions = nativeBinding.NativeSessions
+module.exports.contract = nativeBinding.contract
 module.exports.engineVersion = nativeBinding.engineVersion
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.sessionSchemas = nativeBinding.sessionSchemas

@@ -141,12 +141,25 @@ impl Error {
         }
     }
 
-    /// A JSON object `{"error": message, "code": code}` (plus `rpc_code` for
-    /// server errors), the shape the CLI prints on stderr.
+    /// The `data` member of the JSON-RPC error for [`Error::ServerError`]
+    /// when the server sent one, else `None`.
+    pub fn data(&self) -> Option<&serde_json::Value> {
+        match self {
+            Error::ServerError { data, .. } => data.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// A JSON object `{"error": message, "code": code}` (plus `rpc_code`
+    /// for server errors, and `data` when the server sent it), the shape
+    /// the CLI prints on stderr.
     pub fn to_json(&self) -> serde_json::Value {
         let mut v = serde_json::json!({ "error": self.to_string(), "code": self.code() });
         if let Some(code) = self.rpc_code() {
             v["rpc_code"] = code.into();
+        }
+        if let Some(data) = self.data() {
+            v["data"] = data.clone();
         }
         v
     }

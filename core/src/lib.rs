@@ -36,6 +36,7 @@
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod contract;
 pub(crate) mod elicitation;
 pub mod error;
 pub mod events;

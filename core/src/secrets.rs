@@ -21,7 +21,7 @@
 //! text. Matching is literal and case-sensitive; a secret that a server
 //! re-encodes (base64, JSON escapes of quotes or control characters, a
 //! different case) is not found by this pass (the pattern rules of
-//! [`crate::policy::redact`] still apply to tool output).
+//! the policy's redaction rules (`mcpmux_policy::redact`) still apply to tool output).
 //!
 //! Where it applies (the choke points): a JSON-RPC error from a server
 //! ([`crate::jsonrpc::RpcError`] into [`Error`]), the body quoted in an

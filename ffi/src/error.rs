@@ -106,6 +106,8 @@ pub struct mcpmux_error {
     code: &'static CStr,
     message: CString,
     rpc_code: Option<i64>,
+    /// The JSON text of a SERVER_ERROR's `data` member, when sent.
+    data: Option<CString>,
 }
 
 impl mcpmux_error {
@@ -129,6 +131,10 @@ impl mcpmux_error {
             code,
             message: c_message(message),
             rpc_code: e.rpc_code(),
+            data: e
+                .data()
+                .and_then(|d| serde_json::to_string(d).ok())
+                .and_then(|d| CString::new(d).ok()),
         }
     }
 
@@ -245,6 +251,26 @@ pub unsafe extern "C" fn mcpmux_error_rpc_code(
     })
 }
 
+/// For a SERVER_ERROR whose JSON-RPC error had a `data` member: that member
+/// as JSON text (any JSON value). NULL for any other error, for a server
+/// error without `data`, or when `error` is NULL. The string belongs to
+/// `error`: do not free it; it is valid until mcpmux_error_free(error).
+/// (Python's `ServerError.data`, Node's `McpmuxError.data`, the `data`
+/// member of the CLI's error JSON.) Any thread.
+///
+/// # Safety
+/// `error` is NULL or an error from mcpmux that was not freed.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_error_data(error: *const mcpmux_error) -> *const c_char {
+    guard_value(std::ptr::null(), || {
+        // SAFETY: the caller promises a valid error or NULL.
+        match unsafe { error.as_ref() }.and_then(|e| e.data.as_ref()) {
+            Some(data) => data.as_ptr(),
+            None => std::ptr::null(),
+        }
+    })
+}
+
 /// Frees an error received from mcpmux (through an `mcpmux_error **err`
 /// out-parameter or a callback). NULL is a no-op. Any thread.
 ///
@@ -290,7 +316,32 @@ mod tests {
             "server error -32000: bad\\0byte"
         );
         assert_eq!(e.rpc_code, Some(-32000));
+        assert!(e.data.is_none());
         assert_eq!(e.code.to_str().unwrap(), "SERVER_ERROR");
         assert_eq!(e.status(), MCPMUX_STATUS_SERVER_ERROR);
+    }
+
+    #[test]
+    fn server_error_data_is_readable() {
+        let e = mcpmux_error::from_core(&Error::ServerError {
+            code: -32001,
+            message: "no".into(),
+            data: Some(serde_json::json!({"token": "t", "n": [1, 2]})),
+        })
+        .into_raw();
+        // SAFETY: `e` is a live error from mcpmux; freed once below.
+        unsafe {
+            let data = std::ffi::CStr::from_ptr(mcpmux_error_data(e));
+            let v: serde_json::Value = serde_json::from_str(data.to_str().unwrap()).unwrap();
+            assert_eq!(v, serde_json::json!({"token": "t", "n": [1, 2]}));
+            mcpmux_error_free(e);
+        }
+        let plain = mcpmux_error::from_core(&Error::Timeout("slow".into())).into_raw();
+        // SAFETY: as above.
+        unsafe {
+            assert!(mcpmux_error_data(plain).is_null());
+            assert!(mcpmux_error_data(std::ptr::null()).is_null());
+            mcpmux_error_free(plain);
+        }
     }
 }

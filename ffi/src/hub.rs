@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 use std::sync::Arc;
-use std::time::Duration;
 
+use mcpmux_core::contract::{self, Unit};
 use mcpmux_core::{CallOptions, Config, ConfigSource, Error, Hub};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -78,13 +78,13 @@ pub(crate) fn call_options(
             })?;
             continue;
         }
-        let (slot, scale) = match key.as_str() {
-            "timeout_ms" => (&mut opts.timeout, 1e-3),
-            "timeout_seconds" => (&mut opts.timeout, 1.0),
-            "max_total_timeout_ms" => (&mut opts.max_total_timeout, 1e-3),
-            "max_total_timeout_seconds" => (&mut opts.max_total_timeout, 1.0),
-            "task_ttl_ms" => (&mut opts.task_ttl, 1e-3),
-            "task_ttl_seconds" => (&mut opts.task_ttl, 1.0),
+        let (slot, unit) = match key.as_str() {
+            "timeout_ms" => (&mut opts.timeout, Unit::Millis),
+            "timeout_seconds" => (&mut opts.timeout, Unit::Seconds),
+            "max_total_timeout_ms" => (&mut opts.max_total_timeout, Unit::Millis),
+            "max_total_timeout_seconds" => (&mut opts.max_total_timeout, Unit::Seconds),
+            "task_ttl_ms" => (&mut opts.task_ttl, Unit::Millis),
+            "task_ttl_seconds" => (&mut opts.task_ttl, Unit::Seconds),
             other => {
                 return Err(args.invalid(
                     "options_json",
@@ -92,16 +92,18 @@ pub(crate) fn call_options(
                 ))
             }
         };
+        // Core's one check (contract::duration): positive, at most
+        // MCPMUX_MAX_TIMEOUT_SECONDS, INVALID_INPUT naming the option.
         let duration = value
             .as_f64()
-            .filter(|n| *n > 0.0)
-            .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
             .ok_or_else(|| {
-                args.invalid(
-                    "options_json",
-                    format!("option '{key}' must be a positive number, not {value}"),
-                )
-            })?;
+                Error::InvalidInput(format!(
+                    "'{key}' must be a positive number of {}, not {value}",
+                    unit.word()
+                ))
+            })
+            .and_then(|n| contract::duration(&key, n, unit))
+            .map_err(|e| args.invalid("options_json", format!("option {e}")))?;
         if slot.replace(duration).is_some() {
             return Err(args.invalid(
                 "options_json",
@@ -291,9 +293,9 @@ fn connect_options(
 ) -> Result<mcpmux_core::HubOptions, Error> {
     let mut hub_options = mcpmux_core::HubOptions::default();
     for (key, value) in options.unwrap_or_default() {
-        let scale = match key.as_str() {
-            "startup_timeout_ms" => 1e-3,
-            "startup_timeout_seconds" => 1.0,
+        let unit = match key.as_str() {
+            "startup_timeout_ms" => Unit::Millis,
+            "startup_timeout_seconds" => Unit::Seconds,
             other => {
                 return Err(args.invalid(
                     "options_json",
@@ -304,16 +306,18 @@ fn connect_options(
                 ))
             }
         };
+        // Core's one check (contract::duration): positive, at most
+        // MCPMUX_MAX_TIMEOUT_SECONDS, INVALID_INPUT naming the option.
         let duration = value
             .as_f64()
-            .filter(|n| *n > 0.0)
-            .and_then(|n| Duration::try_from_secs_f64(n * scale).ok())
             .ok_or_else(|| {
-                args.invalid(
-                    "options_json",
-                    format!("option '{key}' must be a positive number, not {value}"),
-                )
-            })?;
+                Error::InvalidInput(format!(
+                    "'{key}' must be a positive number of {}, not {value}",
+                    unit.word()
+                ))
+            })
+            .and_then(|n| contract::duration(&key, n, unit))
+            .map_err(|e| args.invalid("options_json", format!("option {e}")))?;
         if hub_options.startup_wait.replace(duration).is_some() {
             return Err(args.invalid(
                 "options_json",
@@ -493,10 +497,11 @@ pub unsafe extern "C" fn mcpmux_hub_list_tools(
 }
 
 /// Writes the tools matching `query` to `*out_json`, best first, at most
-/// `limit` (0 = the default, 10): a JSON array of the objects of
-/// mcpmux_hub_list_tools(). BM25 over names, titles, descriptions and
-/// parameter names, stemmed, with a few synonyms; never empty while there
-/// are tools.
+/// `limit` (pass MCPMUX_SEARCH_DEFAULT_LIMIT for the default of every
+/// front end; 0 finds nothing: `[]`, as in Python, Node and the CLI): a
+/// JSON array of the objects of mcpmux_hub_list_tools(). BM25 over names,
+/// titles, descriptions and parameter names, stemmed, with a few
+/// synonyms; never empty while there are tools and `limit` > 0.
 /// Does not block; any thread, callbacks included.
 ///
 /// On success `*out_json` receives a string owned by the caller (free it
@@ -522,10 +527,8 @@ pub unsafe extern "C" fn mcpmux_hub_search_tools(
             let hub = hub_ref(args, hub)?;
             let query = args.str("query", query)?;
             args.non_null("out_json", out_json)?;
-            let limit = match limit {
-                0 => mcpmux_core::Hub::SEARCH_DEFAULT_LIMIT,
-                n => n as usize,
-            };
+            // Core's meaning of a limit (contract::search_limit): 0 finds nothing.
+            let limit = contract::search_limit(Some(u64::from(limit)));
             write_out(out_json, json_string(&hub.hub.search_tools(query, limit))?);
             Ok(())
         })
@@ -572,7 +575,9 @@ pub unsafe extern "C" fn mcpmux_hub_tools_for(
 /// `options_json` (nullable): a JSON object with `timeout_ms` or
 /// `timeout_seconds` (time allowed without a response or progress; default:
 /// the server's `timeout_seconds`, 60 s unless configured) and
-/// `max_total_timeout_ms` or `max_total_timeout_seconds`; `"task": true`
+/// `max_total_timeout_ms` or `max_total_timeout_seconds` (every duration a
+/// positive number, at most MCPMUX_MAX_TIMEOUT_SECONDS seconds, the cap of
+/// every front end; else INVALID_INPUT naming the option); `"task": true`
 /// runs a tool whose `execution.taskSupport` is `optional` as an MCP task
 /// (one that is `required` always runs as a task: the call polls it and
 /// returns its result, answering `input_required` through the hub's
@@ -580,7 +585,9 @@ pub unsafe extern "C" fn mcpmux_hub_tools_for(
 /// `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
 /// `traceparent` (and `tracestate`), a W3C trace context: with telemetry
 /// on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
-/// children.
+/// children. For progress notifications (`on_progress`), use
+/// mcpmux_hub_call_tool_with_progress(). docs/call-options.md lists these
+/// options in every front end.
 ///
 /// On success `*out_json` receives the MCP CallToolResult exactly as the
 /// server sent it (`content`, `structuredContent`, `isError`, ...), owned by

@@ -27,6 +27,8 @@ pub mod authorize;
 
 pub mod call;
 
+pub mod progress;
+
 pub mod policy;
 
 pub mod session;
@@ -40,13 +42,28 @@ pub mod tasks;
 mod boundary;
 mod util;
 
+#[cfg(test)]
+mod contract_tests;
+
 pub use call::{mcpmux_call, mcpmux_callback};
 pub use engine::mcpmux_engine;
 pub use error::{mcpmux_error, mcpmux_status};
 pub use events::mcpmux_event_fn;
 pub use hub::mcpmux_hub;
 pub use policy::{mcpmux_audit_fn, mcpmux_policy};
+pub use progress::mcpmux_progress_fn;
 pub use session::{mcpmux_host_fn, mcpmux_host_reply, mcpmux_sessions};
+
+/// The number of tools mcpmux_hub_search_tools() returns by default in
+/// every front end (Python, Node and the CLI use it when no limit is
+/// given); a limit of 0 finds nothing. Core's
+/// `mcpmux_core::contract::SEARCH_DEFAULT_LIMIT`.
+pub const MCPMUX_SEARCH_DEFAULT_LIMIT: u32 = 10;
+
+/// The largest timeout any option takes, in seconds (about 31 years; the
+/// `*_ms` options take at most 1000 times this): the same cap in every
+/// front end, core's `mcpmux_core::contract::MAX_TIMEOUT_SECONDS`.
+pub const MCPMUX_MAX_TIMEOUT_SECONDS: f64 = 1e9;
 
 /// The major version of this header; equals the major part of
 /// mcpmux_version() (checked when the library is built).

@@ -122,6 +122,11 @@ fn c_basic_demo_server() {
 }
 
 #[test]
+fn c_call_options_contract() {
+    c_test("test_contract");
+}
+
+#[test]
 fn c_async_callbacks_and_cancel() {
     c_test("test_async");
 }

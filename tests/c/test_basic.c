@@ -49,7 +49,7 @@ static void test_servers_and_tools(mcpmux_hub *hub) {
     /* Search: the tool the query is about first; limit 1 gives one. */
     json = NULL;
     err = NULL;
-    expect_status("search_tools", mcpmux_hub_search_tools(hub, "add two numbers", 0, &json, &err), &err,
+    expect_status("search_tools", mcpmux_hub_search_tools(hub, "add two numbers", MCPMUX_SEARCH_DEFAULT_LIMIT, &json, &err), &err,
                   MCPMUX_STATUS_OK, NULL, NULL);
     CHECK(json != NULL && strncmp(json, "[{\"name\":\"mcp_demo_add\"", strlen("[{\"name\":\"mcp_demo_add\"")) == 0, "search ranks add first: %s", json);
     mcpmux_string_free(json);

@@ -12,7 +12,8 @@ Usage: task_server.py <mode>
   forever with a 100 000-character status message; `bad_status` creates a
   task whose `tasks/get` answers an unknown status; `other_id` creates a
   task whose `tasks/get` answers about another task. `tasks/cancel` marks a
-  task cancelled; `tasks/list` lists every task.
+  task cancelled; `tasks/list` lists every task. Every task reports the
+  `ttl` its call asked for (`params.task.ttl`), else 60 000 ms.
 """
 import os
 import sys
@@ -39,8 +40,9 @@ tasks = {}  # id -> (tool, status)
 
 
 def task_obj(task_id, status, message=None, poll=0):
+    ttl = tasks[task_id][2] if task_id in tasks else 60000
     t = {"taskId": task_id, "status": status, "createdAt": "2025-11-25T00:00:00Z",
-         "lastUpdatedAt": "2025-11-25T00:00:00Z", "ttl": 60000, "pollInterval": poll}
+         "lastUpdatedAt": "2025-11-25T00:00:00Z", "ttl": ttl, "pollInterval": poll}
     if message is not None:
         t["statusMessage"] = message
     return t
@@ -69,7 +71,8 @@ def main():
                                     "Tool %s requires task augmentation" % name)
             else:
                 task_id = "t%d" % (len(tasks) + 1)
-                tasks[task_id] = [name, "working"]
+                asked = params["task"].get("ttl") if isinstance(params["task"], dict) else None
+                tasks[task_id] = [name, "working", asked if isinstance(asked, int) else 60000]
                 _mini.respond(rid, {"task": task_obj(task_id, "working")})
         elif method in ("tasks/get", "tasks/cancel"):
             task_id = params.get("taskId")
@@ -78,7 +81,7 @@ def main():
                 continue
             if method == "tasks/cancel":
                 tasks[task_id][1] = "cancelled"
-            name, status = tasks[task_id]
+            name, status, _ = tasks[task_id]
             if status == "cancelled":
                 _mini.respond(rid, task_obj(task_id, "cancelled"))
             elif name == "bad_status":
@@ -88,7 +91,7 @@ def main():
             else:
                 _mini.respond(rid, task_obj(task_id, "working", "x" * 100000))
         elif method == "tasks/list":
-            _mini.respond(rid, {"tasks": [task_obj(i, s) for i, (_, s) in tasks.items()]})
+            _mini.respond(rid, {"tasks": [task_obj(i, s) for i, (_, s, _) in tasks.items()]})
         else:
             _mini.respond_error(rid, _mini.METHOD_NOT_FOUND, "Method not found: %s" % method)
 

@@ -71,6 +71,11 @@ enum Command {
         format: Option<String>,
     },
     /// Call a tool by its hub name (mcp_SERVER_TOOL); exit 1 when the result is an error.
+    ///
+    /// The call options of every front end (docs/call-options.md):
+    /// --timeout (global), --max-total-timeout, --task, --task-ttl,
+    /// --progress; the W3C trace context comes from $TRACEPARENT and
+    /// $TRACESTATE.
     Call {
         /// The tool's hub name, as `mcpmux tools` shows it.
         tool: String,
@@ -80,6 +85,23 @@ enum Command {
         /// task (tools that require one always run as tasks).
         #[arg(long)]
         task: bool,
+        /// Upper bound of the whole call in seconds, however much progress arrives (default: the server's max_total_timeout_seconds).
+        #[arg(long, value_name = "SECONDS")]
+        max_total_timeout: Option<f64>,
+        /// How long the server keeps a task this call creates, in seconds (default: the server chooses).
+        #[arg(long, value_name = "SECONDS")]
+        task_ttl: Option<f64>,
+        /// Print each progress notification on stderr as a JSON line ({"progress", "total"?, "message"?}).
+        #[arg(long)]
+        progress: bool,
+    },
+    /// Search the tools (BM25 over names, titles, descriptions and parameter names), best first.
+    Search {
+        /// Words to look for.
+        query: String,
+        /// Most results; 0 finds nothing.
+        #[arg(long, value_name = "N", default_value_t = mcpmux_core::contract::SEARCH_DEFAULT_LIMIT as u64)]
+        limit: u64,
     },
     /// List resources and resource templates.
     Resources {
@@ -223,8 +245,14 @@ fn usage_error(e: &clap::Error) -> String {
     use clap::error::ErrorKind;
     let message = match e.kind() {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
-            "missing command (one of: servers, tools, call, resources, read, prompts, prompt, complete, policy, watch, review, serve, gateway, auth, trust)"
-                .to_owned()
+            // Every command, from the parser itself: none can be left out.
+            use clap::CommandFactory;
+            let commands: Vec<String> = Cli::command()
+                .get_subcommands()
+                .filter(|c| !c.is_hide_set())
+                .map(|c| c.get_name().to_owned())
+                .collect();
+            format!("missing command (one of: {})", commands.join(", "))
         }
         _ => {
             let text = e.to_string();
@@ -269,15 +297,11 @@ fn init_logging(verbose: u8) {
 async fn run(cli: Cli) -> Result<u8, Error> {
     // Checked before anything else, whatever the command: a value that no
     // `Duration` holds must be refused, never reach the clock and panic.
-    let timeout = match cli.timeout {
-        None => None,
-        Some(secs) => Some(mcpmux_core::config::seconds(secs).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "--timeout must be a positive number of seconds (at most {}), not {secs}",
-                mcpmux_core::config::MAX_SECONDS
-            ))
-        })?),
-    };
+    let timeout = cli
+        .timeout
+        .map(|secs| mcpmux_core::contract::seconds("--timeout", secs))
+        .transpose()?;
+    let call_opts = call_options(&cli.command)?;
     match &cli.command {
         Command::Trust(args) => return trust_cmd::run(args, cli.config.as_deref(), cli.json),
         Command::Review { action } => {
@@ -418,7 +442,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         return outcome.map(|()| 0);
     }
     let outcome = tokio::select! {
-        r = execute(&hub, &cli, args.as_ref()) => r,
+        r = execute(&hub, &cli, args.as_ref(), call_opts) => r,
         e = &mut interrupted => Err(e),
     };
     hub.close().await;
@@ -438,15 +462,10 @@ const GATEWAY_STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs
 /// `--startup-timeout` (default [`DEFAULT_STARTUP_WAIT`], shorter than the
 /// default call timeout of 60 s).
 fn startup_wait(cli: &Cli) -> Result<Option<std::time::Duration>, Error> {
-    let flag = match cli.startup_timeout {
-        None => None,
-        Some(secs) => Some(mcpmux_core::config::seconds(secs).ok_or_else(|| {
-            Error::InvalidInput(format!(
-                "--startup-timeout must be a positive number of seconds (at most {}), not {secs}",
-                mcpmux_core::config::MAX_SECONDS
-            ))
-        })?),
-    };
+    let flag = cli
+        .startup_timeout
+        .map(|secs| mcpmux_core::contract::seconds("--startup-timeout", secs))
+        .transpose()?;
     let aimed = match &cli.command {
         Command::Call { .. } => true,
         Command::Read { server, .. }
@@ -493,7 +512,51 @@ async fn shutdown_signal() -> Error {
     }
 }
 
-async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error> {
+/// The call options of `call` (`--max-total-timeout`, `--task`,
+/// `--task-ttl`, `--progress`), checked by core's contract before anything
+/// starts; the default options for other commands.
+fn call_options(command: &Command) -> Result<CallOptions, Error> {
+    let Command::Call {
+        task,
+        max_total_timeout,
+        task_ttl,
+        progress,
+        ..
+    } = command
+    else {
+        return Ok(CallOptions::default());
+    };
+    let secs = |flag: &str, v: Option<f64>| {
+        v.map(|v| mcpmux_core::contract::seconds(flag, v))
+            .transpose()
+    };
+    let on_progress = progress.then(|| {
+        std::sync::Arc::new(|u: mcpmux_core::ProgressUpdate| {
+            let mut v = serde_json::json!({ "progress": u.progress });
+            if let Some(total) = u.total {
+                v["total"] = total.into();
+            }
+            if let Some(message) = u.message {
+                v["message"] = message.into();
+            }
+            let _ = writeln!(std::io::stderr(), "{v}");
+        }) as mcpmux_core::ProgressCallback
+    });
+    Ok({
+        let mut options = CallOptions::default().with_task(*task);
+        options.max_total_timeout = secs("--max-total-timeout", *max_total_timeout)?;
+        options.task_ttl = secs("--task-ttl", *task_ttl)?;
+        options.on_progress = on_progress;
+        options
+    })
+}
+
+async fn execute(
+    hub: &Hub,
+    cli: &Cli,
+    args: Option<&Value>,
+    call_opts: CallOptions,
+) -> Result<u8, Error> {
     let json = cli.json;
     match &cli.command {
         Command::Servers => {
@@ -514,9 +577,8 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
                 print(&human::tools(&hub.list_tools()))
             }
         }
-        Command::Call { tool, task, .. } => {
-            let opts = CallOptions::default().with_task(*task);
-            let result = hub.call_tool(tool, args, &opts).await?;
+        Command::Call { tool, .. } => {
+            let result = hub.call_tool(tool, args, &call_opts).await?;
             if json {
                 print(result.json())?;
             } else {
@@ -527,6 +589,15 @@ async fn execute(hub: &Hub, cli: &Cli, args: Option<&Value>) -> Result<u8, Error
             } else {
                 0
             });
+        }
+        Command::Search { query, limit } => {
+            print_failed_servers_note(hub);
+            let found = hub.search_tools(query, mcpmux_core::contract::search_limit(Some(*limit)));
+            if json {
+                print_json(&found)
+            } else {
+                print(&human::tools(&found))
+            }
         }
         Command::Resources { server } => {
             print_failed_servers_note(hub);

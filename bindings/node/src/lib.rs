@@ -99,10 +99,6 @@ const KIND_HUB: u32 = 2;
 const KIND_VOID: u32 = 3;
 const KIND_PROGRESS: u32 = 4;
 
-/// The longest per-call timeout accepted (about 31 years), so that the
-/// conversion to a [`Duration`] cannot overflow.
-const MAX_TIMEOUT_MS: f64 = 1e12;
-
 /// What one operation hands back to JavaScript.
 enum Outcome {
     /// A tool result (its JSON text goes to JavaScript unchanged).
@@ -756,6 +752,8 @@ impl NativeHub {
         task: Option<bool>,
         traceparent: Option<String>,
         tracestate: Option<String>,
+        max_total_timeout_ms: Option<f64>,
+        task_ttl_ms: Option<f64>,
     ) {
         let policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
         let on_progress = progress.then(|| {
@@ -777,6 +775,9 @@ impl NativeHub {
             let opts = {
                 let mut options = CallOptions::default().with_task(task.unwrap_or(false));
                 options.timeout = timeout;
+                options.max_total_timeout =
+                    millis_option(max_total_timeout_ms, "maxTotalTimeoutMs")?;
+                options.task_ttl = millis_option(task_ttl_ms, "taskTtlMs")?;
                 options.on_progress = on_progress;
                 options.policy = policy;
                 options
@@ -949,11 +950,13 @@ impl NativeHub {
         name: String,
         args: Option<String>,
         timeout_ms: Option<f64>,
+        task_ttl_ms: Option<f64>,
     ) {
         self.op(id, |hub| async move {
             let opts = {
                 let mut options = CallOptions::default();
                 options.timeout = timeout_option(timeout_ms)?;
+                options.task_ttl = millis_option(task_ttl_ms, "taskTtlMs")?;
                 options
             };
             let args = parse_object("args", args)?;
@@ -1083,23 +1086,25 @@ pub fn stay_awake_micros() -> u32 {
     u32::try_from(mcpmux_core::runtime::stay_awake().as_micros()).unwrap_or(u32::MAX)
 }
 
-/// A `timeoutMs` option as a duration: a positive, finite number of
-/// milliseconds (at most [`MAX_TIMEOUT_MS`]), else `INVALID_INPUT`.
+/// A `timeoutMs` option as a duration, by core's one rule
+/// ([`mcpmux_core::contract::millis`]: positive, at most
+/// [`mcpmux_core::contract::MAX_TIMEOUT_MS`]), else `INVALID_INPUT`.
 fn timeout_option(timeout_ms: Option<f64>) -> Result<Option<Duration>, Error> {
     millis_option(timeout_ms, "timeoutMs")
 }
 
 /// An option `name` in milliseconds as a duration, by the rule of
-/// [`timeout_option`].
+/// [`timeout_option`]; the error names `name`.
 fn millis_option(ms: Option<f64>, name: &str) -> Result<Option<Duration>, Error> {
-    match ms {
-        None => Ok(None),
-        Some(ms) if ms.is_finite() && ms > 0.0 && ms <= MAX_TIMEOUT_MS => {
-            Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
-        }
-        Some(_) => Err(invalid_input(
-            name,
-            "must be a positive number of milliseconds",
-        )),
-    }
+    ms.map(|ms| mcpmux_core::contract::millis(name, ms))
+        .transpose()
+}
+
+/// Core's contract of call options, policy options and search as JSON
+/// text (`mcpmux_core::contract::schemas`): what the drift tests read and
+/// where the options' names come from.
+#[cfg_attr(test, allow(dead_code))]
+#[napi]
+pub fn contract() -> String {
+    mcpmux_core::contract::schemas().to_string()
 }

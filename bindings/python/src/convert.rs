@@ -193,12 +193,15 @@ pub fn opt_seconds(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option
     } else {
         None
     };
-    match secs.and_then(|s| Duration::try_from_secs_f64(s).ok().filter(|_| s > 0.0)) {
-        Some(d) => Ok(Some(d)),
-        None => Err(errors::invalid(
+    // Core's one check (contract::seconds): positive, at most
+    // MAX_TIMEOUT_SECONDS, the same cap as every front end.
+    match secs.map(|s| mcpmux_core::contract::seconds(arg, s)) {
+        Some(Ok(d)) => Ok(Some(d)),
+        _ => Err(errors::invalid(
             o.py(),
             format!(
-                "argument '{arg}' must be a positive number of seconds or None, not {}",
+                "argument '{arg}' must be a positive number of seconds (at most {}) or None, not {}",
+                mcpmux_core::contract::MAX_TIMEOUT_SECONDS,
                 o.repr().map_or_else(|_| type_name(o), |r| r.to_string())
             ),
         )),

@@ -248,7 +248,9 @@ impl NativeHub {
     /// MCP task (`required` ones always are).
     /// `traceparent` / `tracestate`: the host's active OpenTelemetry
     /// context (W3C), the parent of the call's spans.
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None))]
+    /// `max_total_timeout` and `task_ttl`: seconds, as `timeout` (core's
+    /// `CallOptions`; `mcpmux_core::contract` names them).
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None, max_total_timeout=None, task_ttl=None))]
     #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
@@ -262,10 +264,14 @@ impl NativeHub {
         task: bool,
         traceparent: Option<String>,
         tracestate: Option<String>,
+        max_total_timeout: Option<&Bound<'_, PyAny>>,
+        task_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
         let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let max_total_timeout = convert::opt_seconds(max_total_timeout, "max_total_timeout")?;
+        let task_ttl = convert::opt_seconds(task_ttl, "task_ttl")?;
         let on_progress = on_progress.filter(|c| !c.is_none());
         if let Some(cb) = &on_progress {
             if !cb.is_callable() {
@@ -282,6 +288,8 @@ impl NativeHub {
         let mut opts = {
             let mut options = CallOptions::default().with_task(task);
             options.timeout = timeout;
+            options.max_total_timeout = max_total_timeout;
+            options.task_ttl = task_ttl;
             options.policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
             options
         };
@@ -478,7 +486,8 @@ impl NativeHub {
     }
 
     /// Starts tool `name` as an MCP task; its handle `{"server", "task_id"}`.
-    #[pyo3(signature = (name, arguments=None, timeout=None, aio=None))]
+    /// `task_ttl` (seconds): how long the server keeps the task.
+    #[pyo3(signature = (name, arguments=None, timeout=None, aio=None, task_ttl=None))]
     fn call_tool_as_task(
         &self,
         py: Python<'_>,
@@ -486,15 +495,18 @@ impl NativeHub {
         arguments: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
+        task_ttl: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
         let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let task_ttl = convert::opt_seconds(task_ttl, "task_ttl")?;
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
             let opts = {
                 let mut options = CallOptions::default();
                 options.timeout = timeout;
+                options.task_ttl = task_ttl;
                 options
             };
             let handle = hub

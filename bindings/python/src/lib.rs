@@ -31,8 +31,15 @@ mod session;
 
 use pyo3::prelude::*;
 
+/// Core's contract of call options, policy options and search as JSON
+/// text (`mcpmux_core::contract::schemas`): what the drift tests read.
+#[pyfunction]
+fn contract() -> String {
+    mcpmux_core::contract::schemas().to_string()
+}
+
 /// The `mcpmux._native` module: `Hub`, `Events`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
-/// process-wide helpers `shutdown`, `after_fork_in_child` and `version`.
+/// process-wide helpers `shutdown`, `after_fork_in_child`, `contract` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hub::NativeHub>()?;
@@ -45,6 +52,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hub::telemetry_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;
+    m.add_function(wrap_pyfunction!(contract, m)?)?;
     m.add("ENGINE_VERSION", mcpmux_core::VERSION)?;
     // How long AsyncHub keeps its loop turning after a call went out (core's
     // rule: `$MCPMUX_STAY_AWAKE_US`).

@@ -100,7 +100,7 @@ const SEARCH_TOOLS: &str = "search_tools";
 const DESCRIBE_TOOL: &str = "describe_tool";
 const CALL_TOOL: &str = "call_tool";
 /// Results `search_tools` returns when the client gives no `limit`.
-const DEFAULT_SEARCH_LIMIT: usize = 10;
+const DEFAULT_SEARCH_LIMIT: usize = mcpmux_core::contract::SEARCH_DEFAULT_LIMIT;
 /// Most results one `search_tools` returns.
 const MAX_SEARCH_LIMIT: usize = 100;
 

@@ -109,6 +109,14 @@ impl SessionPolicy {
 mod tests {
     use super::*;
 
+    #[test]
+    fn policy_options_of_the_contract_are_the_setting_keys() {
+        assert_eq!(
+            mcpmux_core::contract::fields("policy_options").unwrap(),
+            SETTING_KEYS
+        );
+    }
+
     fn config() -> Config {
         crate::register_config_layer();
         Config::parse(

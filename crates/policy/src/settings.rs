@@ -76,8 +76,12 @@ impl PolicySettings {
         };
         let call_timeout = match table.get("call_timeout_seconds") {
             None | Some(Value::Null) => None,
-            Some(v) => match v.as_f64() {
-                Some(s) if s > 0.0 && s.is_finite() && s < 1e9 => Some(Duration::from_secs_f64(s)),
+            // Core's one timeout rule (contract::seconds): the same cap as every front end.
+            Some(v) => match v
+                .as_f64()
+                .and_then(|s| mcpmux_core::contract::seconds("call_timeout_seconds", s).ok())
+            {
+                Some(d) => Some(d),
                 _ => {
                     return Err(err(
                         "call_timeout_seconds",

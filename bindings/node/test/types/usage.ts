@@ -22,6 +22,9 @@ export async function usage(): Promise<void> {
   const text: string | undefined = result.content[0].text
   const failed: boolean | undefined = result.isError
   await hub.callTool('mcp_demo_crash')
+  await hub.callTool('mcp_demo_slow', { seconds: 1 }, { maxTotalTimeoutMs: 5000, taskTtlMs: 60_000, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })
+  // @ts-expect-error durations are numbers of milliseconds
+  await hub.callTool('mcp_demo_slow', {}, { maxTotalTimeoutMs: '5s' })
   await hub.listResources({ server: 'demo' })
   await hub.listResourceTemplates()
   const read = await hub.readResource('demo://readme', { server: 'demo' })
@@ -107,8 +110,10 @@ export async function usage(): Promise<void> {
   const replied = await sessions.reply({ session_dir: begun.session_dir, input: 'RESPONSE: done' })
   const ended = await sessions.end({ session_dir: begun.session_dir, outcome: 'consensus' })
   console.log(verdict, status.next, status.next_reason, replied.round, ended.finalized)
-  // @ts-expect-error parameters use the engine's JSON keys
-  await sessions.wait({ sessionDir: 'x' })
+  // camelCase aliases of the engine's JSON keys (derived from core's schema at run time).
+  await sessions.wait({ sessionDir: 'x', maxWaitSeconds: 1 })
+  // @ts-expect-error not a parameter in either spelling
+  await sessions.wait({ session_dir: 'x', maxWait: 1 })
   // @ts-expect-error not an outcome
   await sessions.end({ session_dir: 'x', outcome: 'maybe' })
 }

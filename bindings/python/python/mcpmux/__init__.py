@@ -142,6 +142,19 @@ def _trace_context() -> Dict[str, str]:
         _TRACE_READER = _trace_reader()
     return _TRACE_READER() if _TRACE_READER else {}
 
+def _explicit_trace(traceparent: Optional[str], tracestate: Optional[str]) -> Dict[str, str]:
+    """The trace context of a call: the host's explicit ``traceparent`` /
+    ``tracestate`` when given, else the active span (:func:`_trace_context`)."""
+    if traceparent is None and tracestate is None:
+        return _trace_context()
+    out: Dict[str, str] = {}
+    if traceparent is not None:
+        out["traceparent"] = traceparent
+    if tracestate is not None:
+        out["tracestate"] = tracestate
+    return out
+
+
 def _warn_failed_servers(native: Any) -> None:
     """Warns (``RuntimeWarning``) which servers failed, so a tool list that
     lacks their tools says so; the engine words the note."""
@@ -400,6 +413,10 @@ class Hub:
         on_progress: Optional[ProgressCallback] = None,
         policy: Optional["Policy"] = None,
         task: bool = False,
+        max_total_timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Calls tool ``name`` (its hub name) with ``arguments`` (a dict).
 
@@ -408,9 +425,16 @@ class Hub:
         routing, transport and protocol failures raise :class:`McpmuxError`
         subclasses (:class:`UnknownTool`, :class:`Timeout`, ...).
         ``timeout`` (seconds) replaces the server's ``timeout_seconds`` for
-        this call; progress notifications reset it. ``on_progress(progress,
-        total, message)`` is called on this thread for each progress
-        notification.
+        this call; progress notifications reset it. ``max_total_timeout``
+        (seconds) bounds the whole call however much progress arrives
+        (default: the server's ``max_total_timeout_seconds``). Every
+        duration is a positive number of seconds, at most 1e9 (core's cap,
+        the same in every front end; else :class:`InvalidInput` naming the
+        argument). ``on_progress(progress, total, message)`` is called on
+        this thread for each progress notification. ``traceparent`` /
+        ``tracestate``: a W3C trace context for the call's spans (default:
+        the active OpenTelemetry span, if any). docs/call-options.md lists
+        these options in every front end.
 
         With ``policy`` (see :meth:`policy`) the call goes through it: a tool
         the policy does not offer raises :class:`ToolNotAllowed` and one past
@@ -418,22 +442,40 @@ class Hub:
         the result's text is redacted and capped; the call is audited.
 
         A tool whose ``execution.taskSupport`` is ``"required"`` runs as an
-        MCP task (``task=True`` asks the same of an ``"optional"`` one): the
-        call polls the task, answers ``input_required`` through the hub's
-        elicitation / sampling handlers and returns the task's result; past
-        the server's ``max_total_timeout_seconds`` (:class:`Timeout`) or when
-        interrupted, the task is cancelled. ``task_status`` events tell each
-        status.
+        MCP task (``task=True`` asks the same of an ``"optional"`` one;
+        ``task_ttl``, seconds, asks the server to keep it that long): the
+        call polls the task and returns the task's result; past
+        ``max_total_timeout`` (:class:`Timeout`) or when interrupted, the
+        task is cancelled. ``task_status`` events tell each status. Python
+        sets no sampling, elicitation or roots handlers: the hub does not
+        declare those capabilities, and a server's request for one is
+        refused ("Method not found"), so a task that needs such input
+        (``input_required``) does not get it.
         """
-        trace = _trace_context()
+        trace = _explicit_trace(traceparent, tracestate)
         if policy is None:
             return self._native.call_tool(
-                name, arguments, timeout, on_progress, task=task, **trace
+                name,
+                arguments,
+                timeout,
+                on_progress,
+                task=task,
+                max_total_timeout=max_total_timeout,
+                task_ttl=task_ttl,
+                **trace,
             )
         native = _policy_native(policy)
         try:
             return self._native.call_tool(
-                name, arguments, timeout, on_progress, policy=native, task=task, **trace
+                name,
+                arguments,
+                timeout,
+                on_progress,
+                policy=native,
+                task=task,
+                max_total_timeout=max_total_timeout,
+                task_ttl=task_ttl,
+                **trace,
             )
         finally:
             policy._deliver()
@@ -444,13 +486,15 @@ class Hub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
     ) -> Dict[str, str]:
         """Starts tool ``name`` as an MCP task without waiting; returns its
         handle ``{"server": ..., "task_id": ...}`` (plain strings: keep them
         to poll, wait or cancel later, also after a restart while the server
         keeps the task). The tool's ``execution.taskSupport`` must be
-        ``"optional"`` or ``"required"`` (else :class:`InvalidInput`)."""
-        return self._native.call_tool_as_task(name, arguments, timeout)
+        ``"optional"`` or ``"required"`` (else :class:`InvalidInput`).
+        ``task_ttl`` (seconds) asks the server to keep the task that long."""
+        return self._native.call_tool_as_task(name, arguments, timeout, task_ttl=task_ttl)
 
     def task(self, server: str, task_id: str) -> Dict[str, Any]:
         """The status of task ``task_id`` of ``server`` (``tasks/get``):
@@ -863,6 +907,10 @@ class AsyncHub:
         on_progress: Optional[ProgressCallback] = None,
         policy: Optional["AsyncPolicy"] = None,
         task: bool = False,
+        max_total_timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.call_tool`. ``on_progress`` runs on the event
         loop's thread; if it returns an awaitable, that runs as a task.
@@ -881,7 +929,9 @@ class AsyncHub:
                 (future, self._bridge),
                 policy=native,
                 task=task,
-                **_trace_context(),
+                max_total_timeout=max_total_timeout,
+                task_ttl=task_ttl,
+                **_explicit_trace(traceparent, tracestate),
             )
             if pending is None:  # finished at once (e.g. an unknown tool)
                 return future.result()
@@ -944,9 +994,11 @@ class AsyncHub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
     ) -> Dict[str, str]:
         """See :meth:`Hub.call_tool_as_task`."""
-        return await self._call(self._native.call_tool_as_task, name, arguments, timeout)
+        start = functools.partial(self._native.call_tool_as_task, task_ttl=task_ttl)
+        return await self._call(start, name, arguments, timeout)
 
     async def task(self, server: str, task_id: str) -> Dict[str, Any]:
         """See :meth:`Hub.task`."""

@@ -117,6 +117,10 @@ class Hub:
         on_progress: Optional[ProgressCallback] = None,
         policy: Optional[Policy] = None,
         task: bool = False,
+        max_total_timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> CallToolResult: ...
     def call_tool_as_task(
         self,
@@ -124,6 +128,7 @@ class Hub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
     ) -> TaskHandle: ...
     def task(self, server: str, task_id: str) -> TaskInfo: ...
     def task_result(
@@ -220,6 +225,10 @@ class AsyncHub:
         ] = None,
         policy: Optional[AsyncPolicy] = None,
         task: bool = False,
+        max_total_timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
+        traceparent: Optional[str] = None,
+        tracestate: Optional[str] = None,
     ) -> CallToolResult: ...
     async def call_tool_as_task(
         self,
@@ -227,6 +236,7 @@ class AsyncHub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         timeout: Optional[float] = None,
+        task_ttl: Optional[float] = None,
     ) -> TaskHandle: ...
     async def task(self, server: str, task_id: str) -> TaskInfo: ...
     async def task_result(
