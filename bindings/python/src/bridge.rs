@@ -62,7 +62,9 @@ impl Outcome {
         match self {
             Outcome::Json(text) => crate::convert::loads(py, &text).map(Bound::unbind),
             Outcome::Tool(result) => crate::convert::loads(py, result.json()).map(Bound::unbind),
-            Outcome::Hub(hub, events) => crate::hub::NativeHub::wrap(hub, events).into_py_any(py),
+            Outcome::Hub(hub, events) => {
+                crate::handle::NativeHub::wrap(hub, events).into_py_any(py)
+            }
             Outcome::Unit => Ok(py.None()),
         }
     }

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use tokio::sync::Mutex;
 
 use crate::bridge::{Exec, Op, Outcome};
-use crate::hub::{run, Aio};
+use crate::calls::{run, Aio};
 
 /// The events of one hub from when it was made (see the module docs).
 /// Owned by the Python iterator; `next` may be called from any thread, one

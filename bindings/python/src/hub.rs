@@ -9,72 +9,27 @@
 //! Ownership: the Python object owns one clone of the engine hub. `close()`
 //! closes the servers; after it every method raises `TransportClosed`
 //! ("the hub is closed"). A hub garbage-collected while open is closed in
-//! the background; at interpreter exit [`shutdown`] closes what is left.
+//! the background; at interpreter exit [`crate::handle::shutdown`] closes
+//! what is left.
 //!
 //! Events: `events()` hands out a [`NativeEvents`] stream that ends once
 //! `close()` finished (or the hub is gone), by core's rule. With `events=True` on connect, one stream is subscribed before
 //! the servers start, so its first events are their `server_state`s (the
 //! Python layer's `on_event=` delivery thread reads it).
 
-use std::future::Future;
-use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::task::{Context, Poll, Waker};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
-use mcpmux_core::{CallOptions, Config, ConfigSource, Error, EventStream, Hub, ProgressUpdate};
+use mcpmux_core::{CallOptions, Config, ConfigSource, Hub, ProgressUpdate};
 use pyo3::prelude::*;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::bridge::{self, Bridge, Exec, Op, Outcome};
+use crate::bridge::{self, Exec, Op, Outcome};
+use crate::calls::{block, json_out, json_outcome, run, Aio};
 use crate::events::NativeEvents;
-use crate::{convert, errors, runtime};
-
-/// How often a blocking call looks for signals (Ctrl-C) while it waits.
-const SIGNAL_CHECK: Duration = Duration::from_millis(100);
-
-/// The async form of a call: the asyncio future to complete and the loop's bridge.
-pub(crate) type Aio<'py> = (Bound<'py, PyAny>, Bound<'py, Bridge>);
-
-/// Every hub of this process that may still be open, for [`shutdown`].
-static LIVE: Mutex<Vec<Weak<HubState>>> = Mutex::new(Vec::new());
-
-struct HubState {
-    hub: Hub,
-    closed: AtomicBool,
-    /// The stream subscribed before connecting (`events=True`), until
-    /// `events(initial=True)` takes it.
-    first_events: Mutex<Option<EventStream>>,
-    /// The fork generation that created it (see [`runtime`]).
-    generation: u64,
-}
-
-impl HubState {
-    fn stale(&self) -> bool {
-        self.generation != runtime::generation()
-    }
-}
-
-impl Drop for HubState {
-    fn drop(&mut self) {
-        if self.stale() {
-            // Connected by the parent before fork(): its servers are the
-            // parent's; neither close nor kill them from here.
-            std::mem::forget(self.hub.clone());
-            return;
-        }
-        let _enter = runtime::get().ok().map(|rt| rt.enter());
-        if !self.closed.swap(true, Ordering::AcqRel) {
-            // Garbage-collected while open: close gracefully in the background.
-            if let Ok(rt) = runtime::get() {
-                let hub = self.hub.clone();
-                rt.spawn(async move { hub.close().await });
-            }
-        }
-    }
-}
+use crate::handle::NativeHub;
+use crate::{convert, errors};
 
 /// The config the Python layer handed over; `kind` says what `config` is:
 /// `"str"` (a string: core decides whether it is a path or text,
@@ -103,55 +58,6 @@ pub(crate) fn load_config(
         }
     };
     Config::from_source(source).map_err(|e| errors::to_py(py, &e))
-}
-
-/// An engine hub (see the module docs). Created by `Hub.connect`.
-#[pyclass(frozen, module = "mcpmux._native", name = "Hub")]
-pub struct NativeHub {
-    state: Arc<HubState>,
-}
-
-impl NativeHub {
-    /// Another handle on the same hub (for a policy bound to it).
-    pub(crate) fn clone_ref(&self) -> NativeHub {
-        NativeHub {
-            state: self.state.clone(),
-        }
-    }
-}
-
-impl NativeHub {
-    /// Wraps a connected engine hub (and the event stream subscribed
-    /// before it connected, if any) and registers it for [`shutdown`].
-    pub fn wrap(hub: Hub, first_events: Option<EventStream>) -> NativeHub {
-        let state = Arc::new(HubState {
-            hub,
-            closed: AtomicBool::new(false),
-            first_events: Mutex::new(first_events),
-            generation: runtime::generation(),
-        });
-        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-        live.retain(|w| w.strong_count() > 0);
-        live.push(Arc::downgrade(&state));
-        NativeHub { state }
-    }
-
-    /// The engine hub, unless this hub is closed (or from before fork()).
-    fn hub(&self) -> Result<&Hub, Error> {
-        if self.state.closed.load(Ordering::Acquire) {
-            return Err(errors::closed());
-        }
-        if self.state.stale() {
-            return Err(Error::TransportClosed(
-                "this hub was connected before fork(); connect again in this process".into(),
-            ));
-        }
-        Ok(&self.state.hub)
-    }
-
-    pub(crate) fn hub_py(&self, py: Python<'_>) -> PyResult<Hub> {
-        self.hub().cloned().map_err(|e| errors::to_py(py, &e))
-    }
 }
 
 #[pymethods]
@@ -707,209 +613,9 @@ impl NativeHub {
     }
 }
 
-/// Runs `op` blocking (no `aio`) or as an asyncio future.
-pub(crate) fn run(py: Python<'_>, op: Op, aio: Option<Aio<'_>>, exec: Exec) -> PyResult<Py<PyAny>> {
-    match aio {
-        Some((future, bridge)) => bridge::submit(py, &future, &bridge, op, exec),
-        None => block(py, op, exec, None)?.into_py(py),
-    }
-}
-
-/// A progress callback of a blocking call and the updates for it.
-type Progress = (Py<PyAny>, mpsc::UnboundedReceiver<ProgressUpdate>);
-
-/// Runs `op` to completion with the GIL released. Every
-/// [`SIGNAL_CHECK`] it looks for signals, so Ctrl-C interrupts the wait
-/// (and cancels the request); progress callbacks run on this thread.
-fn block(py: Python<'_>, op: Op, exec: Exec, progress: Option<Progress>) -> PyResult<Outcome> {
-    let rt = runtime::get().map_err(|e| errors::to_py(py, &e))?;
-    let op = bridge::guarded(op);
-    let nested = tokio::runtime::Handle::try_current().is_ok();
-    let result: Result<Result<Outcome, Error>, PyErr> = py.detach(move || {
-        if exec == Exec::Here && !nested {
-            return mcpmux_core::runtime::block_on(rt.handle(), wait(op, progress));
-        }
-        // On an engine thread; wait for it from here.
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let task = rt.spawn(async move {
-            let _ = tx.send(op.await);
-        });
-        let waited = if nested {
-            // Already inside some tokio runtime (a progress callback that
-            // makes a blocking call, or another library's runtime): block
-            // this thread on a plain channel instead of entering a runtime,
-            // and look for signals from here. Only the thread that called
-            // can handle them (Python runs signal handlers on the main
-            // thread): checked on the engine thread that runs `wait`,
-            // Ctrl-C would be lost until the call ended or timed out.
-            let (tx2, rx2) = std::sync::mpsc::channel();
-            let waiter = rt.spawn(async move {
-                let _ = tx2.send(wait(rx, progress).await);
-            });
-            loop {
-                match rx2.recv_timeout(SIGNAL_CHECK) {
-                    Ok(done) => break done,
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                        if let Err(interrupted) = Python::attach(|py| py.check_signals()) {
-                            waiter.abort();
-                            break Err(interrupted);
-                        }
-                    }
-                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                        break Ok(Ok(Err(Error::Internal(
-                            "the engine task ended without an answer".into(),
-                        ))))
-                    }
-                }
-            }
-        } else {
-            mcpmux_core::runtime::block_on(rt.handle(), wait(rx, progress))
-        };
-        if waited.is_err() {
-            task.abort();
-        }
-        waited.map(|r| {
-            r.unwrap_or_else(|_| {
-                Err(Error::Internal(
-                    "the engine task ended without an answer".into(),
-                ))
-            })
-        })
-    });
-    match result {
-        Ok(Ok(outcome)) => Ok(outcome),
-        Ok(Err(e)) => Err(errors::to_py(py, &e)),
-        Err(interrupted) => Err(interrupted),
-    }
-}
-
-/// Awaits `fut`, checking for signals and running progress callbacks.
-async fn wait<F: Future + Unpin>(
-    mut fut: F,
-    mut progress: Option<Progress>,
-) -> Result<F::Output, PyErr> {
-    // A signal that landed just before the call (while Rust code held the
-    // GIL, so Python did not handle it) interrupts it before it starts,
-    // rather than after the request went out.
-    Python::attach(|py| py.check_signals())?;
-    let mut tick =
-        tokio::time::interval_at(tokio::time::Instant::now() + SIGNAL_CHECK, SIGNAL_CHECK);
-    loop {
-        let update = async {
-            match progress.as_mut() {
-                Some((_, rx)) => rx.recv().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            out = &mut fut => {
-                // Progress that arrived just before the result is delivered first.
-                if let Some((cb, rx)) = progress.as_mut() {
-                    while let Ok(u) = rx.try_recv() {
-                        Python::attach(|py| bridge::call_progress_or_interrupt(py, cb, u))?;
-                    }
-                }
-                return Ok(out);
-            }
-            Some(u) = update => {
-                if let Some((cb, _)) = &progress {
-                    Python::attach(|py| bridge::call_progress_or_interrupt(py, cb, u))?;
-                }
-            }
-            _ = tick.tick() => Python::attach(|py| py.check_signals())?,
-        }
-    }
-}
-
-/// Runs a future of the engine that never waits (such as `Policy::report`,
-/// which reads the hub's index) on this thread.
-pub(crate) fn now<F: Future>(fut: F) -> F::Output {
-    let mut fut = pin!(fut);
-    let _enter = runtime::get().ok().map(|rt| rt.enter());
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            return v;
-        }
-        // Not expected; should the engine ever wait here, wait politely.
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-pub(crate) fn json_outcome<T: serde::Serialize + ?Sized>(value: &T) -> Outcome {
-    match serde_json::to_string(value) {
-        Ok(text) => Outcome::Json(text),
-        Err(_) => Outcome::Json("null".into()),
-    }
-}
-
-pub(crate) fn json_out<T: serde::Serialize + ?Sized>(
-    py: Python<'_>,
-    value: &T,
-) -> PyResult<Py<PyAny>> {
-    json_outcome(value).into_py(py)
-}
-
-/// Closes every hub of this process that is still open, all at once,
-/// giving them `grace_seconds` to exit after their stdin is closed; what is
-/// left then is killed (SIGKILL to its process group). Registered with
-/// `atexit` by the Python layer, so that interpreter exit never hangs and
-/// leaves no server behind.
-#[pyfunction]
-pub fn shutdown(py: Python<'_>, grace_seconds: f64) -> PyResult<()> {
-    let hubs: Vec<Hub> = {
-        let mut live = LIVE.lock().unwrap_or_else(PoisonError::into_inner);
-        live.drain(..)
-            .filter_map(|w| w.upgrade())
-            .filter(|s| !s.stale() && !s.closed.swap(true, Ordering::AcqRel))
-            .map(|s| s.hub.clone())
-            .collect()
-    };
-    if hubs.is_empty() {
-        return Ok(());
-    }
-    let rt = runtime::get().map_err(|e| errors::to_py(py, &e))?;
-    let grace = Duration::try_from_secs_f64(grace_seconds).unwrap_or(Duration::from_secs(1));
-    py.detach(move || {
-        let all = async move {
-            // Closing also ends the event streams (the on_event threads).
-            let closes = hubs.iter().map(Hub::close);
-            // Dropping the unfinished closes (on timeout) drops the last
-            // handles on their servers, which kills their process groups.
-            let _ = tokio::time::timeout(grace, join_all(closes)).await;
-        };
-        let (tx, rx) = std::sync::mpsc::channel();
-        rt.spawn(async move {
-            all.await;
-            let _ = tx.send(());
-        });
-        let _ = rx.recv_timeout(grace + Duration::from_secs(2));
-    });
-    // Spans and metrics go out too (bounded; nothing when telemetry is off).
-    py.detach(mcpmux_core::telemetry::shutdown);
-    Ok(())
-}
-
 /// Whether mcpmux exports telemetry (the `OTEL_*` variables): the Python
 /// layer then hands the host's active OpenTelemetry context to each call.
 #[pyfunction]
 pub fn telemetry_enabled() -> bool {
     mcpmux_core::telemetry::enabled()
-}
-
-/// Awaits every future of `futs` concurrently.
-async fn join_all<F: Future<Output = ()>>(futs: impl IntoIterator<Item = F>) {
-    let mut set = Vec::new();
-    for f in futs {
-        set.push(Box::pin(f));
-    }
-    std::future::poll_fn(|cx| {
-        set.retain_mut(|f| f.as_mut().poll(cx).is_pending());
-        if set.is_empty() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await;
 }

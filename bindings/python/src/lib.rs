@@ -21,9 +21,11 @@
 
 mod authorize;
 mod bridge;
+mod calls;
 mod convert;
 mod errors;
 mod events;
+mod handle;
 mod hub;
 mod policy;
 mod runtime;
@@ -42,13 +44,13 @@ fn contract() -> String {
 /// process-wide helpers `shutdown`, `after_fork_in_child`, `contract` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<hub::NativeHub>()?;
+    m.add_class::<handle::NativeHub>()?;
     m.add_class::<events::NativeEvents>()?;
     m.add_class::<bridge::Bridge>()?;
     m.add_class::<bridge::Pending>()?;
     m.add_class::<session::NativeSessions>()?;
     m.add_class::<policy::NativePolicy>()?;
-    m.add_function(wrap_pyfunction!(hub::shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(handle::shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(hub::telemetry_enabled, m)?)?;
     m.add_function(wrap_pyfunction!(runtime::after_fork_in_child, m)?)?;
     m.add_function(wrap_pyfunction!(convert::_json_loads, m)?)?;

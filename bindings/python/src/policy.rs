@@ -16,9 +16,10 @@ use mcpmux_policy::SessionPolicy;
 use pyo3::prelude::*;
 
 use crate::bridge::{Exec, Op, Outcome};
+use crate::calls::{json_out, json_outcome, now, run, Aio};
 use crate::convert;
 use crate::errors;
-use crate::hub::{json_out, json_outcome, now, run, Aio, NativeHub};
+use crate::handle::NativeHub;
 
 /// A policy bound to the hub it was made for.
 #[pyclass(frozen, module = "mcpmux._native", name = "Policy")]

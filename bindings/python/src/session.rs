@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use serde_json::Value;
 
 use crate::bridge::{Exec, Op, Outcome};
-use crate::hub::{run, Aio};
+use crate::calls::{run, Aio};
 use crate::{convert, errors};
 
 /// A session context: a configuration and the host reviewer.
