@@ -14,6 +14,7 @@ use crate::config::{Config, ServerConfig, TransportKind};
 use crate::error::Error;
 use crate::events::{EventSender, EventStream, HubEvent};
 use crate::protocol;
+use crate::results::{GetPromptResult, ReadResourceResult};
 use crate::tool_format::ToolFormat;
 use crate::{tool_format, tool_names};
 use futures::future::BoxFuture;
@@ -1010,7 +1011,11 @@ impl Hub {
     /// whose resource templates matches it (in config order, until one
     /// answers). A URI no server claims is `INVALID_INPUT` saying so and
     /// naming the servers that have resources; no server is asked.
-    pub async fn read_resource(&self, uri: &str, server: Option<&str>) -> Result<Value, Error> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        server: Option<&str>,
+    ) -> Result<ReadResourceResult, Error> {
         let params = serde_json::json!({ "uri": uri });
         let clients = match server {
             Some(_) => self.clients_with("resources", server).await?,
@@ -1039,7 +1044,7 @@ impl Hub {
                 .request("resources/read", Some(&params), &CallOptions::default())
                 .await
             {
-                Ok(v) => return Ok(v),
+                Ok(v) => return Ok(ReadResourceResult::from_json(v)),
                 Err(e) => last = e,
             }
         }
@@ -1082,7 +1087,7 @@ impl Hub {
         name: &str,
         arguments: Option<&Value>,
         server: Option<&str>,
-    ) -> Result<Value, Error> {
+    ) -> Result<GetPromptResult, Error> {
         let listed = match server {
             // A named server is asked for `name` as given unless it lists a
             // prompt under that hub name (a failed listing included).
@@ -1135,6 +1140,7 @@ impl Hub {
         client
             .request("prompts/get", Some(&params), &CallOptions::default())
             .await
+            .map(GetPromptResult::from_json)
     }
 
     /// Reconnects server `name` and lists its tools again.

@@ -150,7 +150,7 @@ impl GetPromptResult {
     }
 }
 
-/// The answer to `completion/complete`.
+/// The answer to `completion/complete`: its `completion` object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompleteResult {
     /// The suggested values, best first.
@@ -171,10 +171,10 @@ struct CompletionShape {
 }
 
 impl CompleteResult {
-    /// The typed view of `raw`, the server's `result` object
-    /// (`{"completion": {"values": [...], "total": n, "hasMore": b}}`).
+    /// The typed view of `raw`, the `completion` object of the server's
+    /// result (`{"values": [...], "total": n, "hasMore": b}`).
     pub fn from_json(raw: Value) -> Self {
-        let shape: CompletionShape = raw.get("completion").map(lenient).unwrap_or_default();
+        let shape: CompletionShape = lenient(&raw);
         CompleteResult {
             values: shape.values.into_iter().map(|v| v.0).collect(),
             total: shape.total.0,
@@ -193,6 +193,45 @@ impl CompleteResult {
         self.raw
     }
 }
+
+/// The JSON side every result shares: serialized as the server sent it,
+/// shown as that JSON, indexed like it (`result["contents"]`), equal to it.
+macro_rules! json_result {
+    ($($ty:ty),*) => {$(
+        impl serde::Serialize for $ty {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.raw.serialize(s)
+            }
+        }
+
+        impl<I: serde_json::value::Index> std::ops::Index<I> for $ty {
+            type Output = Value;
+            fn index(&self, index: I) -> &Value {
+                &self.raw[index]
+            }
+        }
+
+        impl PartialEq<Value> for $ty {
+            fn eq(&self, other: &Value) -> bool {
+                &self.raw == other
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.raw.fmt(f)
+            }
+        }
+
+        impl From<$ty> for Value {
+            fn from(result: $ty) -> Value {
+                result.raw
+            }
+        }
+    )*};
+}
+
+json_result!(ReadResourceResult, GetPromptResult, CompleteResult);
 
 #[cfg(test)]
 mod tests {
@@ -232,12 +271,11 @@ mod tests {
         assert_eq!(odd.description, None);
         assert_eq!(odd.messages, vec![PromptMessage::default()]);
 
-        let c = CompleteResult::from_json(
-            json!({"completion": {"values": ["a", "b"], "total": 9, "hasMore": true}}),
-        );
+        let c =
+            CompleteResult::from_json(json!({"values": ["a", "b"], "total": 9, "hasMore": true}));
         assert_eq!(c.values, ["a", "b"]);
         assert_eq!((c.total, c.has_more), (Some(9), Some(true)));
-        let bad = CompleteResult::from_json(json!({"completion": {"values": "a", "total": -1}}));
+        let bad = CompleteResult::from_json(json!({"values": "a", "total": -1}));
         assert!(bad.values.is_empty() && bad.total.is_none());
     }
 }

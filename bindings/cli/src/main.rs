@@ -616,7 +616,7 @@ async fn execute(
             if json {
                 print_json(&result)
             } else {
-                print(&human::resource_contents(&result))
+                print(&human::resource_contents(result.json()))
             }
         }
         Command::Prompts { server } => {
@@ -651,7 +651,7 @@ async fn execute(
             if json {
                 print_json(&result)
             } else {
-                print(&human::prompt_messages(&result))
+                print(&human::prompt_messages(result.json()))
             }
         }
         Command::Complete {

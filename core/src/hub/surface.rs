@@ -11,6 +11,7 @@ use super::Hub;
 use crate::client::{CallOptions, Client};
 use crate::error::Error;
 use crate::protocol::LOG_LEVELS;
+use crate::results::CompleteResult;
 
 impl Hub {
     /// Pings `server` and returns the round-trip time. A server that does
@@ -56,7 +57,7 @@ impl Hub {
         argument: &Value,
         context: Option<&Value>,
         server: Option<&str>,
-    ) -> Result<Value, Error> {
+    ) -> Result<CompleteResult, Error> {
         let (kind, key, field) = match reference.get("type").and_then(Value::as_str) {
             Some("ref/prompt") => ("prompt", "name", "name"),
             Some("ref/resource") => ("resource template", "uri", "uriTemplate"),
@@ -103,12 +104,16 @@ impl Hub {
                 &CallOptions::default(),
             )
             .await?;
-        answer.get("completion").cloned().ok_or_else(|| {
-            Error::ProtocolError(format!(
-                "server '{}': completion/complete result has no 'completion'",
-                client.name()
-            ))
-        })
+        answer
+            .get("completion")
+            .cloned()
+            .map(CompleteResult::from_json)
+            .ok_or_else(|| {
+                Error::ProtocolError(format!(
+                    "server '{}': completion/complete result has no 'completion'",
+                    client.name()
+                ))
+            })
     }
 
     /// Subscribes to changes of resource `uri` (`resources/subscribe`) on

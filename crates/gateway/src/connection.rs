@@ -404,7 +404,10 @@ async fn answer(
         "resources/templates/list" => Ok(json!({
             "resourceTemplates": own(hub.list_resource_templates(None).await?)
         })),
-        "resources/read" => hub.read_resource(string("uri")?, None).await,
+        "resources/read" => hub
+            .read_resource(string("uri")?, None)
+            .await
+            .map(Value::from),
         "resources/subscribe" => {
             hub.subscribe(string("uri")?, None).await?;
             Ok(json!({}))
@@ -421,6 +424,7 @@ async fn answer(
             let prompt = find_prompt(gateway, string("name")?).await?;
             hub.get_prompt(&prompt.own, params.get("arguments"), Some(&prompt.server))
                 .await
+                .map(Value::from)
         }
         "completion/complete" => {
             let mut reference = params.get("ref").cloned().unwrap_or(Value::Null);

@@ -639,6 +639,8 @@ async fn read_post(state: &State, req: Request<Incoming>) -> Result<Posted, Resp
 /// response header) and whether it serves this request alone: an existing
 /// session, a new one for `initialize` (making room by ending the idlest
 /// session that is not busy), or one for the stateless revision.
+// The refusal is the response itself, made once per refused POST.
+#[allow(clippy::result_large_err)]
 fn pick_session(
     state: &State,
     session_id: Option<&String>,
