@@ -73,14 +73,13 @@ impl GatewayArgs {
                     ))
                 })
         };
-        Ok(GatewayOptions {
-            mode: self.mode.parse::<GatewayMode>()?,
-            no_prefix: self.no_prefix,
-            frame_output: self.frame_output,
-            expose_all: self.expose_all,
-            client_budget_bytes: mib("--client-budget-mib", self.client_budget_mib)?,
-            total_budget_bytes: mib("--total-budget-mib", self.total_budget_mib)?,
-        })
+        Ok(GatewayOptions::default()
+            .with_mode(self.mode.parse::<GatewayMode>()?)
+            .with_no_prefix(self.no_prefix)
+            .with_frame_output(self.frame_output)
+            .with_expose_all(self.expose_all)
+            .with_client_budget_bytes(mib("--client-budget-mib", self.client_budget_mib)?)
+            .with_total_budget_bytes(mib("--total-budget-mib", self.total_budget_mib)?))
     }
 
     /// Where to serve HTTP and the token, checked before any server
@@ -173,12 +172,13 @@ pub async fn run(
             std::io::stderr(),
             "mcpmux gateway: serving MCP at http://{local}/mcp"
         );
-        let options = HttpOptions {
-            token,
-            max_message_bytes,
-            allowed_hosts: args.allowed_host.clone(),
-            max_connections: args.max_connections,
-            ..HttpOptions::default()
+        let options = {
+            let mut options = HttpOptions::default()
+                .with_max_message_bytes(max_message_bytes)
+                .with_allowed_hosts(args.allowed_host.clone())
+                .with_max_connections(args.max_connections);
+            options.token = token;
+            options
         };
         return serve_http(gateway, listener, options).await;
     }

@@ -73,8 +73,11 @@ type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 /// Who may use the HTTP gateway, how big a request may be, and how many
 /// connections it holds for how long. [`HttpOptions::default`]: no token,
-/// the config's default message bound, the `DEFAULT_*` limits.
+/// the config's default message bound, the `DEFAULT_*` limits. Build them
+/// with the `with_*` methods, or set the public fields; new fields may come
+/// in any release.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpOptions {
     /// The bearer token clients must send; `None` = none needed (loopback
     /// only).
@@ -111,6 +114,55 @@ impl Default for HttpOptions {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
+    }
+}
+
+impl HttpOptions {
+    /// The defaults ([`HttpOptions::default`]).
+    pub fn new() -> Self {
+        HttpOptions::default()
+    }
+
+    /// Sets [`HttpOptions::token`].
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Sets [`HttpOptions::max_message_bytes`].
+    pub fn with_max_message_bytes(mut self, max_message_bytes: usize) -> Self {
+        self.max_message_bytes = max_message_bytes;
+        self
+    }
+
+    /// Sets [`HttpOptions::allowed_hosts`].
+    pub fn with_allowed_hosts(mut self, allowed_hosts: Vec<String>) -> Self {
+        self.allowed_hosts = allowed_hosts;
+        self
+    }
+
+    /// Sets [`HttpOptions::max_connections`].
+    pub fn with_max_connections(mut self, max_connections: usize) -> Self {
+        self.max_connections = max_connections;
+        self
+    }
+
+    /// Sets [`HttpOptions::max_sessions`].
+    pub fn with_max_sessions(mut self, max_sessions: usize) -> Self {
+        self.max_sessions = max_sessions;
+        self
+    }
+
+    /// Sets [`HttpOptions::header_read_timeout`].
+    pub fn with_header_read_timeout(mut self, header_read_timeout: Duration) -> Self {
+        self.header_read_timeout = header_read_timeout;
+        self
+    }
+
+    /// Sets [`HttpOptions::idle_timeout`].
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
     }
 }
 

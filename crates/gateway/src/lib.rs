@@ -57,7 +57,10 @@ impl std::str::FromStr for GatewayMode {
 }
 
 /// How a gateway presents the hub, and what it may hold for its clients.
+/// Build them from [`GatewayOptions::new`] (or `Default`) with the `with_*`
+/// methods, or set the public fields; new fields may come in any release.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct GatewayOptions {
     /// Which tools are listed.
     pub mode: GatewayMode,
@@ -92,6 +95,50 @@ impl Default for GatewayOptions {
             client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
             total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
         }
+    }
+}
+
+impl GatewayOptions {
+    /// The defaults: every tool listed under its hub name, no framing, the
+    /// policy's allow lists applied, the default memory budgets.
+    pub fn new() -> Self {
+        GatewayOptions::default()
+    }
+
+    /// Sets [`GatewayOptions::mode`].
+    pub fn with_mode(mut self, mode: GatewayMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets [`GatewayOptions::no_prefix`].
+    pub fn with_no_prefix(mut self, no_prefix: bool) -> Self {
+        self.no_prefix = no_prefix;
+        self
+    }
+
+    /// Sets [`GatewayOptions::frame_output`].
+    pub fn with_frame_output(mut self, frame_output: bool) -> Self {
+        self.frame_output = frame_output;
+        self
+    }
+
+    /// Sets [`GatewayOptions::expose_all`].
+    pub fn with_expose_all(mut self, expose_all: bool) -> Self {
+        self.expose_all = expose_all;
+        self
+    }
+
+    /// Sets [`GatewayOptions::client_budget_bytes`].
+    pub fn with_client_budget_bytes(mut self, client_budget_bytes: usize) -> Self {
+        self.client_budget_bytes = client_budget_bytes;
+        self
+    }
+
+    /// Sets [`GatewayOptions::total_budget_bytes`].
+    pub fn with_total_budget_bytes(mut self, total_budget_bytes: usize) -> Self {
+        self.total_budget_bytes = total_budget_bytes;
+        self
     }
 }
 

@@ -40,11 +40,7 @@ async fn gateway(options: GatewayOptions) -> (Hub, Gateway, String) {
     let gateway = Gateway::new(hub.clone(), policy, options).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let options = HttpOptions {
-        token: None,
-        max_message_bytes: 1 << 20,
-        ..HttpOptions::default()
-    };
+    let options = HttpOptions::default().with_max_message_bytes(1 << 20);
     tokio::spawn(serve_http(gateway.clone(), listener, options));
     (hub, gateway, url)
 }
@@ -226,11 +222,9 @@ async fn a_batch_of_four_4_mib_results_gets_every_result_whole() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_budgets_are_options_an_answer_larger_than_the_client_budget_goes_alone_and_bytes_are_given_back(
 ) {
-    let options = GatewayOptions {
-        client_budget_bytes: 2 * MIB,
-        total_budget_bytes: 5 * MIB,
-        ..GatewayOptions::default()
-    };
+    let options = GatewayOptions::default()
+        .with_client_budget_bytes(2 * MIB)
+        .with_total_budget_bytes(5 * MIB);
     let (hub, gateway, url) = gateway(options).await;
     let http = reqwest::Client::new();
     let id = session(&http, &url).await;

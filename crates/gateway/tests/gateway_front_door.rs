@@ -199,11 +199,11 @@ async fn slowloris(addr: SocketAddr) -> TcpStream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_open_connections_are_closed_and_a_client_is_served_after_them() {
-    let (hub, addr) = gateway(HttpOptions {
-        max_connections: 4,
-        header_read_timeout: Duration::from_millis(500),
-        ..HttpOptions::default()
-    })
+    let (hub, addr) = gateway(
+        HttpOptions::default()
+            .with_max_connections(4)
+            .with_header_read_timeout(Duration::from_millis(500)),
+    )
     .await;
     // Twice as many half-open connections as the gateway holds at once.
     let mut attackers = Vec::new();
@@ -236,11 +236,7 @@ async fn half_open_connections_are_closed_and_a_client_is_served_after_them() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_wait_until_one_closes() {
-    let (hub, addr) = gateway(HttpOptions {
-        max_connections: 1,
-        ..HttpOptions::default()
-    })
-    .await;
+    let (hub, addr) = gateway(HttpOptions::default().with_max_connections(1)).await;
     let attacker = slowloris(addr).await;
     let http = client();
     let served = tokio::spawn(async move { post(&http, addr, None, initialize(1)).await });
@@ -260,11 +256,8 @@ async fn connections_past_the_cap_wait_until_one_closes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_body_that_stalls_is_given_up() {
-    let (hub, addr) = gateway(HttpOptions {
-        idle_timeout: Duration::from_millis(500),
-        ..HttpOptions::default()
-    })
-    .await;
+    let (hub, addr) =
+        gateway(HttpOptions::default().with_idle_timeout(Duration::from_millis(500))).await;
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream
         .write_all(
@@ -285,11 +278,11 @@ async fn a_request_body_that_stalls_is_given_up() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_its_answer_loses_the_connection() {
-    let (hub, addr) = gateway(HttpOptions {
-        idle_timeout: Duration::from_millis(300),
-        header_read_timeout: Duration::from_secs(120),
-        ..HttpOptions::default()
-    })
+    let (hub, addr) = gateway(
+        HttpOptions::default()
+            .with_idle_timeout(Duration::from_millis(300))
+            .with_header_read_timeout(Duration::from_secs(120)),
+    )
     .await;
     let http = client();
     let id = session(&http, addr).await;
@@ -337,11 +330,8 @@ async fn a_request_for_a_foreign_host_is_forbidden_unless_allowed() {
     }
     hub.close().await;
 
-    let (hub, addr) = gateway(HttpOptions {
-        allowed_hosts: vec!["mcp.example.org".into()],
-        ..HttpOptions::default()
-    })
-    .await;
+    let (hub, addr) =
+        gateway(HttpOptions::default().with_allowed_hosts(vec!["mcp.example.org".into()])).await;
     let (status, text) = raw(addr, initialize_for_host("mcp.example.org")).await;
     assert_eq!(status, 200, "{text}");
     let (status, text) = raw(addr, initialize_for_host("evil.com")).await;
@@ -351,11 +341,7 @@ async fn a_request_for_a_foreign_host_is_forbidden_unless_allowed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_session_is_never_evicted_and_past_the_cap_initialize_is_refused() {
-    let (hub, addr) = gateway(HttpOptions {
-        max_sessions: 2,
-        ..HttpOptions::default()
-    })
-    .await;
+    let (hub, addr) = gateway(HttpOptions::default().with_max_sessions(2)).await;
     let http = client();
     // The session idle longest has a call in flight; the other a GET stream.
     let calling = session(&http, addr).await;

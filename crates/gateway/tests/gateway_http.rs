@@ -27,10 +27,7 @@ async fn gateway() -> (Hub, String) {
     let gateway = Gateway::new(hub.clone(), policy, GatewayOptions::default()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let options = HttpOptions {
-        max_message_bytes: 1 << 20,
-        ..HttpOptions::default()
-    };
+    let options = HttpOptions::default().with_max_message_bytes(1 << 20);
     tokio::spawn(serve_http(gateway, listener, options));
     (hub, url)
 }

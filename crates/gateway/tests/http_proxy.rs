@@ -34,11 +34,9 @@ async fn a_proxy_in_the_environment_carries_streamable_http() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy = format!("http://{}", listener.local_addr().unwrap());
     // The proxied requests name `mcp.invalid` as their Host.
-    let options = HttpOptions {
-        max_message_bytes: 1 << 20,
-        allowed_hosts: vec!["mcp.invalid".into()],
-        ..HttpOptions::default()
-    };
+    let options = HttpOptions::default()
+        .with_max_message_bytes(1 << 20)
+        .with_allowed_hosts(vec!["mcp.invalid".into()]);
     tokio::spawn(serve_http(gateway, listener, options));
 
     // Set before the first HTTP request of this process, which is when
