@@ -196,6 +196,56 @@ static inline char *concat_free(char *a, char *b) {
     return out;
 }
 
+/*
+ * Event logs: what the tests check instead of timings (no test measures
+ * time; see docs/testing.md). The demo server with DEMO_EVENT_LOG appends
+ * "slow <id>" when a slow call starts and "cancelled <id>" when a
+ * cancellation arrives; tests/servers/hang.py with HANG_CANCEL_LOG appends
+ * the id of each cancellation.
+ */
+
+/* A fresh (removed) file MCPMUX_TEST_TMP/<name>; the buffer is the caller's. */
+static inline const char *event_log_path(char *buf, size_t size, const char *name) {
+    snprintf(buf, size, "%s/%s", need_env("MCPMUX_TEST_TMP"), name);
+    unlink(buf);
+    return buf;
+}
+
+/* demo_config_named whose server logs its events to `log` (DEMO_EVENT_LOG). */
+static inline char *demo_config_logged(const char *name, int timeout_seconds, const char *log) {
+    char *entry = demo_config_named(name, timeout_seconds);
+    size_t n = strlen(log) + 64;
+    char *env = malloc(n);
+    snprintf(env, n, "[mcp.servers.env]\nDEMO_EVENT_LOG = \"%s\"\n", log);
+    return concat_free(entry, env);
+}
+
+/* How many lines of file `path` start with `prefix` (0 when it is missing). */
+static inline int count_events(const char *path, const char *prefix) {
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return 0;
+    char line[512];
+    int n = 0;
+    size_t len = strlen(prefix);
+    while (fgets(line, sizeof line, f) != NULL) n += strncmp(line, prefix, len) == 0;
+    fclose(f);
+    return n;
+}
+
+/*
+ * Waits until `n` lines of `path` start with `prefix`; returns the count.
+ * The limit (60 s, times the slow factor) only turns a hang into a failure.
+ */
+static inline int wait_events(const char *path, const char *prefix, int n) {
+    int seen = count_events(path, prefix);
+    for (long i = 0; i < 3000L * slow_factor() && seen < n; i++) {
+        sleep_ms(20);
+        seen = count_events(path, prefix);
+    }
+    return seen;
+}
+
+
 static inline mcpmux_engine *new_engine(const char *options) {
     mcpmux_engine *engine = NULL;
     mcpmux_error *err = NULL;
@@ -232,7 +282,6 @@ typedef struct {
     char code[32];        /* error code, "" on success */
     char message[512];    /* error message */
     pthread_t thread;     /* the thread the callback ran on */
-    double at_ms;         /* when it ran */
 } outcome;
 
 typedef struct {
@@ -256,7 +305,6 @@ static inline void record(void *user_data, char *result_json, mcpmux_error *erro
     outcome *o = s->out;
     o->calls++;
     o->thread = pthread_self();
-    o->at_ms = now_ms();
     if (o->result != NULL) mcpmux_string_free(o->result);
     o->result = result_json;
     if (error != NULL) {

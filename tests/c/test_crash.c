@@ -40,29 +40,28 @@ int main(void) {
     mcpmux_hub *hub = connect_text(engine, config);
     free(config);
 
-    /* Calls in flight when the server dies all fail at once. */
+    /* Calls in flight when the server dies all fail at once: the server would
+     * answer them after an hour, and its timeout (30 s) would end them with
+     * TIMEOUT; TRANSPORT_CLOSED shows they ended with the process. */
     static outcome outs[IN_FLIGHT];
     static slot slots[IN_FLIGHT];
     latch_reset(&the_latch);
     for (int i = 0; i < IN_FLIGHT; i++) {
         slots[i].out = &outs[i];
         slots[i].latch = &the_latch;
-        CHECK(mcpmux_hub_call_tool_async(hub, "mcp_demo_slow", "{\"seconds\":20,\"steps\":20}", NULL, record, &slots[i],
+        CHECK(mcpmux_hub_call_tool_async(hub, "mcp_demo_slow", "{\"seconds\":3600,\"steps\":0}", NULL, record, &slots[i],
                                          NULL, NULL) == MCPMUX_STATUS_OK,
               "start slow call %d", i);
     }
     sleep_ms(300);
-    double start = now_ms();
     char *json = (char *)&outs; /* sentinel */
     mcpmux_error *err = NULL;
     mcpmux_status st = mcpmux_hub_call_tool(hub, "mcp_demo_crash", NULL, NULL, &json, &err);
     CHECK(json == (char *)&outs, "no result from a crashed call");
     expect_status("blocking call to a crashing tool", st, &err, MCPMUX_STATUS_TRANSPORT_CLOSED, "TRANSPORT_CLOSED",
                   NULL);
-    int done = wait_done(&the_latch, IN_FLIGHT, 5000);
-    double took = now_ms() - start;
+    int done = wait_done(&the_latch, IN_FLIGHT, 60000); /* a guard against a hang only */
     CHECK(done == IN_FLIGHT, "every call in flight called back (%d)", done);
-    CHECK(took < 5000.0 * slow_factor(), "at once, not after their timeout (%.0f ms)", took);
     int closed = 0;
     for (int i = 0; i < IN_FLIGHT; i++) closed += outs[i].calls == 1 && strcmp(outs[i].code, "TRANSPORT_CLOSED") == 0;
     CHECK(closed == IN_FLIGHT, "each with TRANSPORT_CLOSED exactly once (%d; first: %s %s)", closed, outs[0].code,

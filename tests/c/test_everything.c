@@ -75,20 +75,21 @@ int main(void) {
     CHECK(ok == N, "each callback once, on an engine thread, with its own sum (%d of %d)", ok, N);
     for (int i = 0; i < N; i++) outcome_clear(&outs[i]);
 
-    /* Cancel a long-running operation. */
+    /* Cancel a long-running operation: it would end after an hour, so a
+     * callback with CANCELLED comes from the cancel (the wait is a guard). */
     outcome out = {0};
     slot s = {&out, &the_latch};
     latch_reset(&the_latch);
     mcpmux_call *call = NULL;
     CHECK(mcpmux_hub_call_tool_async(hub, "mcp_everything_trigger-long-running-operation",
-                                     "{\"duration\":30,\"steps\":30}", NULL, record, &s, &call, NULL) == MCPMUX_STATUS_OK,
+                                     "{\"duration\":3600,\"steps\":3600}", NULL, record, &s, &call,
+                                     NULL) == MCPMUX_STATUS_OK,
           "start long-running operation");
     sleep_ms(500);
-    double start = now_ms();
+    CHECK(wait_done(&the_latch, 1, 1) == 0, "not done before cancel");
     mcpmux_call_cancel(call);
-    CHECK(wait_done(&the_latch, 1, 5000) == 1 && strcmp(out.code, "CANCELLED") == 0, "long operation cancelled: %s",
+    CHECK(wait_done(&the_latch, 1, 60000) == 1 && strcmp(out.code, "CANCELLED") == 0, "long operation cancelled: %s",
           out.code);
-    CHECK(now_ms() - start < 5000.0 * slow_factor(), "cancel is prompt");
     mcpmux_call_free(call);
     outcome_clear(&out);
 

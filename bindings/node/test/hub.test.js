@@ -273,16 +273,30 @@ test('200 concurrent calls with Promise.all across two servers', T, async () => 
 test('engine work does not block the event loop', T, async () => {
   const hub = await Hub.connect(h.demoConfig())
   try {
-    // A 1 s tool call and a 50 ms timer: the timer fires first.
-    let fired = 0
-    const call = hub.callTool('mcp_demo_slow', { seconds: 1, steps: 0 }).then(() => 'call')
-    const timer = new Promise((r) => setTimeout(() => r('timer'), 50)).then((v) => {
-      fired = Date.now()
-      return v
+    // A call the server would answer after an hour, ended by a timer that
+    // ticks 10 times while it is pending: a loop blocked by the call never
+    // runs the timer, and the call never ends (the test's guard fails it).
+    const controller = new AbortController()
+    let settled = false
+    const call = hub.callTool('mcp_demo_slow', { seconds: 3600, steps: 0 }, { signal: controller.signal, timeoutMs: 3_600_000 })
+    const outcome = call.then(
+      () => 'resolved',
+      (err) => err.code,
+    )
+    call.finally(() => (settled = true)).catch(() => {})
+    let ticks = 0
+    await new Promise((resolve) => {
+      const timer = setInterval(() => {
+        ticks += 1
+        if (ticks === 10) {
+          clearInterval(timer)
+          resolve()
+        }
+      }, 5)
     })
-    assert.equal(await Promise.race([call, timer]), 'timer')
-    assert.ok(fired > 0)
-    await call
+    assert.equal(settled, false, 'still pending after the ticks')
+    controller.abort()
+    assert.equal(await outcome, 'CANCELLED')
   } finally {
     await hub.close()
   }

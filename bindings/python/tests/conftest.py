@@ -9,6 +9,7 @@ environment, so a test can find them in ``/proc`` and check they are gone.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -125,6 +126,44 @@ def marker() -> str:
 @pytest.fixture
 def cancel_log(tmp_path: Path) -> Path:
     return tmp_path / "cancelled.log"
+
+
+class EventLog:
+    """A file a test server appends one line per event to (the demo
+    server's ``DEMO_EVENT_LOG``, ``EVENT_LOG`` of ignore_sigterm.py): what
+    tests check instead of timings (see docs/testing.md)."""
+
+    #: Only turns a hang into a failure: every event comes far sooner.
+    HANG = 60.0
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def demo_env(self) -> Dict[str, str]:
+        """The ``env`` of a demo server entry that logs here."""
+        return {"DEMO_EVENT_LOG": str(self.path)}
+
+    def lines(self) -> List[str]:
+        try:
+            return self.path.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+
+    def count(self, prefix: str) -> int:
+        """How many lines start with ``prefix``."""
+        return sum(1 for line in self.lines() if line.startswith(prefix))
+
+    async def wait_count(self, prefix: str, n: int) -> None:
+        """Waits until ``n`` lines start with ``prefix``; fails as hung after ``HANG``."""
+        deadline = time.monotonic() + self.HANG
+        while self.count(prefix) < n:
+            assert time.monotonic() < deadline, f"hung: waiting for {n} events {prefix!r}, have {self.lines()}"
+            await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+def events(tmp_path: Path) -> EventLog:
+    return EventLog(tmp_path / "events.log")
 
 
 def read_lines(path: Path) -> List[str]:

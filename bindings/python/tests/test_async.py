@@ -98,33 +98,49 @@ async def test_200_concurrent_calls_on_two_servers():
             assert r["content"][0]["text"] == expected
 
 
-async def test_concurrent_slow_calls_overlap():
-    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        results = await asyncio.gather(
-            *(hub.call_tool("mcp_demo_slow", {"seconds": 0.5, "steps": 0}) for _ in range(20))
-        )
-        elapsed = loop.time() - start
-        assert all(r["content"][0]["text"].startswith("done") for r in results)
-        # 20 calls of 0.5 s each, in parallel: nowhere near 10 s.
-        assert elapsed < 5, elapsed
+async def test_concurrent_slow_calls_overlap(events):
+    # 20 calls the server would answer only after an hour: all 20 reach the
+    # server (it logs "slow <id>" as each starts) while none has ended, which
+    # one call at a time never does (the wait below fails as hung). Then
+    # each is cancelled, and the server is told so for each.
+    async with mcpmux.AsyncHub.connect(config(demo=demo(env=events.demo_env()))) as hub:
+        calls = [
+            asyncio.ensure_future(hub.call_tool("mcp_demo_slow", {"seconds": 3600, "steps": 0}, timeout=3600))
+            for _ in range(20)
+        ]
+        await events.wait_count("slow", 20)
+        assert not any(c.done() for c in calls)
+        for c in calls:
+            c.cancel()
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(r, asyncio.CancelledError) for r in results), results
+        await events.wait_count("cancelled", 20)
+        assert (await hub.call_tool("mcp_demo_echo", {"text": "next"}))["content"][0]["text"] == "next"
 
 
-async def test_event_loop_is_not_blocked_during_a_call():
-    async with mcpmux.AsyncHub.connect(config(demo=demo())) as hub:
+async def test_event_loop_is_not_blocked_during_a_call(events):
+    # The call would be answered only after an hour; it ends because a
+    # ticker on the same loop, running while the call is pending, cancels it
+    # after its 10th tick. A loop blocked by the call never runs the ticker,
+    # and the call never ends (the pytest-timeout guard fails it).
+    async with mcpmux.AsyncHub.connect(config(demo=demo(env=events.demo_env()))) as hub:
         ticks = 0
+        call = asyncio.ensure_future(hub.call_tool("mcp_demo_slow", {"seconds": 3600, "steps": 0}, timeout=3600))
 
         async def ticker():
             nonlocal ticks
-            while True:
+            await events.wait_count("slow", 1)  # the call is at the server
+            while ticks < 10:
                 await asyncio.sleep(0.01)
                 ticks += 1
+            call.cancel()
 
         t = asyncio.ensure_future(ticker())
-        await hub.call_tool("mcp_demo_slow", {"seconds": 0.5, "steps": 0})
-        t.cancel()
-        assert ticks >= 10
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await t
+        assert ticks == 10
+        await events.wait_count("cancelled", 1)
 
 
 async def test_resources_prompts_refresh_and_tools_for():

@@ -21,10 +21,10 @@ from conftest import PYTHON, config, demo, everything, fault, marked, marked_pid
 def test_crash_mid_call_fails_that_call_and_spares_the_others(marker):
     cfg = config(crash=fault("crash_mid_call.py", restart="never"), demo=demo())
     with mcpmux.Hub.connect(cfg) as hub:
-        start = time.monotonic()
+        # The server never answers: TransportClosed (not the Timeout that
+        # waiting out the 30 s gives) shows the call ended with the process.
         with pytest.raises(mcpmux.TransportClosed) as info:
             hub.call_tool("mcp_crash_work", timeout=30)
-        assert time.monotonic() - start < 5
         assert "simulated crash" in info.value.message  # the server's stderr
         assert hub.call_tool("mcp_demo_echo", {"text": "ok"})["content"][0]["text"] == "ok"
         status = {s["name"]: s for s in hub.servers()}
@@ -86,14 +86,19 @@ def test_close_stops_the_servers(marker):
 
 def test_close_kills_a_server_that_ignores_sigterm(marker, tmp_path):
     child = tmp_path / "child.pid"
-    entry = marked(fault("ignore_sigterm.py", env={"CHILD_PID_FILE": str(child)}), marker)
+    events = tmp_path / "events.log"
+    env = {"CHILD_PID_FILE": str(child), "EVENT_LOG": str(events)}
+    entry = marked(fault("ignore_sigterm.py", env=env), marker)
     hub = mcpmux.Hub.connect(config(stubborn=entry))
     assert wait_until(child.exists, 5)
     assert len(marked_pids(marker)) == 2  # the server and its `sleep` child
-    start = time.monotonic()
+    # The server outlives stdin EOF and SIGTERM: close() returns (the
+    # pytest-timeout guard catches a hang) only by going on to SIGKILL.
     hub.close()
-    assert time.monotonic() - start < 10
     assert wait_until(lambda: marked_pids(marker) == [], 5)
+    # stdin closed, then SIGTERM (ignored), then SIGKILL: the server saw the
+    # first two steps in that order, and only the last one ended it.
+    assert events.read_text().splitlines() == ["stdin eof", "SIGTERM"]
 
 
 def test_garbage_collected_hub_closes_its_servers(marker):
