@@ -182,8 +182,9 @@ impl TransportConfig {
     }
 }
 
-/// The kind of a server's transport, as [`ServerStatus::transport`]
-/// (`crate::hub::ServerStatus`) reports it. Serialized as `stdio`, `http`,
+/// The kind of a server's transport, as
+/// [`ServerStatus::transport`](crate::hub::ServerStatus::transport) reports
+/// it. Serialized as `stdio`, `http`,
 /// `sse` or `websocket` (the config's `type` names); compares equal to
 /// those strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -291,7 +291,7 @@ pub fn known() -> Arc<KnownSecrets> {
         .clone()
 }
 
-/// `text` with every known secret replaced by [`MARKER`].
+/// `text` with every known secret replaced by `[REDACTED:config]`.
 pub fn redact(text: &str) -> Cow<'_, str> {
     let known = known();
     match known.redact(text) {
@@ -305,7 +305,7 @@ pub fn redact_error(error: Error) -> Error {
     known().redact_error(error)
 }
 
-/// [`KnownSecrets::redact_value`] with the process-wide set.
+/// `KnownSecrets::redact_value` with the process-wide set.
 pub fn redact_value(value: &mut Value) -> usize {
     known().redact_value(value)
 }

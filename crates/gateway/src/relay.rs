@@ -42,7 +42,7 @@ impl Relay {
         Relay::default()
     }
 
-    /// Handlers for the hub ([`crate::HubOptions::handlers`]): each relays
+    /// Handlers for the hub (`HubOptions::handlers` of mcpmux-core): each relays
     /// its requests to a client. They run on engine tasks.
     pub fn handlers(&self) -> ClientHandlers {
         let handler = || -> RequestHandler {

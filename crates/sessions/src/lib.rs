@@ -3,7 +3,7 @@
 //! Review sessions (`docs/sessions.md#review-sessions`): `begin`,
 //! `wait`, `reply` and `end`, JSON in and JSON out, durable on disk under
 //! `<working_dir>/.mcpmux/sessions/<skill>-<YYYYMMDD>-<NNN>/` (see
-//! [`store`] for the layout).
+//! `store` for the layout).
 //!
 //! A round runs in the background ([`Runner`]): a task of this process, or
 //! a detached process that outlives it. Whoever runs a round holds an
@@ -13,13 +13,17 @@
 //!
 //! Session files are data, not authority: every verb acts only on a
 //! session whose `session.json` and current `state.json` carry a valid MAC
-//! under this user's key ([`trust`]), and `end` signals only a runner it
-//! can prove is this session's ([`process`]).
+//! under this user's key (`trust`), and `end` signals only a runner it
+//! can prove is this session's (`process`).
 //!
 //! Custom skills: a `skill` that is a path to a template file (it contains
 //! a `/` or ends in `.md`) is a custom skill; its session directory takes
 //! the file's stem as its name, and it ends on `APPROVE` like `review-plan`.
 
+// The docs of items this crate shares with its tests (`internal`) and of
+// its settings link to the private modules that own the rules; they
+// resolve in `cargo doc --document-private-items`, the maintainers' view.
+#![allow(rustdoc::private_intra_doc_links)]
 mod agent;
 mod command;
 mod config_layer;

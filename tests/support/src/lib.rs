@@ -445,7 +445,7 @@ pub fn headers_table(headers: &[(&str, &str)]) -> String {
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// A file test servers append events to, one per line: the demo server's
-/// `DEMO_EVENT_LOG` ("slow <id>", "cancelled <id>", "barrier met by <n>").
+/// `DEMO_EVENT_LOG` (`slow <id>`, `cancelled <id>`, `barrier met by <n>`).
 /// Tests assert on these events (a call started, a cancellation arrived)
 /// instead of on how long something took. Removed on drop.
 pub struct EventLog {
