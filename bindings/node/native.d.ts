@@ -273,12 +273,12 @@ export declare function contract(): string
 /** The version of the mcpmux engine inside this addon. */
 export declare function engineVersion(): string
 
-/** The stable error code strings (docs/ARCHITECTURE.md#error-codes), as core lists them. */
+/** The stable error code strings (docs/errors.md#codes), as core lists them. */
 export declare function errorCodes(): Array<string>
 
 /**
  * The JSON text of `{verb: input schema}` for every session verb, from
- * core's parameter types (`mcpmux_core::session::params`): what the drift
+ * core's parameter types (`mcpmux_sessions::params`): what the drift
  * test compares `index.d.ts` with.
  */
 export declare function sessionSchemas(): string
