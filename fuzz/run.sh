@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target of mcpmux-core (fuzz/fuzz_targets/).
+# Runs every cargo-fuzz target of mcpmux (the fuzzing entry points of core, policy and sessions) (fuzz/fuzz_targets/).
 #
 #   bash fuzz/run.sh SECONDS         each target for SECONDS, growing its corpus
 #                                    in fuzz/corpus/<target>/ (crashes go to
@@ -15,7 +15,7 @@
 #
 # Needs `rustup toolchain install nightly` and `cargo install cargo-fuzz`.
 # Exits non-zero when a target crashed (the input is in fuzz/artifacts/).
-# The committed corpus is replayed on stable by core/tests/fuzz_corpus_replay.rs.
+# The committed corpus is replayed on stable by crates/sessions/tests/fuzz_corpus_replay.rs (with --features fuzzing).
 set -u
 cd "$(dirname "$0")"
 # Release build with debug assertions (overflow checks), no sanitizer: the
