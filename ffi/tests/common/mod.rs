@@ -1,6 +1,7 @@
-//! Shared helpers of the ffi tests: where the built library, the demo
-//! server, the CLI and the test peers are. A missing peer fails the test
-//! with a hint; nothing is skipped.
+//! Helpers of the ffi tests: where the built library and the CLI are, on
+//! top of the helpers every crate's tests share (`tests/support`, crate
+//! `mcpmux-test-support`: the workspace root, the demo server, the Python
+//! venv). A missing peer fails the test with a hint; nothing is skipped.
 
 #![allow(dead_code)] // each test binary uses a different part
 
@@ -12,10 +13,7 @@ const SETUP_HINT: &str = "run `bash tests/setup.sh` from the workspace root firs
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .canonicalize()
-        .expect("workspace root")
+    mcpmux_test_support::root()
 }
 
 /// The directory of this build's artifacts (target/debug), where cargo put
@@ -53,7 +51,7 @@ pub fn workspace_binary(package: &str, binary: &str) -> PathBuf {
 
 /// The demo server binary.
 pub fn demo_server() -> PathBuf {
-    workspace_binary("mcpmux-demo-server", "mcpmux-demo-server")
+    PathBuf::from(mcpmux_test_support::demo_server())
 }
 
 /// The `mcpmux` CLI binary.
@@ -63,13 +61,7 @@ pub fn cli() -> PathBuf {
 
 /// The venv Python that runs tests/servers/*.py.
 pub fn python() -> PathBuf {
-    let path = workspace_root().join(".deps/venv/bin/python");
-    assert!(
-        path.exists(),
-        "Python venv missing at {}: {SETUP_HINT}",
-        path.display()
-    );
-    path
+    PathBuf::from(mcpmux_test_support::python())
 }
 
 /// server-everything's entry point.
