@@ -303,8 +303,9 @@ impl fmt::Debug for ServerConfig {
 
 impl Config {
     /// The secrets this config holds: env and header values of every server
-    /// and every value a `${VAR}` reference expanded to (registered with
-    /// `secrets` module (kept out of errors, logs and files) by the hub and the policy).
+    /// and every value a `${VAR}` reference expanded to. The hub and the
+    /// policy register them with the process's secret set, which keeps them
+    /// out of errors, logs and files.
     pub fn secret_values(&self) -> Vec<String> {
         let mut out: Vec<String> = self.expanded_values.clone();
         for server in &self.servers {
