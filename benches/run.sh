@@ -156,8 +156,9 @@ SERVERS="echo:$ECHO_SERVER demo:$DEMO_SERVER"
 if wants rust; then
   for entry in $SERVERS; do
     server="${entry%%:*}" path="${entry#*:}"
-    # Connect needs the demo server's DEMO_INIT_DELAY_MS; memory is one figure.
-    sections="latency,throughput"
+    # Connect needs the demo server's DEMO_INIT_DELAY_MS; memory is one figure;
+    # scale needs the echo server's ECHO_TOOLS.
+    sections="latency,throughput,scale"
     [ "$server" = demo ] && sections="latency,throughput,connect,memory"
     log "rust: cargo bench -p mcpmux-core --bench stdio ($server server: $sections)"
     bench "rust-$server" "Rust Hub: " "$server" env MCPMUX_DEMO_SERVER="$path" \

@@ -27,6 +27,12 @@
 //!    first, while the heap is fresh; passes with `malloc_trim(0)` before
 //!    each reading are printed too (glibc).
 //!
+//! 5. **Scale** — 100 servers of 100 tools each (the echo server of
+//!    `benches/echo-server` with `ECHO_TOOLS=100`; `benches/run.sh` runs
+//!    this section with it): `Hub::connect` next to one such server, RSS
+//!    per server, the hub's merged, prefixed `list_tools` over the 10,000
+//!    tools and `search_tools` over them (information).
+//!
 //! Figures 1 and 2 interleave: 10 rounds (3 with `MCPMUX_BENCH_QUICK`,
 //! `MCPMUX_BENCH_ROUNDS` to choose), each measuring every side for a block
 //! of about 1 s (0.25 s quick) in rotating order, so that a machine whose
@@ -55,7 +61,7 @@
 //! - `MCPMUX_BENCH_RUNTIME` — `multi` (default: multi-thread, default worker
 //!   count), `multi:N` (N workers) or `current` (current-thread runtime).
 //! - `MCPMUX_BENCH_ONLY` — comma-separated subset of `latency`, `throughput`,
-//!   `connect`, `memory` (default: all), e.g. for profiling one section.
+//!   `connect`, `memory`, `scale` (default: all), e.g. for profiling one section.
 
 //!
 //! Layout: `main.rs` (this file: the sections to run and the report),
@@ -68,6 +74,7 @@ mod harness;
 mod latency;
 mod memory;
 mod report;
+mod scale;
 mod throughput;
 
 use std::path::Path;
@@ -79,6 +86,7 @@ use harness::*;
 use latency::bench_latency;
 use memory::{bench_memory, MEMORY_SERVERS};
 use report::Report;
+use scale::{bench_scale, SCALE_SERVERS};
 use throughput::{bench_throughput, IN_FLIGHT};
 
 fn main() {
@@ -100,7 +108,7 @@ fn run() -> Res<()> {
             .filter(|s| !s.is_empty())
             .collect()
     });
-    const SECTIONS: [&str; 4] = ["latency", "throughput", "connect", "memory"];
+    const SECTIONS: [&str; 5] = ["latency", "throughput", "connect", "memory", "scale"];
     if let Some(bad) = only
         .iter()
         .flatten()
@@ -140,6 +148,10 @@ fn run() -> Res<()> {
             bench_throughput(&setup, &rt, &hub, &mut report)?;
         }
         rt.block_on(hub.close());
+    }
+    if setup.wants("scale") {
+        eprintln!("[stdio bench] scale: {SCALE_SERVERS} servers ...");
+        bench_scale(&setup, &rt, &mut report)?;
     }
     if setup.wants("connect") {
         eprintln!("[stdio bench] connect time, 1 and {CONNECT_SERVERS} slow servers ...");

@@ -28,6 +28,11 @@
 //! of about 1 s (0.25 s quick) in alternating order; each row is the
 //! median of the per-round figures and their range.
 //!
+//! Then **telemetry on vs off**: two gateways in front of the echo server,
+//! one with `OTEL_EXPORTER_OTLP_ENDPOINT` at a local sink (in this process)
+//! that accepts and discards, interleaved the same way: calls/s and the
+//! gateway's CPU per call (information).
+//!
 //! Then, unless `MCPMUX_BENCH_SCALE=0`, **scale**: 256 sessions (one hub
 //! each) × 64 calls in flight through one gateway in front of the demo
 //! server, for one block: throughput and the gateway's RSS (information).
@@ -198,6 +203,7 @@ fn run() -> Res<()> {
                 everything.display()
             ));
         }
+        telemetry(&echo, &mcpmux, scratch.path(), rounds, block, &mut report).await?;
         if std::env::var("MCPMUX_BENCH_SCALE").map_or(true, |v| v != "0") {
             scale(&demo, &mcpmux, scratch.path(), block, &mut report).await?;
         }
@@ -246,6 +252,17 @@ async fn pair(
 
 /// A `mcpmux gateway --http --no-prefix` process in front of `entry`.
 fn start_gateway(entry: &str, mcpmux: &Path, scratch: &Path, label: &str) -> Res<(Server, u16)> {
+    start_gateway_with(entry, mcpmux, scratch, label, &[])
+}
+
+/// [`start_gateway`] with extra environment variables.
+fn start_gateway_with(
+    entry: &str,
+    mcpmux: &Path,
+    scratch: &Path,
+    label: &str,
+    env: &[(&str, String)],
+) -> Res<(Server, u16)> {
     let name: String = label.chars().filter(char::is_ascii_alphanumeric).collect();
     let config = scratch.join(format!("{name}.toml"));
     // The echo tools are not marked read-only: the policy needs them named.
@@ -256,14 +273,16 @@ fn start_gateway(entry: &str, mcpmux: &Path, scratch: &Path, label: &str) -> Res
         ),
     )?;
     let port = free_port()?;
-    let gateway = Server::start(
-        Command::new(mcpmux)
-            .arg("--config")
-            .arg(&config)
-            .args(["gateway", "--no-prefix", "--http"])
-            .arg(format!("127.0.0.1:{port}")),
-        port,
-    )?;
+    let mut command = Command::new(mcpmux);
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["gateway", "--no-prefix", "--http"])
+        .arg(format!("127.0.0.1:{port}"));
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let gateway = Server::start(&mut command, port)?;
     Ok((gateway, port))
 }
 
@@ -277,33 +296,10 @@ fn gateway_client(name: &str, port: u16) -> Res<Config> {
 /// Measures both sides of `pair`, interleaved, into `report`.
 async fn measure(pair: &Pair, rounds: usize, block: Duration, report: &mut Report) -> Res<()> {
     let sides = [
-        (&pair.direct, "mcp_direct_echo"),
-        (&pair.through, "mcp_gw_echo"),
+        (&pair.direct, "mcp_direct_echo", None),
+        (&pair.through, "mcp_gw_echo", Some(&pair.gateway)),
     ];
-    // Warm-up, which also sizes each side's block.
-    let mut per_block = [0usize; 2];
-    for (i, (hub, tool)) in sides.iter().enumerate() {
-        let n = 2_000;
-        let t = pipelined(hub, tool, &pair.args, n).await?;
-        per_block[i] = harness::calls_per_block(n as f64 / t.as_secs_f64(), block);
-    }
-    let mut rates: [Vec<f64>; 2] = Default::default();
-    let mut cpu_us = Vec::new();
-    for round in 0..rounds {
-        for i in 0..sides.len() {
-            let side = (i + round) % sides.len();
-            let (hub, tool) = sides[side];
-            let n = per_block[side];
-            let cpu = pair.gateway.cpu_time()?;
-            let t = pipelined(hub, tool, &pair.args, n).await?;
-            rates[side].push(n as f64 / t.as_secs_f64());
-            if side == 1 {
-                let used = pair.gateway.cpu_time()?.saturating_sub(cpu);
-                cpu_us.push(used.as_secs_f64() * 1e6 / n as f64);
-            }
-        }
-    }
-    let [direct, through] = rates;
+    let ([direct, through], [_, cpu_us]) = interleave(sides, &pair.args, rounds, block).await?;
     report.row(Row::ratio(
         &format!("calls/s, {IN_FLIGHT} in flight, gateway vs direct [{}]", pair.label),
         through,
@@ -319,6 +315,157 @@ async fn measure(pair: &Pair, rounds: usize, block: Duration, report: &mut Repor
         pair.judge_cpu.then_some(Target::AtMost(CPU_TARGET_US)),
     ));
     Ok(())
+}
+
+/// A side of a figure: a hub, its echo tool, and the gateway process whose
+/// CPU time to read (if any).
+type Side<'a> = (&'a Hub, &'static str, Option<&'a Server>);
+
+/// Runs two sides in `rounds` interleaved rounds of about `block` each
+/// (alternating which goes first): per side, the calls/s of each round and
+/// the gateway's CPU µs per call of each round (empty without a gateway).
+async fn interleave(
+    sides: [Side<'_>; 2],
+    args: &Value,
+    rounds: usize,
+    block: Duration,
+) -> Res<([Vec<f64>; 2], [Vec<f64>; 2])> {
+    // Warm-up, which also sizes each side's block.
+    let mut per_block = [0usize; 2];
+    for (i, (hub, tool, _)) in sides.iter().enumerate() {
+        let n = 2_000;
+        let t = pipelined(hub, tool, args, n).await?;
+        per_block[i] = harness::calls_per_block(n as f64 / t.as_secs_f64(), block);
+    }
+    let mut rates: [Vec<f64>; 2] = Default::default();
+    let mut cpu_us: [Vec<f64>; 2] = Default::default();
+    for round in 0..rounds {
+        for i in 0..sides.len() {
+            let side = (i + round) % sides.len();
+            let (hub, tool, gateway) = sides[side];
+            let n = per_block[side];
+            let cpu = gateway.map(Server::cpu_time).transpose()?;
+            let t = pipelined(hub, tool, args, n).await?;
+            rates[side].push(n as f64 / t.as_secs_f64());
+            if let (Some(gateway), Some(cpu)) = (gateway, cpu) {
+                let used = gateway.cpu_time()?.saturating_sub(cpu);
+                cpu_us[side].push(used.as_secs_f64() * 1e6 / n as f64);
+            }
+        }
+    }
+    Ok((rates, cpu_us))
+}
+
+/// Telemetry on vs off: two gateways in front of the echo server over
+/// stdio, one exporting OTLP to a local sink that accepts and discards.
+async fn telemetry(
+    echo: &Path,
+    mcpmux: &Path,
+    scratch: &Path,
+    rounds: usize,
+    block: Duration,
+    report: &mut Report,
+) -> Res<()> {
+    let sink = otlp_sink()?;
+    let entry = stdio_entry(echo);
+    let (off, off_port) = start_gateway(&entry, mcpmux, scratch, "telemetry-off")?;
+    let (on, on_port) = start_gateway_with(
+        &entry,
+        mcpmux,
+        scratch,
+        "telemetry-on",
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://127.0.0.1:{sink}"))],
+    )?;
+    let hub_off = Hub::connect(gateway_client("off", off_port)?).await?;
+    let hub_on = Hub::connect(gateway_client("on", on_port)?).await?;
+    harness::ensure_connected(&hub_off)?;
+    harness::ensure_connected(&hub_on)?;
+    let sides = [
+        (&hub_off, "mcp_off_echo", Some(&off)),
+        (&hub_on, "mcp_on_echo", Some(&on)),
+    ];
+    let ([rate_off, rate_on], [cpu_off, cpu_on]) =
+        interleave(sides, &harness::echo_args(), rounds, block).await?;
+    report.section(
+        2,
+        format!(
+            "telemetry on vs off: two gateways in front of the echo server over stdio, {IN_FLIGHT} in flight \
+             (on = OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that accepts and discards)"
+        ),
+    );
+    report.row(Row::ratio(
+        "calls/s, telemetry on vs off [echo (stdio)]",
+        rate_on,
+        rate_off,
+        "telemetry off",
+        None,
+    ));
+    report.row(Row::latency(
+        "gateway CPU per relayed call, telemetry on (µs) [echo (stdio)]",
+        cpu_on,
+        cpu_off,
+        "telemetry off",
+        None,
+    ));
+    report.note(format!(
+        "the sink received {} OTLP requests",
+        OTLP_REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+    ));
+    hub_on.close().await;
+    hub_off.close().await;
+    Ok(())
+}
+
+static OTLP_REQUESTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A local OTLP/HTTP sink on threads: answers every request `200 OK` with an
+/// empty body and discards it. Returns its port.
+fn otlp_sink() -> Res<u16> {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut writer = match stream.try_clone() {
+                    Ok(w) => w,
+                    Err(_) => return,
+                };
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {}
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    OTLP_REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if writer
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(port)
 }
 
 /// Scale: `SCALE_SESSIONS` hubs, each its own session of one gateway in
@@ -391,7 +538,7 @@ async fn scale(
     }
     drop(gateway);
     report.section(
-        2,
+        3,
         format!(
             "scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} calls in flight through one gateway (demo server behind, \
              {:.1} s; the calls in flight at the end took {:.1} s more)",
