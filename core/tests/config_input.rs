@@ -231,8 +231,7 @@ fn config_files_are_read_up_to_16_mib() {
 #[test]
 fn the_example_config_loads() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for file in ["examples/mcpmux.toml"] {
-        let c = Config::load(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert!(!c.servers.is_empty(), "{file}");
-    }
+    let file = "examples/mcpmux.toml";
+    let c = Config::load(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(!c.servers.is_empty(), "{file}");
 }

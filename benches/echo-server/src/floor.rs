@@ -168,7 +168,10 @@ fn run() -> io::Result<()> {
     for command in BufReader::new(stdin.lock()).lines() {
         let command = command?;
         let mut words = command.split_whitespace();
-        let (mode, seconds) = (words.next(), words.next().and_then(|s| s.parse::<f64>().ok()));
+        let (mode, seconds) = (
+            words.next(),
+            words.next().and_then(|s| s.parse::<f64>().ok()),
+        );
         let (spin, seconds) = match (mode, seconds) {
             (Some("blocking"), Some(s)) => (false, s),
             (Some("spin"), Some(s)) => (true, s),

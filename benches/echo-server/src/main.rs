@@ -43,7 +43,8 @@ const LATEST_VERSION: &str = "2025-11-25";
 
 /// Words the descriptions of `ECHO_TOOLS` tools draw on (for search).
 const WORDS: [&str; 10] = [
-    "weather", "files", "calendar", "billing", "search", "images", "mail", "maps", "notes", "tickets",
+    "weather", "files", "calendar", "billing", "search", "images", "mail", "maps", "notes",
+    "tickets",
 ];
 
 const PARSE_ERROR: i64 = -32700;
@@ -136,11 +137,18 @@ fn answer(line: &str) -> Option<Value> {
             let tools: Vec<Value> = (0..n.max(1))
                 .map(|i| {
                     let (name, description) = if i == 0 {
-                        ("echo".to_owned(), "Returns its text argument as a text block.".to_owned())
+                        (
+                            "echo".to_owned(),
+                            "Returns its text argument as a text block.".to_owned(),
+                        )
                     } else {
                         (
                             format!("echo_{i}"),
-                            format!("Echo number {i}: returns its text argument, topic {} of {}.", WORDS[i % WORDS.len()], WORDS[(i / WORDS.len()) % WORDS.len()]),
+                            format!(
+                                "Echo number {i}: returns its text argument, topic {} of {}.",
+                                WORDS[i % WORDS.len()],
+                                WORDS[(i / WORDS.len()) % WORDS.len()]
+                            ),
                         )
                     };
                     json!({
@@ -157,13 +165,15 @@ fn answer(line: &str) -> Option<Value> {
             json!({ "tools": tools })
         }
         "tools/call" => match params.get("name").and_then(Value::as_str) {
-            Some(name) if name == "echo" || name.starts_with("echo_") => match params.pointer("/arguments/text").and_then(Value::as_str) {
-                Some(text) => json!({ "content": [{ "type": "text", "text": text }] }),
-                None => json!({
-                    "content": [{ "type": "text", "text": "echo: argument `text` must be a string" }],
-                    "isError": true,
-                }),
-            },
+            Some(name) if name == "echo" || name.starts_with("echo_") => {
+                match params.pointer("/arguments/text").and_then(Value::as_str) {
+                    Some(text) => json!({ "content": [{ "type": "text", "text": text }] }),
+                    None => json!({
+                        "content": [{ "type": "text", "text": "echo: argument `text` must be a string" }],
+                        "isError": true,
+                    }),
+                }
+            }
             Some(other) => {
                 return Some(error(id, INVALID_PARAMS, &format!("Unknown tool: {other}")));
             }

@@ -144,7 +144,11 @@ pub(crate) async fn hub_sequential(hub: &Hub, block: Duration) -> Res<Latencies>
 
 /// The floor: one request line out, one response line in, on the calling
 /// thread, for about `block`; the read blocks or spins (`wait`).
-pub(crate) fn raw_sequential(server: &mut RawServer, block: Duration, wait: Wait) -> Res<Latencies> {
+pub(crate) fn raw_sequential(
+    server: &mut RawServer,
+    block: Duration,
+    wait: Wait,
+) -> Res<Latencies> {
     server.set_nonblocking(wait == Wait::Spinning)?;
     let mut out = Vec::with_capacity(512);
     let mut line = Vec::with_capacity(512);

@@ -13,12 +13,22 @@ use crate::report::*;
 pub(crate) const SCALE_SERVERS: usize = 100;
 pub(crate) const SCALE_TOOLS: usize = 100;
 
-pub(crate) fn bench_scale(setup: &Setup, rt: &tokio::runtime::Runtime, report: &mut Report) -> Res<()> {
+pub(crate) fn bench_scale(
+    setup: &Setup,
+    rt: &tokio::runtime::Runtime,
+    report: &mut Report,
+) -> Res<()> {
     let tools = SCALE_TOOLS.to_string();
     let config = |n: usize| -> Res<mcpmux_core::Config> {
         let mut toml = String::new();
         for i in 0..n {
-            server_entry(&mut toml, &format!("s{i}"), &setup.demo, &[], &[("ECHO_TOOLS", &tools)]);
+            server_entry(
+                &mut toml,
+                &format!("s{i}"),
+                &setup.demo,
+                &[],
+                &[("ECHO_TOOLS", &tools)],
+            );
         }
         Ok(mcpmux_core::Config::parse(&toml)?)
     };
@@ -55,7 +65,12 @@ pub(crate) fn bench_scale(setup: &Setup, rt: &tokio::runtime::Runtime, report: &
             }
             list.push(median(&times));
             let mut times = Vec::new();
-            for q in ["weather", "billing calendar", "echo number 4711", "maps of notes"] {
+            for q in [
+                "weather",
+                "billing calendar",
+                "echo number 4711",
+                "maps of notes",
+            ] {
                 for _ in 0..5 {
                     let t = Instant::now();
                     std::hint::black_box(hub.search_tools(q, 10));

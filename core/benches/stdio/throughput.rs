@@ -24,7 +24,10 @@ pub(crate) fn bench_throughput(
 
     let mut raw = RawServer::start(&setup.demo)?;
     // The warm-up also sizes each side's block (calls for about `block`).
-    let ceiling_n = calls_per_block(warmup as f64 / raw_window(&mut raw, warmup)?.as_secs_f64(), block);
+    let ceiling_n = calls_per_block(
+        warmup as f64 / raw_window(&mut raw, warmup)?.as_secs_f64(),
+        block,
+    );
     let ours_n = calls_per_block(
         warmup as f64 / rt.block_on(hub_pipelined(hub, warmup))?.as_secs_f64(),
         block,

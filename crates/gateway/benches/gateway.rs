@@ -301,7 +301,10 @@ async fn measure(pair: &Pair, rounds: usize, block: Duration, report: &mut Repor
     ];
     let ([direct, through], [_, cpu_us]) = interleave(sides, &pair.args, rounds, block).await?;
     report.row(Row::ratio(
-        &format!("calls/s, {IN_FLIGHT} in flight, gateway vs direct [{}]", pair.label),
+        &format!(
+            "calls/s, {IN_FLIGHT} in flight, gateway vs direct [{}]",
+            pair.label
+        ),
         through,
         direct,
         "direct",
@@ -374,7 +377,10 @@ async fn telemetry(
         mcpmux,
         scratch,
         "telemetry-on",
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://127.0.0.1:{sink}"))],
+        &[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{sink}"),
+        )],
     )?;
     let hub_off = Hub::connect(gateway_client("off", off_port)?).await?;
     let hub_on = Hub::connect(gateway_client("on", on_port)?).await?;

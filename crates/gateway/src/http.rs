@@ -639,6 +639,9 @@ async fn read_post(state: &State, req: Request<Incoming>) -> Result<Posted, Resp
 /// response header) and whether it serves this request alone: an existing
 /// session, a new one for `initialize` (making room by ending the idlest
 /// session that is not busy), or one for the stateless revision.
+// The error is the response to send, built once on a path that ends the
+// request: boxing it would only add an allocation.
+#[allow(clippy::result_large_err)]
 fn pick_session(
     state: &State,
     session_id: Option<&String>,
