@@ -230,15 +230,15 @@ async fn pair(
     scratch: &Path,
     args: Value,
 ) -> Res<Pair> {
+    eprintln!("[gateway bench] {label} ...");
     let (gateway, port) = start_gateway(entry, mcpmux, scratch, label)?;
     // (The hub's config has no policy keys: those are the gateway's.)
     let direct = Hub::connect(Config::parse(&format!(
         "[[mcp.servers]]\nname = \"direct\"\n{entry}"
     ))?)
     .await?;
-    let through = Hub::connect(gateway_client("gw", port)?).await?;
+    let through = connect_gateway("gw", port).await?;
     harness::ensure_connected(&direct)?;
-    harness::ensure_connected(&through)?;
     Ok(Pair {
         label,
         direct,
@@ -284,6 +284,34 @@ fn start_gateway_with(
     }
     let gateway = Server::start(&mut command, port)?;
     Ok((gateway, port))
+}
+
+/// A hub connected to the gateway at `port` (its server named `name`),
+/// retried a few times: under load a fresh gateway can drop a first
+/// connection.
+async fn connect_gateway(name: &str, port: u16) -> Res<Hub> {
+    let mut attempt = 0;
+    loop {
+        let hub = Hub::connect(gateway_client(name, port)?).await;
+        let checked = match hub {
+            Ok(hub) => match harness::ensure_connected(&hub) {
+                Ok(()) => return Ok(hub),
+                Err(e) => {
+                    hub.close().await;
+                    e
+                }
+            },
+            Err(e) => e.into(),
+        };
+        attempt += 1;
+        if attempt == 5 {
+            return Err(checked);
+        }
+        eprintln!(
+            "[gateway bench] connecting to the gateway at {port} failed ({checked}); retrying"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// A hub config with one server, the gateway at `port`, named `name`.
@@ -369,6 +397,7 @@ async fn telemetry(
     block: Duration,
     report: &mut Report,
 ) -> Res<()> {
+    eprintln!("[gateway bench] telemetry on vs off ...");
     let sink = otlp_sink()?;
     let entry = stdio_entry(echo);
     let (off, off_port) = start_gateway(&entry, mcpmux, scratch, "telemetry-off")?;
@@ -382,10 +411,8 @@ async fn telemetry(
             format!("http://127.0.0.1:{sink}"),
         )],
     )?;
-    let hub_off = Hub::connect(gateway_client("off", off_port)?).await?;
-    let hub_on = Hub::connect(gateway_client("on", on_port)?).await?;
-    harness::ensure_connected(&hub_off)?;
-    harness::ensure_connected(&hub_on)?;
+    let hub_off = connect_gateway("off", off_port).await?;
+    let hub_on = connect_gateway("on", on_port).await?;
     let sides = [
         (&hub_off, "mcp_off_echo", Some(&off)),
         (&hub_on, "mcp_on_echo", Some(&on)),
@@ -484,13 +511,12 @@ async fn scale(
     block: Duration,
     report: &mut Report,
 ) -> Res<()> {
+    eprintln!("[gateway bench] scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} in flight ...");
     let (gateway, port) = start_gateway(&stdio_entry(demo), mcpmux, scratch, "scale")?;
     let rss_idle = gateway.rss_kb()?;
     let mut hubs = Vec::with_capacity(SCALE_SESSIONS);
     for _ in 0..SCALE_SESSIONS {
-        let hub = Hub::connect(gateway_client("gw", port)?).await?;
-        harness::ensure_connected(&hub)?;
-        hubs.push(hub);
+        hubs.push(connect_gateway("gw", port).await?);
     }
     let rss_sessions = gateway.rss_kb()?;
     let run_for = block.max(Duration::from_secs(2));
