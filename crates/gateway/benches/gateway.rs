@@ -233,9 +233,14 @@ async fn pair(
     eprintln!("[gateway bench] {label} ...");
     let (gateway, port) = start_gateway(entry, mcpmux, scratch, label)?;
     // (The hub's config has no policy keys: those are the gateway's.)
-    let direct = Hub::connect(Config::parse(&format!(
-        "[[mcp.servers]]\nname = \"direct\"\n{entry}"
-    ))?)
+    let direct = connect_retried(
+        || {
+            Ok(Config::parse(&format!(
+                "[[mcp.servers]]\nname = \"direct\"\n{entry}"
+            ))?)
+        },
+        port,
+    )
     .await?;
     let through = connect_gateway("gw", port).await?;
     harness::ensure_connected(&direct)?;
@@ -290,9 +295,15 @@ fn start_gateway_with(
 /// retried a few times: under load a fresh gateway can drop a first
 /// connection.
 async fn connect_gateway(name: &str, port: u16) -> Res<Hub> {
+    connect_retried(|| gateway_client(name, port), port).await
+}
+
+/// `Hub::connect` of `config()`, retried a few times (see
+/// [`connect_gateway`]); `port` names the server in messages.
+async fn connect_retried(config: impl Fn() -> Res<Config>, port: u16) -> Res<Hub> {
     let mut attempt = 0;
     loop {
-        let hub = Hub::connect(gateway_client(name, port)?).await;
+        let hub = Hub::connect(config()?).await;
         let checked = match hub {
             Ok(hub) => match harness::ensure_connected(&hub) {
                 Ok(()) => return Ok(hub),
