@@ -15,6 +15,8 @@
 #   --only LIST  comma-separated subset of rust,http,python,node,gateway,tools
 #                (default: all)
 #   --no-write   print the table only; leave docs/performance.md alone
+#   --from-logs  run nothing: the table (and docs/performance.md) from the
+#                rows the benches of LIST wrote in the last run(s)
 #
 # Stdio figures are measured against two servers: the minimal echo server of
 # benches/echo-server (one thread, serde_json values) and the bundled demo
@@ -71,6 +73,7 @@ T="$CARGO_TARGET_DIR"
 ALL="rust,http,python,node,gateway,tools"
 
 quick=0
+from_logs=0
 only="$ALL"
 write=1
 while [ $# -gt 0 ]; do
@@ -79,6 +82,7 @@ while [ $# -gt 0 ]; do
     --only) only="${2:?--only needs a list}"; shift ;;
     --only=*) only="${1#--only=}" ;;
     --no-write) write=0 ;;
+    --from-logs) from_logs=1 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -143,6 +147,17 @@ bench() {
   collect "$name" "$prefix"
 }
 
+SKIPPED=()
+tools_reason="the nine public MCP servers are not installed by tests/setup.sh (it installs server-everything and the Python SDK only)"
+if [ "$from_logs" = 1 ]; then
+  log "from the rows of the last run in $LOGS"
+  wants rust && collect rust-echo "Rust Hub: " && collect rust-demo "Rust Hub: "
+  wants python && collect python-echo "" && collect python-demo ""
+  wants node && collect node-echo "" && collect node-demo ""
+  wants http && collect http ""
+  wants gateway && collect gateway "Gateway: "
+  wants tools && SKIPPED+=("\`mcpmux tools\` over the nine public servers vs the Python SDK: skipped, $tools_reason")
+else
 # ------------------------------------------------------------------ builds
 log "building the servers (release): benches/echo-server (with mcpmux-bench-floor), mcpmux-demo-server"
 run build-servers sh -c "cargo build --release --locked --manifest-path benches/echo-server/Cargo.toml \
@@ -256,15 +271,14 @@ if wants gateway; then
 fi
 
 # ------------------------------------------------------------------ tools
-SKIPPED=()
 if wants tools; then
   # `mcpmux tools` over the nine public servers next to the official Python
   # SDK listing them concurrently needs those servers installed locally;
   # tests/setup.sh installs server-everything and the Python SDK only.
-  reason="the nine public MCP servers are not installed by tests/setup.sh (it installs server-everything and the Python SDK only)"
-  log "tools: skipped: $reason"
-  SKIPPED+=("\`mcpmux tools\` over the nine public servers vs the Python SDK: skipped, $reason")
+  log "tools: skipped: $tools_reason"
+  SKIPPED+=("\`mcpmux tools\` over the nine public servers vs the Python SDK: skipped, $tools_reason")
 fi
+fi # from_logs
 
 # ------------------------------------------------------------------ report
 # The table: one line per row of the benches, as markdown (for the doc) and
@@ -312,6 +326,7 @@ cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head 
 version() { "$@" 2>/dev/null | head -n 1 || echo "n/a"; }
 invocation="bash benches/run.sh"
 [ "$quick" = 1 ] && invocation="$invocation --quick"
+[ "$from_logs" = 1 ] && invocation="bash benches/run.sh (rows of its last run of each bench; the latest: $(ls -t "$LOGS"/*.tsv | head -n 1 | xargs date -u -r '+%Y-%m-%d %H:%M UTC'))"
 [ "$only" != "$ALL" ] && invocation="$invocation --only $only"
 {
   echo "# Performance"
