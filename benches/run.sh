@@ -326,7 +326,7 @@ cpu="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head 
 version() { "$@" 2>/dev/null | head -n 1 || echo "n/a"; }
 invocation="bash benches/run.sh"
 [ "$quick" = 1 ] && invocation="$invocation --quick"
-[ "$from_logs" = 1 ] && invocation="bash benches/run.sh (rows of its last run of each bench; the latest: $(ls -t "$LOGS"/*.tsv | head -n 1 | xargs date -u -r '+%Y-%m-%d %H:%M UTC'))"
+[ "$from_logs" = 1 ] && invocation="bash benches/run.sh (rows of its last run of each bench; the latest: $(date -u -r "$(ls -t "$LOGS"/*.tsv | head -n 1)" '+%Y-%m-%d %H:%M UTC'))"
 [ "$only" != "$ALL" ] && invocation="$invocation --only $only"
 {
   echo "# Performance"
