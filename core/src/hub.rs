@@ -353,6 +353,10 @@ impl IndexEntry {
 struct ToolIndex {
     entries: Vec<IndexEntry>,
     by_name: HashMap<String, usize>,
+    /// The listed tools and their search index, built by the first
+    /// [`Hub::search_tools`] on this list (a rebuild makes a new
+    /// `ToolIndex`, so it never goes stale).
+    search: OnceLock<(Vec<HubTool>, crate::tool_search::Index)>,
 }
 
 struct HubInner {
@@ -610,8 +614,13 @@ impl Hub {
     /// model a search instead of hundreds of tools.
     /// Front ends default `limit` to [`Hub::SEARCH_DEFAULT_LIMIT`].
     pub fn search_tools(&self, query: &str, limit: usize) -> Vec<HubTool> {
-        let tools = self.list_tools();
-        crate::tool_search::rank(&tools, query, limit)
+        let index = self.inner.index.read().unwrap().clone();
+        let (tools, search) = index.search.get_or_init(|| {
+            let tools: Vec<HubTool> = index.entries.iter().map(IndexEntry::to_hub_tool).collect();
+            let search = crate::tool_search::Index::new(&tools);
+            (tools, search)
+        });
+        crate::tool_search::rank_in(search, tools, query, limit)
             .into_iter()
             .cloned()
             .collect()

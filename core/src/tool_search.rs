@@ -76,6 +76,21 @@ pub fn rank<'a>(tools: &'a [HubTool], query: &str, limit: usize) -> Vec<&'a HubT
     if limit == 0 || tools.is_empty() {
         return Vec::new();
     }
+    rank_in(&Index::new(tools), tools, query, limit)
+}
+
+/// [`rank`] with the index of `tools` built beforehand ([`Index::new`]):
+/// the hub keeps one per tool list, so a search over thousands of tools
+/// does not tokenize them all again.
+pub(crate) fn rank_in<'a>(
+    index: &Index,
+    tools: &'a [HubTool],
+    query: &str,
+    limit: usize,
+) -> Vec<&'a HubTool> {
+    if limit == 0 || tools.is_empty() {
+        return Vec::new();
+    }
     let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
     let mut terms: Vec<String> = Vec::new();
     for term in text::terms(&query) {
@@ -84,7 +99,6 @@ pub fn rank<'a>(tools: &'a [HubTool], query: &str, limit: usize) -> Vec<&'a HubT
         }
     }
     let about_deprecation = terms.iter().any(|t| t.starts_with("deprecat"));
-    let index = Index::new(tools);
     let exact: Vec<Vec<(String, f64)>> = terms
         .iter()
         .map(|term| {
@@ -191,8 +205,9 @@ impl Doc {
     }
 }
 
-/// The tools of one search, with what BM25 needs of the whole list.
-struct Index {
+/// A tool list as the ranking sees it, with what BM25 needs of the whole
+/// list; built once per list ([`rank_in`]).
+pub(crate) struct Index {
     docs: Vec<Doc>,
     /// How many tools have each word.
     containing: HashMap<String, usize>,
@@ -201,7 +216,7 @@ struct Index {
 }
 
 impl Index {
-    fn new(tools: &[HubTool]) -> Index {
+    pub(crate) fn new(tools: &[HubTool]) -> Index {
         let docs: Vec<Doc> = tools.iter().map(Doc::of).collect();
         let mut containing: HashMap<String, usize> = HashMap::new();
         for doc in &docs {

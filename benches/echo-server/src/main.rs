@@ -9,7 +9,9 @@
 //!
 //! - `initialize` — the offered protocol version when it knows it, else its
 //!   latest; capabilities `{"tools":{}}`;
-//! - `tools/list` — one tool, `echo` (`{"text": string}`);
+//! - `tools/list` — one tool, `echo` (`{"text": string}`); with
+//!   `ECHO_TOOLS=N`, N tools: `echo` and `echo_1` … `echo_{N-1}`, each
+//!   described in its own words (the scale figures list 100 servers × 100);
 //! - `tools/call` of `echo` — `{"content":[{"type":"text","text":TEXT}]}`;
 //!   a missing or non-string `text` is a tool error (`isError: true`), an
 //!   unknown tool is JSON-RPC error -32602;
@@ -38,6 +40,12 @@ use serde_json::{json, Value};
 /// Protocol versions it accepts as offered; anything else gets the latest.
 const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 const LATEST_VERSION: &str = "2025-11-25";
+
+/// Words the descriptions of `ECHO_TOOLS` tools draw on (for search).
+const WORDS: [&str; 10] = [
+    "weather", "files", "calendar", "billing", "search", "images", "mail", "maps", "notes",
+    "tickets",
+];
 
 const PARSE_ERROR: i64 = -32700;
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -121,25 +129,51 @@ fn answer(line: &str) -> Option<Value> {
             })
         }
         "ping" => json!({}),
-        "tools/list" => json!({
-            "tools": [{
-                "name": "echo",
-                "description": "Returns its text argument as a text block.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": { "text": { "type": "string" } },
-                    "required": ["text"],
-                },
-            }],
-        }),
+        "tools/list" => {
+            let n: usize = std::env::var("ECHO_TOOLS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1);
+            let tools: Vec<Value> = (0..n.max(1))
+                .map(|i| {
+                    let (name, description) = if i == 0 {
+                        (
+                            "echo".to_owned(),
+                            "Returns its text argument as a text block.".to_owned(),
+                        )
+                    } else {
+                        (
+                            format!("echo_{i}"),
+                            format!(
+                                "Echo number {i}: returns its text argument, topic {} of {}.",
+                                WORDS[i % WORDS.len()],
+                                WORDS[(i / WORDS.len()) % WORDS.len()]
+                            ),
+                        )
+                    };
+                    json!({
+                        "name": name,
+                        "description": description,
+                        "inputSchema": {
+                            "type": "object",
+                            "properties": { "text": { "type": "string" } },
+                            "required": ["text"],
+                        },
+                    })
+                })
+                .collect();
+            json!({ "tools": tools })
+        }
         "tools/call" => match params.get("name").and_then(Value::as_str) {
-            Some("echo") => match params.pointer("/arguments/text").and_then(Value::as_str) {
-                Some(text) => json!({ "content": [{ "type": "text", "text": text }] }),
-                None => json!({
-                    "content": [{ "type": "text", "text": "echo: argument `text` must be a string" }],
-                    "isError": true,
-                }),
-            },
+            Some(name) if name == "echo" || name.starts_with("echo_") => {
+                match params.pointer("/arguments/text").and_then(Value::as_str) {
+                    Some(text) => json!({ "content": [{ "type": "text", "text": text }] }),
+                    None => json!({
+                        "content": [{ "type": "text", "text": "echo: argument `text` must be a string" }],
+                        "isError": true,
+                    }),
+                }
+            }
             Some(other) => {
                 return Some(error(id, INVALID_PARAMS, &format!("Unknown tool: {other}")));
             }

@@ -19,9 +19,39 @@ pub(crate) type Res<T> = Result<T, BoxError>;
 /// Text echoed by every call.
 pub(crate) const ECHO_TEXT: &str = "hello from the mcpmux benchmark";
 
-/// Rounds of the latency and throughput figures; each round measures the
-/// reference and mcpmux back to back, in alternating order.
-pub(crate) const ROUNDS: usize = 4;
+/// Interleaved rounds of the latency and throughput figures: each round
+/// measures the reference(s) and mcpmux back to back in short blocks, in
+/// rotating order, so that a machine whose speed moves affects both alike;
+/// the report shows the median of the per-round ratios and their range.
+/// `MCPMUX_BENCH_ROUNDS` overrides (default 10, quick 3).
+pub(crate) fn rounds(quick: bool) -> usize {
+    std::env::var("MCPMUX_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(if quick { 3 } else { 10 })
+}
+
+/// The length of one side's block in a round: about 1 s (quick 0.25 s).
+pub(crate) fn block(quick: bool) -> Duration {
+    Duration::from_millis(if quick { 250 } else { 1000 })
+}
+
+/// The label of the server in the report's rows (`$MCPMUX_BENCH_LABEL`,
+/// else the server's file name).
+pub(crate) fn server_label(server: &Path) -> String {
+    std::env::var("MCPMUX_BENCH_LABEL").unwrap_or_else(|_| {
+        server
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    })
+}
+
+/// Calls of a side that fill about one block, from a rate in calls/s.
+pub(crate) fn calls_per_block(rate: f64, block: Duration) -> usize {
+    ((rate * block.as_secs_f64()) as usize).max(64)
+}
 
 /// What this run measures and how.
 pub(crate) struct Setup {
@@ -38,6 +68,14 @@ impl Setup {
         } else {
             n
         }
+    }
+
+    pub(crate) fn rounds(&self) -> usize {
+        rounds(self.quick)
+    }
+
+    pub(crate) fn block(&self) -> Duration {
+        block(self.quick)
     }
 
     pub(crate) fn wants(&self, section: &str) -> bool {
@@ -193,19 +231,13 @@ pub(crate) async fn pipelined_calls_with(
     Ok(start.elapsed())
 }
 
-/// Per-call latencies and the wall time they took together.
+/// Per-call latencies.
 #[derive(Default)]
 pub(crate) struct Latencies {
     pub(crate) samples: Vec<Duration>,
-    pub(crate) total: Duration,
 }
 
 impl Latencies {
-    pub(crate) fn extend(&mut self, other: Latencies) {
-        self.samples.extend(other.samples);
-        self.total += other.total;
-    }
-
     pub(crate) fn sort(&mut self) {
         self.samples.sort_unstable();
     }
@@ -222,10 +254,6 @@ impl Latencies {
         }
         let rank = ((p / 100.0) * self.samples.len() as f64).ceil() as usize;
         self.samples[rank.clamp(1, self.samples.len()) - 1].as_secs_f64() * 1e6
-    }
-
-    pub(crate) fn per_second(&self) -> f64 {
-        self.samples.len() as f64 / self.total.as_secs_f64()
     }
 }
 
@@ -286,6 +314,29 @@ impl RawServer {
             }
         }
         Ok(server)
+    }
+
+    /// Makes the server's stdout non-blocking (`on`) or blocking again: the
+    /// spinning floor busy-polls it.
+    pub(crate) fn set_nonblocking(&self, on: bool) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = self.stdout.get_ref().as_raw_fd();
+        // SAFETY: F_GETFL/F_SETFL on a descriptor this process owns.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let flags = if on {
+                flags | libc::O_NONBLOCK
+            } else {
+                flags & !libc::O_NONBLOCK
+            };
+            if libc::fcntl(fd, libc::F_SETFL, flags) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 
     pub(crate) fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {

@@ -6,34 +6,41 @@
 //! whether targets are met or not, and non-zero only when something fails).
 //!
 //! 1. **Sequential `tools/call` latency** — `Hub::call_tool("mcp_demo_echo")`
-//!    one call at a time from a task (mean, p50, p99, calls/s), against the
-//!    *floor*: a blocking loop on a std thread that spawns the same server,
-//!    does the `initialize` handshake by hand, then writes one request line
-//!    and reads one response line per call. Target: mean ≤ 1.1× floor.
-//!    Also printed next to the *async floor*: the same loop in a task on
-//!    the bench's runtime, through tokio's pipes (what any async client
-//!    pays: its thread sleeps in `epoll_wait`, not in `read`).
+//!    one call at a time from a task, against two floors over the same
+//!    server: the *blocking floor* (a std thread that does the `initialize`
+//!    handshake by hand, then writes one request line and reads one
+//!    response line per call, blocking in `read`) and the *spinning floor*
+//!    (the same loop busy-polling a non-blocking pipe, so no thread ever
+//!    sleeps). Target: mean ≤ 1.0× the blocking floor; the overhead above
+//!    it in µs is printed too.
 //! 2. **Throughput with 64 calls in flight** on one connection (64 tokio
-//!    tasks calling in a loop), against the *ceiling*: the same raw pipe driven
-//!    by a writer thread (at most 64 requests outstanding) and a reader.
-//!    Target: ≥ 75% of the ceiling.
+//!    tasks calling in a loop), against the *pipelined ceiling*: the same
+//!    raw pipe driven by a writer thread (at most 64 requests outstanding)
+//!    and a reader. Target: ≥ 0.85 of the ceiling.
 //! 3. **Connect time** — wall time of `Hub::connect` for 1 and for 20 servers
 //!    (the demo server with `DEMO_INIT_DELAY_MS=200`: a sleep, not work),
-//!    median of 3, then `close`. Target: 20 servers ≤ 1.5× one server. Also
-//!    printed: the same connects done by hand over raw pipes, and the CPU the
-//!    server processes themselves need, which bounds this figure on a
-//!    machine with few CPUs.
+//!    3 repeats, then `close`. Target: 20 servers ≤ 1.5× one server. Also
+//!    printed: the same connects done by hand over raw pipes.
 //! 4. **Resident memory per idle connection** — this process's RSS
 //!    (`/proc/self/statm`) with 1 and with 100 demo servers connected,
-//!    `(RSS100 - RSS1) / 99`. The rmcp figure (≈ 30 KB) is quoted, not measured.
-//!    Measured first, while the heap is fresh; a second pass with
-//!    `malloc_trim(0)` before each reading is printed as a note (glibc).
+//!    `(RSS100 - RSS1) / 99`, over 3 passes. Target: ≤ 24 KB. Measured
+//!    first, while the heap is fresh; passes with `malloc_trim(0)` before
+//!    each reading are printed too (glibc).
 //!
-//! Figures 1 and 2 alternate reference and mcpmux in 4 rounds so that both
-//! see the same machine, and also print the CPU time (user + system, from
-//! `getrusage`) this process spends per call: on a busy or small machine
-//! that is steadier than wall time. The server runs on the same machine, so
-//! run the benchmark on an otherwise idle one.
+//! 5. **Scale** — 100 servers of 100 tools each (the echo server of
+//!    `benches/echo-server` with `ECHO_TOOLS=100`; `benches/run.sh` runs
+//!    this section with it): `Hub::connect` next to one such server, RSS
+//!    per server, the hub's merged, prefixed `list_tools` over the 10,000
+//!    tools and `search_tools` over them (information).
+//!
+//! Figures 1 and 2 interleave: 10 rounds (3 with `MCPMUX_BENCH_QUICK`,
+//! `MCPMUX_BENCH_ROUNDS` to choose), each measuring every side for a block
+//! of about 1 s (0.25 s quick) in rotating order, so that a machine whose
+//! speed moves (other load, CPU frequency, idle states) affects reference
+//! and mcpmux alike. Each row shows the median of the per-round ratios and
+//! their range (min–max). `$MCPMUX_BENCH_ROWS` appends the rows to a file
+//! for `benches/run.sh` (see `report.rs`; `$MCPMUX_BENCH_LABEL` names the
+//! server there).
 //!
 //! The server is the bundled demo server: `$MCPMUX_DEMO_SERVER`, else
 //! `<workspace>/target/release/mcpmux-demo-server`, built with
@@ -50,11 +57,11 @@
 //!
 //! Environment:
 //!
-//! - `MCPMUX_BENCH_QUICK=1` — 10× fewer iterations (CI smoke run).
+//! - `MCPMUX_BENCH_QUICK=1` — 3 rounds of 0.25 s blocks (CI smoke run).
 //! - `MCPMUX_BENCH_RUNTIME` — `multi` (default: multi-thread, default worker
 //!   count), `multi:N` (N workers) or `current` (current-thread runtime).
 //! - `MCPMUX_BENCH_ONLY` — comma-separated subset of `latency`, `throughput`,
-//!   `connect`, `memory` (default: all), e.g. for profiling one section.
+//!   `connect`, `memory`, `scale` (default: all), e.g. for profiling one section.
 
 //!
 //! Layout: `main.rs` (this file: the sections to run and the report),
@@ -67,6 +74,7 @@ mod harness;
 mod latency;
 mod memory;
 mod report;
+mod scale;
 mod throughput;
 
 use std::path::Path;
@@ -78,6 +86,7 @@ use harness::*;
 use latency::bench_latency;
 use memory::{bench_memory, MEMORY_SERVERS};
 use report::Report;
+use scale::{bench_scale, SCALE_SERVERS};
 use throughput::{bench_throughput, IN_FLIGHT};
 
 fn main() {
@@ -99,7 +108,7 @@ fn run() -> Res<()> {
             .filter(|s| !s.is_empty())
             .collect()
     });
-    const SECTIONS: [&str; 4] = ["latency", "throughput", "connect", "memory"];
+    const SECTIONS: [&str; 5] = ["latency", "throughput", "connect", "memory", "scale"];
     if let Some(bad) = only
         .iter()
         .flatten()
@@ -140,6 +149,10 @@ fn run() -> Res<()> {
         }
         rt.block_on(hub.close());
     }
+    if setup.wants("scale") {
+        eprintln!("[stdio bench] scale: {SCALE_SERVERS} servers ...");
+        bench_scale(&setup, &rt, &mut report)?;
+    }
     if setup.wants("connect") {
         eprintln!("[stdio bench] connect time, 1 and {CONNECT_SERVERS} slow servers ...");
         bench_connect(&setup, &rt, &mut report)?;
@@ -153,12 +166,12 @@ fn run() -> Res<()> {
         setup.runtime,
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         if setup.quick {
-            "yes (10x fewer iterations)"
+            "yes (3 rounds of short blocks)"
         } else {
             "no"
         }
     );
     println!();
-    report.print();
+    report.print(&server_label(&setup.demo))?;
     Ok(())
 }

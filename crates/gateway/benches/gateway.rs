@@ -2,44 +2,61 @@
 //! measured in the same run, with everything in its own process as users
 //! run it.
 //!
-//! For each downstream Streamable HTTP server, with 64 calls in flight from
-//! a hub in this process:
+//! For each downstream server, with 64 calls in flight from a hub in this
+//! process:
 //!
-//! - **direct**: hub → HTTP → server;
+//! - **direct**: hub → server (over stdio, or HTTP for an HTTP server);
 //! - **gateway**: hub → HTTP → `mcpmux gateway --http --no-prefix` (a
-//!   process, with the policy) → HTTP → server.
+//!   process, with the policy) → server.
 //!
-//! Two downstream servers:
+//! Downstream servers:
 //!
-//! 1. **server-everything**, the official TypeScript SDK's reference server
-//!    (`tests/peers`, `streamableHttp`): what a gateway fronts in practice.
-//!    The issue's target applies here: the gateway keeps at least 75% of
+//! 1. **echo (stdio)**: `benches/echo-server` (`$MCPMUX_ECHO_SERVER`, else
+//!    `<target>/release/mcpmux-echo-server`), direct over stdio. Target:
+//!    the gateway process spends ≤ 40 µs of CPU (user + system,
+//!    `/proc/<pid>/stat`) per relayed call.
+//! 2. **demo behind mcpmux HTTP**: the cheapest Streamable HTTP server at
+//!    hand, a second `mcpmux gateway --http` in front of the bundled demo
+//!    server, direct over HTTP. Target: the gateway keeps ≥ 0.75× of
 //!    direct throughput.
-//! 2. **mcpmux's own HTTP server** (`mcpmux gateway --http` in front of the
-//!    bundled demo server over stdio), about the cheapest MCP server there
-//!    is: the gateway hop then costs as much as the server it fronts, so
-//!    the ratio approaches 1/2 on a machine whose cores are all busy. It
-//!    is printed as the worst case, judged by the same target.
+//! 3. **server-everything (HTTP)**, the official TypeScript SDK's reference
+//!    server (`tests/peers`, `streamableHttp`), both sides over HTTP
+//!    (information; skipped with a note when `tests/setup.sh` has not run).
 //!
-//! The sides alternate in 4 rounds so that all see the same machine. Next
-//! to calls/s, the report prints the CPU time per call of the gateway
-//! process (from `/proc/<pid>/stat`), the figure that does not depend on
-//! how many cores the machine has. Informational: the program exits 0
-//! whether the target is met or not, non-zero only when something fails.
+//! The sides interleave: 10 rounds (3 with `MCPMUX_BENCH_QUICK=1`,
+//! `MCPMUX_BENCH_ROUNDS` to choose), each running both sides for a block
+//! of about 1 s (0.25 s quick) in alternating order; each row is the
+//! median of the per-round figures and their range.
+//!
+//! Then **telemetry on vs off**: two gateways in front of the echo server,
+//! one with `OTEL_EXPORTER_OTLP_ENDPOINT` at a local sink (in this process)
+//! that accepts and discards, interleaved the same way: calls/s and the
+//! gateway's CPU per call (information).
+//!
+//! Then, unless `MCPMUX_BENCH_SCALE=0`, **scale**: 256 sessions (one hub
+//! each) × 64 calls in flight through one gateway in front of the demo
+//! server, for one block: throughput and the gateway's RSS (information).
+//!
+//! Informational: the program exits 0 whatever the figures, non-zero only
+//! when something fails. `$MCPMUX_BENCH_ROWS` appends the rows to a file for
+//! `benches/run.sh` (the format of `core/benches/stdio/report.rs`).
 //!
 //! ```text
 //! bash tests/setup.sh      # server-everything, once
-//! cargo bench -p mcpmux-core --bench gateway
+//! cargo bench -p mcpmux-gateway --bench gateway
 //! ```
 //!
-//! `MCPMUX_BENCH_QUICK=1`: 10× fewer calls. The binaries: `$MCPMUX_BIN`
-//! (else `<target>/release/mcpmux`) and `$MCPMUX_DEMO_SERVER` (else
-//! `<target>/release/mcpmux-demo-server`), built when missing; `<target>`
-//! is `$CARGO_TARGET_DIR`, else `<workspace>/target`.
+//! The binaries: `$MCPMUX_BIN` (else `<target>/release/mcpmux`) and
+//! `$MCPMUX_DEMO_SERVER` (else `<target>/release/mcpmux-demo-server`),
+//! built when missing; `<target>` is `$CARGO_TARGET_DIR`, else
+//! `<workspace>/target`.
 
 #[path = "../../../core/benches/stdio/harness.rs"]
 #[allow(dead_code)]
 mod harness;
+#[path = "../../../core/benches/stdio/report.rs"]
+#[allow(dead_code)]
+mod report;
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -47,14 +64,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{BoxError, Res, ROUNDS};
+use harness::{BoxError, Res};
 use mcpmux_core::{Config, Hub};
+use report::{Report, Row, Target};
 use serde_json::{json, Value};
 
 /// Calls in flight.
 const IN_FLIGHT: usize = 64;
 /// The share of direct throughput the gateway should keep.
 const TARGET: f64 = 0.75;
+/// The gateway's CPU time per relayed call it should stay under, in µs.
+const CPU_TARGET_US: f64 = 40.0;
+/// Sessions of the scale figure.
+const SCALE_SESSIONS: usize = 256;
 
 fn main() {
     if let Err(e) = run() {
@@ -71,6 +93,9 @@ struct Pair {
     /// The gateway process in front of the server.
     gateway: Server,
     args: Value,
+    /// Which rows of this pair carry a target.
+    judge_cpu: bool,
+    judge_throughput: bool,
 }
 
 fn run() -> Res<()> {
@@ -95,171 +120,508 @@ fn run() -> Res<()> {
         "mcpmux-demo-server",
         "mcpmux-demo-server",
     )?;
-    let everything = workspace
-        .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !everything.exists() {
+    let echo = std::env::var_os("MCPMUX_ECHO_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir.join("release/mcpmux-echo-server"));
+    if !echo.exists() {
         return Err(format!(
-            "{} is missing: run `bash tests/setup.sh` first",
-            everything.display()
+            "{} is missing: cargo build --release --manifest-path benches/echo-server/Cargo.toml",
+            echo.display()
         )
         .into());
     }
+    let everything = workspace
+        .join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let scratch = tempfile::tempdir()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let rounds = harness::rounds(quick);
+    let block = harness::block(quick);
+    let mut report = Report::default();
     rt.block_on(async {
-        // 1. server-everything over Streamable HTTP.
-        let port = free_port()?;
-        let everything_server = Server::start(
-            Command::new("node")
-                .arg(&everything)
-                .arg("streamableHttp")
-                .env("PORT", port.to_string()),
-            port,
-        )?;
-        let everything_pair = pair(
-            "server-everything (TypeScript SDK)",
-            &format!("http://127.0.0.1:{port}/mcp"),
-            &mcpmux,
-            scratch.path(),
-            "everything",
-            json!({ "message": harness::ECHO_TEXT }),
-        )
-        .await?;
-        // 2. mcpmux's own HTTP server in front of the demo server.
-        let down_port = free_port()?;
-        let down_config = scratch.path().join("down.toml");
-        std::fs::write(
-            &down_config,
+        report.section(
+            1,
             format!(
-                "[[mcp.servers]]\nname = \"demo\"\ncommand = {:?}\nallow_all = true\n",
-                demo.display().to_string()
+                "gateway hop, {IN_FLIGHT} calls in flight ({rounds} interleaved rounds of ~{} ms per side)",
+                block.as_millis()
             ),
-        )?;
-        let down = Server::start(
-            Command::new(&mcpmux)
-                .arg("--config")
-                .arg(&down_config)
-                .args(["gateway", "--no-prefix", "--http"])
-                .arg(format!("127.0.0.1:{down_port}")),
-            down_port,
-        )?;
-        let own_pair = pair(
-            "mcpmux gateway + demo server (cheapest)",
-            &format!("http://127.0.0.1:{down_port}/mcp"),
+        );
+        // 1. the echo server over stdio (direct: the hub over stdio).
+        let p = pair(
+            "echo (stdio)",
+            &stdio_entry(&echo),
             &mcpmux,
             scratch.path(),
-            "own",
             harness::echo_args(),
         )
         .await?;
-
-        let calls = if quick { 2_000 } else { 20_000 };
-        let per_round = calls / ROUNDS;
-        println!(
-            "gateway benchmark: {IN_FLIGHT} calls in flight, {} calls per side, {ROUNDS} alternating rounds",
-            per_round * ROUNDS
-        );
-        for p in [&everything_pair, &own_pair] {
-            measure(p, per_round).await?;
+        measure(&Pair { judge_cpu: true, ..p }, rounds, block, &mut report).await?;
+        // 2. the cheapest HTTP server: mcpmux's own (a gateway in front of
+        // the demo server over stdio); direct is the hub over HTTP.
+        let (_down, down_port) = start_gateway(&stdio_entry(&demo), &mcpmux, scratch.path(), "down")?;
+        let p = pair(
+            "demo behind mcpmux HTTP",
+            &format!("url = \"http://127.0.0.1:{down_port}/mcp\"\n"),
+            &mcpmux,
+            scratch.path(),
+            harness::echo_args(),
+        )
+        .await?;
+        measure(
+            &Pair {
+                judge_throughput: true,
+                ..p
+            },
+            rounds,
+            block,
+            &mut report,
+        )
+        .await?;
+        // 3. server-everything over Streamable HTTP.
+        if everything.exists() {
+            let port = free_port()?;
+            let _everything_server = Server::start(
+                Command::new("node")
+                    .arg(&everything)
+                    .arg("streamableHttp")
+                    .env("PORT", port.to_string()),
+                port,
+            )?;
+            let p = pair(
+                "server-everything (HTTP)",
+                &format!("url = \"http://127.0.0.1:{port}/mcp\"\n"),
+                &mcpmux,
+                scratch.path(),
+                json!({ "message": harness::ECHO_TEXT }),
+            )
+            .await?;
+            measure(&p, rounds, block, &mut report).await?;
+        } else {
+            report.note(format!(
+                "server-everything skipped: {} is missing (run `bash tests/setup.sh`)",
+                everything.display()
+            ));
         }
-        for p in [everything_pair, own_pair] {
-            p.through.close().await;
-            p.direct.close().await;
+        telemetry(&echo, &mcpmux, scratch.path(), rounds, block, &mut report).await?;
+        if std::env::var("MCPMUX_BENCH_SCALE").map_or(true, |v| v != "0") {
+            scale(&demo, &mcpmux, scratch.path(), block, &mut report).await?;
         }
-        drop(down);
-        drop(everything_server);
         Ok::<_, BoxError>(())
-    })
+    })?;
+    println!("mcpmux gateway benchmark");
+    println!();
+    report.print("gateway")?;
+    Ok(())
 }
 
-/// Hubs calling the server at `url` directly and through a new gateway
-/// process in front of it.
+/// The `[[mcp.servers]]` lines of a stdio server.
+fn stdio_entry(server: &Path) -> String {
+    format!("command = {:?}\n", server.display().to_string())
+}
+
+/// Hubs calling a downstream server (`entry`: its `[[mcp.servers]]` lines
+/// after the name) directly and through a new gateway process in front of
+/// it.
 async fn pair(
     label: &'static str,
-    url: &str,
+    entry: &str,
     mcpmux: &Path,
     scratch: &Path,
-    name: &str,
     args: Value,
 ) -> Res<Pair> {
-    let config = scratch.join(format!("{name}.toml"));
-    // The echo tools are not marked read-only: the policy needs them named.
-    std::fs::write(
-        &config,
-        format!(
-            "[[mcp.servers]]\nname = \"down\"\nurl = \"{url}\"\nallow_all = true\nconfirm_read_only = [\"echo\"]\n"
-        ),
-    )?;
-    let port = free_port()?;
-    let gateway = Server::start(
-        Command::new(mcpmux)
-            .arg("--config")
-            .arg(&config)
-            .args(["gateway", "--no-prefix", "--http"])
-            .arg(format!("127.0.0.1:{port}")),
+    eprintln!("[gateway bench] {label} ...");
+    let (gateway, port) = start_gateway(entry, mcpmux, scratch, label)?;
+    // (The hub's config has no policy keys: those are the gateway's.)
+    let direct = connect_retried(
+        || {
+            Ok(Config::parse(&format!(
+                "[[mcp.servers]]\nname = \"direct\"\n{entry}"
+            ))?)
+        },
         port,
-    )?;
-    let hub = |name: &str, url: &str| {
-        Config::parse(&format!(
-            "[[mcp.servers]]\nname = \"{name}\"\nurl = \"{url}\"\nallow_all = true\n"
-        ))
-    };
-    let direct = Hub::connect(hub("direct", url)?).await?;
-    let through = Hub::connect(hub("gw", &format!("http://127.0.0.1:{port}/mcp"))?).await?;
+    )
+    .await?;
+    let through = connect_gateway("gw", port).await?;
     harness::ensure_connected(&direct)?;
-    harness::ensure_connected(&through)?;
     Ok(Pair {
         label,
         direct,
         through,
         gateway,
         args,
+        judge_cpu: false,
+        judge_throughput: false,
     })
 }
 
-/// Measures both sides of `pair` and prints them.
-async fn measure(pair: &Pair, per_round: usize) -> Res<()> {
-    let sides = [
-        (&pair.direct, "mcp_direct_echo"),
-        (&pair.through, "mcp_gw_echo"),
-    ];
-    for (hub, tool) in sides {
-        pipelined(hub, tool, &pair.args, per_round / 4).await?;
+/// A `mcpmux gateway --http --no-prefix` process in front of `entry`.
+fn start_gateway(entry: &str, mcpmux: &Path, scratch: &Path, label: &str) -> Res<(Server, u16)> {
+    start_gateway_with(entry, mcpmux, scratch, label, &[])
+}
+
+/// [`start_gateway`] with extra environment variables.
+fn start_gateway_with(
+    entry: &str,
+    mcpmux: &Path,
+    scratch: &Path,
+    label: &str,
+    env: &[(&str, String)],
+) -> Res<(Server, u16)> {
+    let name: String = label.chars().filter(char::is_ascii_alphanumeric).collect();
+    let config = scratch.join(format!("{name}.toml"));
+    // The echo tools are not marked read-only: the policy needs them named.
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp.servers]]\nname = \"down\"\n{entry}allow_all = true\nconfirm_read_only = [\"echo\"]\n"
+        ),
+    )?;
+    let port = free_port()?;
+    let mut command = Command::new(mcpmux);
+    command
+        .arg("--config")
+        .arg(&config)
+        .args(["gateway", "--no-prefix", "--http"])
+        .arg(format!("127.0.0.1:{port}"));
+    for (k, v) in env {
+        command.env(k, v);
     }
-    let mut times = [Duration::ZERO; 2];
-    let mut gateway_cpu = Duration::ZERO;
-    for round in 0..ROUNDS {
+    let gateway = Server::start(&mut command, port)?;
+    Ok((gateway, port))
+}
+
+/// A hub connected to the gateway at `port` (its server named `name`),
+/// retried a few times: under load a fresh gateway can drop a first
+/// connection.
+async fn connect_gateway(name: &str, port: u16) -> Res<Hub> {
+    connect_retried(|| gateway_client(name, port), port).await
+}
+
+/// `Hub::connect` of `config()`, retried a few times (see
+/// [`connect_gateway`]); `port` names the server in messages.
+async fn connect_retried(config: impl Fn() -> Res<Config>, port: u16) -> Res<Hub> {
+    let mut attempt = 0;
+    loop {
+        let hub = Hub::connect(config()?).await;
+        let checked = match hub {
+            Ok(hub) => match harness::ensure_connected(&hub) {
+                Ok(()) => return Ok(hub),
+                Err(e) => {
+                    hub.close().await;
+                    e
+                }
+            },
+            Err(e) => e.into(),
+        };
+        attempt += 1;
+        if attempt == 5 {
+            return Err(checked);
+        }
+        eprintln!(
+            "[gateway bench] connecting to the gateway at {port} failed ({checked}); retrying"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A hub config with one server, the gateway at `port`, named `name`.
+fn gateway_client(name: &str, port: u16) -> Res<Config> {
+    Ok(Config::parse(&format!(
+        "[[mcp.servers]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    ))?)
+}
+
+/// Measures both sides of `pair`, interleaved, into `report`.
+async fn measure(pair: &Pair, rounds: usize, block: Duration, report: &mut Report) -> Res<()> {
+    let sides = [
+        (&pair.direct, "mcp_direct_echo", None),
+        (&pair.through, "mcp_gw_echo", Some(&pair.gateway)),
+    ];
+    let ([direct, through], [_, cpu_us]) = interleave(sides, &pair.args, rounds, block).await?;
+    report.row(Row::ratio(
+        &format!(
+            "calls/s, {IN_FLIGHT} in flight, gateway vs direct [{}]",
+            pair.label
+        ),
+        through,
+        direct,
+        "direct",
+        pair.judge_throughput.then_some(Target::AtLeast(TARGET)),
+    ));
+    report.row(Row::absolute(
+        &format!("gateway CPU per relayed call (µs) [{}]", pair.label),
+        cpu_us,
+        "µs",
+        "-",
+        pair.judge_cpu.then_some(Target::AtMost(CPU_TARGET_US)),
+    ));
+    Ok(())
+}
+
+/// A side of a figure: a hub, its echo tool, and the gateway process whose
+/// CPU time to read (if any).
+type Side<'a> = (&'a Hub, &'static str, Option<&'a Server>);
+
+/// Runs two sides in `rounds` interleaved rounds of about `block` each
+/// (alternating which goes first): per side, the calls/s of each round and
+/// the gateway's CPU µs per call of each round (empty without a gateway).
+async fn interleave(
+    sides: [Side<'_>; 2],
+    args: &Value,
+    rounds: usize,
+    block: Duration,
+) -> Res<([Vec<f64>; 2], [Vec<f64>; 2])> {
+    // Warm-up, which also sizes each side's block.
+    let mut per_block = [0usize; 2];
+    for (i, (hub, tool, _)) in sides.iter().enumerate() {
+        let n = 2_000;
+        let t = pipelined(hub, tool, args, n).await?;
+        per_block[i] = harness::calls_per_block(n as f64 / t.as_secs_f64(), block);
+    }
+    let mut rates: [Vec<f64>; 2] = Default::default();
+    let mut cpu_us: [Vec<f64>; 2] = Default::default();
+    for round in 0..rounds {
         for i in 0..sides.len() {
             let side = (i + round) % sides.len();
-            let (hub, tool) = sides[side];
-            let cpu = pair.gateway.cpu_time()?;
-            times[side] += pipelined(hub, tool, &pair.args, per_round).await?;
-            if side == 1 {
-                gateway_cpu += pair.gateway.cpu_time()?.saturating_sub(cpu);
+            let (hub, tool, gateway) = sides[side];
+            let n = per_block[side];
+            let cpu = gateway.map(Server::cpu_time).transpose()?;
+            let t = pipelined(hub, tool, args, n).await?;
+            rates[side].push(n as f64 / t.as_secs_f64());
+            if let (Some(gateway), Some(cpu)) = (gateway, cpu) {
+                let used = gateway.cpu_time()?.saturating_sub(cpu);
+                cpu_us[side].push(used.as_secs_f64() * 1e6 / n as f64);
             }
         }
     }
-    let total = (per_round * ROUNDS) as f64;
-    let rates: Vec<f64> = times.iter().map(|t| total / t.as_secs_f64()).collect();
-    let ratio = rates[1] / rates[0];
-    println!("{}:", pair.label);
-    println!(
-        "  direct   (hub -> HTTP -> server)            {:>10.0} calls/s",
-        rates[0]
+    Ok((rates, cpu_us))
+}
+
+/// Telemetry on vs off: two gateways in front of the echo server over
+/// stdio, one exporting OTLP to a local sink that accepts and discards.
+async fn telemetry(
+    echo: &Path,
+    mcpmux: &Path,
+    scratch: &Path,
+    rounds: usize,
+    block: Duration,
+    report: &mut Report,
+) -> Res<()> {
+    eprintln!("[gateway bench] telemetry on vs off ...");
+    let sink = otlp_sink()?;
+    let entry = stdio_entry(echo);
+    let (off, off_port) = start_gateway(&entry, mcpmux, scratch, "telemetry-off")?;
+    let (on, on_port) = start_gateway_with(
+        &entry,
+        mcpmux,
+        scratch,
+        "telemetry-on",
+        &[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{sink}"),
+        )],
+    )?;
+    let hub_off = connect_gateway("off", off_port).await?;
+    let hub_on = connect_gateway("on", on_port).await?;
+    let sides = [
+        (&hub_off, "mcp_off_echo", Some(&off)),
+        (&hub_on, "mcp_on_echo", Some(&on)),
+    ];
+    let ([rate_off, rate_on], [cpu_off, cpu_on]) =
+        interleave(sides, &harness::echo_args(), rounds, block).await?;
+    report.section(
+        2,
+        format!(
+            "telemetry on vs off: two gateways in front of the echo server over stdio, {IN_FLIGHT} in flight \
+             (on = OTEL_EXPORTER_OTLP_ENDPOINT at a local sink that accepts and discards)"
+        ),
     );
-    println!(
-        "  gateway  (hub -> HTTP -> gateway -> server) {:>10.0} calls/s   gateway CPU {:.1} us/call",
-        rates[1],
-        gateway_cpu.as_secs_f64() * 1e6 / total
-    );
-    println!(
-        "  {}: ratio gateway/direct {ratio:.2} (target >= {TARGET:.2}): {}",
-        pair.label,
-        if ratio >= TARGET { "PASS" } else { "MISS" }
-    );
+    report.row(Row::ratio(
+        "calls/s, telemetry on vs off [echo (stdio)]",
+        rate_on,
+        rate_off,
+        "telemetry off",
+        None,
+    ));
+    report.row(Row::latency(
+        "gateway CPU per relayed call, telemetry on (µs) [echo (stdio)]",
+        cpu_on,
+        cpu_off,
+        "telemetry off",
+        None,
+    ));
+    report.note(format!(
+        "the sink received {} OTLP requests",
+        OTLP_REQUESTS.load(std::sync::atomic::Ordering::Relaxed)
+    ));
+    hub_on.close().await;
+    hub_off.close().await;
     Ok(())
+}
+
+static OTLP_REQUESTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A local OTLP/HTTP sink on threads: answers every request `200 OK` with an
+/// empty body and discards it. Returns its port.
+fn otlp_sink() -> Res<u16> {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let port = listener.local_addr()?.port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut writer = match stream.try_clone() {
+                    Ok(w) => w,
+                    Err(_) => return,
+                };
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        match reader.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) => {}
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((k, v)) = line.split_once(':') {
+                            if k.eq_ignore_ascii_case("content-length") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                        }
+                    }
+                    let mut body = vec![0u8; length];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    OTLP_REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if writer
+                        .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    Ok(port)
+}
+
+/// Scale: `SCALE_SESSIONS` hubs, each its own session of one gateway in
+/// front of the demo server, each with `IN_FLIGHT` calls in flight, for
+/// about `block` (at least 2 s).
+async fn scale(
+    demo: &Path,
+    mcpmux: &Path,
+    scratch: &Path,
+    block: Duration,
+    report: &mut Report,
+) -> Res<()> {
+    eprintln!("[gateway bench] scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} in flight ...");
+    let (gateway, port) = start_gateway(&stdio_entry(demo), mcpmux, scratch, "scale")?;
+    let rss_idle = gateway.rss_kb()?;
+    let mut hubs = Vec::with_capacity(SCALE_SESSIONS);
+    for _ in 0..SCALE_SESSIONS {
+        hubs.push(connect_gateway("gw", port).await?);
+    }
+    let rss_sessions = gateway.rss_kb()?;
+    let run_for = block.max(Duration::from_secs(2));
+    let deadline = Instant::now() + run_for;
+    let args = std::sync::Arc::new(harness::echo_args());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let start = Instant::now();
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for hub in &hubs {
+        for _ in 0..IN_FLIGHT {
+            let (hub, args, done) = (hub.clone(), args.clone(), done.clone());
+            tasks.push(tokio::spawn(async move {
+                let opts = mcpmux_core::CallOptions::default();
+                while Instant::now() < deadline {
+                    let r = hub.call_tool("mcp_gw_echo", Some(&args), &opts).await?;
+                    if r.is_error() {
+                        return Err::<(), BoxError>(format!("echo: {}", r.json()).into());
+                    }
+                    // Only calls answered within the block count.
+                    if Instant::now() <= deadline {
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                Ok(())
+            }));
+        }
+    }
+    // The gateway's RSS under load, sampled while the calls run.
+    let sampler = {
+        let (pid, peak) = (gateway.child.id(), peak.clone());
+        // A thread: the runtime's workers are busy with the calls.
+        std::thread::spawn(move || {
+            while Instant::now() < deadline {
+                if let Ok(kb) = rss_kb_of(pid) {
+                    peak.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    for t in tasks {
+        t.await??;
+    }
+    let _ = sampler.join();
+    let drained = start.elapsed();
+    let elapsed = run_for;
+    let calls = done.load(std::sync::atomic::Ordering::Relaxed);
+    for hub in hubs {
+        hub.close().await;
+    }
+    drop(gateway);
+    report.section(
+        3,
+        format!(
+            "scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} calls in flight through one gateway (demo server behind, \
+             {:.1} s; the calls in flight at the end took {:.1} s more)",
+            elapsed.as_secs_f64(),
+            (drained - elapsed).as_secs_f64()
+        ),
+    );
+    report.row(Row::absolute(
+        &format!("calls/s, {SCALE_SESSIONS} sessions x {IN_FLIGHT} in flight"),
+        vec![calls as f64 / elapsed.as_secs_f64()],
+        "calls/s",
+        "-",
+        None,
+    ));
+    report.row(Row::absolute(
+        &format!("gateway RSS, {SCALE_SESSIONS} sessions under load (MB)"),
+        vec![peak.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1024.0],
+        "MB",
+        "-",
+        None,
+    ));
+    report.row(Row::absolute(
+        "gateway RSS per idle session (KB)",
+        vec![(rss_sessions as f64 - rss_idle as f64) / SCALE_SESSIONS as f64],
+        "KB",
+        "-",
+        None,
+    ));
+    Ok(())
+}
+
+/// VmRSS of process `pid`, in KB.
+fn rss_kb_of(pid: u32) -> Res<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no VmRSS in /proc status".into())
 }
 
 /// `calls` calls of `tool` with `args` by `IN_FLIGHT` tasks; the wall time.
@@ -293,6 +655,11 @@ impl Server {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(server)
+    }
+
+    /// The process's resident set, in KB.
+    fn rss_kb(&self) -> Res<u64> {
+        rss_kb_of(self.child.id())
     }
 
     /// The CPU time (user + system) the process has used.
