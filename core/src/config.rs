@@ -11,8 +11,10 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 
+mod entry;
 mod keys;
 mod layers;
+pub(crate) mod raw;
 mod source;
 mod supervision;
 mod telemetry;
@@ -520,14 +522,9 @@ fn parse_with(
     if let Some(m) = keys::unknown(&mcp, &[keys::MCP, supervision::KEYS]) {
         return Err(ctx.err(format!("[mcp]: {m}")));
     }
-    let defaults = Defaults {
-        mcp: mcp.clone(),
-        timeout: opt_seconds(&ctx, &mcp, "mcp", "timeout_seconds")?.unwrap_or(DEFAULT_TIMEOUT),
-        max_message_bytes: opt_usize(&ctx, &mcp, "mcp", "max_message_bytes")?
-            .unwrap_or(DEFAULT_MAX_MESSAGE_BYTES),
-    };
+    let defaults = entry::Defaults::read(&ctx, mcp)?;
 
-    let (entries, found_any) = collect_entries(&ctx, &doc, &mcp, is_toml)?;
+    let (entries, found_any) = collect_entries(&ctx, &doc, &defaults.mcp, is_toml)?;
     let session = match doc.get("session") {
         None => Map::new(),
         Some(Value::Object(m)) => expand_session(&ctx, m)?,
@@ -563,7 +560,7 @@ fn parse_with(
         ) {
             return Err(ctx.err(format!("server '{name}': {m}")));
         }
-        let mut server = server_entry(&ctx, &defaults, name, &entry)?;
+        let mut server = entry::read(&ctx, &defaults, name, &entry)?;
         // The layers' keys are checked now, so a typo fails at load time.
         for layer in &layers {
             layer.check_server(ctx.origin, &server.name, &server.extra)?;
@@ -685,13 +682,6 @@ fn check_session(
     Ok(())
 }
 
-struct Defaults {
-    /// The `[mcp]` table (supervision keys default from it).
-    mcp: Map<String, Value>,
-    timeout: Duration,
-    max_message_bytes: usize,
-}
-
 struct Ctx<'a> {
     origin: &'a str,
     lookup: &'a dyn Fn(&str) -> Option<String>,
@@ -801,298 +791,6 @@ fn closing_brace(after: &str) -> Option<usize> {
     None
 }
 
-/// One server entry being read: its table and name, and the file's
-/// context for `${VAR}` expansion and errors.
-struct EntryReader<'a, 'c> {
-    ctx: &'a Ctx<'c>,
-    n: &'a str,
-    entry: &'a Map<String, Value>,
-}
-
-impl EntryReader<'_, '_> {
-    /// An optional string field, `${VAR}`s expanded.
-    fn string(&self, field: &str) -> Result<Option<String>, Error> {
-        match self.entry.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => self.ctx.expand(s, self.n, field).map(Some),
-            Some(_) => Err(self.ctx.field_err(self.n, field, "must be a string")),
-        }
-    }
-
-    /// An optional table of strings (numbers and booleans as their text),
-    /// `${VAR}`s expanded.
-    fn string_map(&self, field: &str) -> Result<BTreeMap<String, String>, Error> {
-        let (ctx, n) = (self.ctx, self.n);
-        match self.entry.get(field) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => Ok((k.clone(), ctx.expand(s, n, &format!("{field}.{k}"))?)),
-                    Value::Number(_) | Value::Bool(_) => Ok((k.clone(), v.to_string())),
-                    _ => Err(ctx.field_err(n, &format!("{field}.{k}"), "must be a string")),
-                })
-                .collect(),
-            Some(_) => Err(ctx.field_err(n, field, "must be a table of strings")),
-        }
-    }
-
-    /// The transport kind the entry declares (`type`, `transport`, or
-    /// another client's `transportType`), else the one its `command` or
-    /// `url` implies.
-    fn kind(&self, command: &Option<String>, url: &Option<String>) -> Result<&'static str, Error> {
-        let n = self.n;
-        // `transportType` is what some other clients write (mcpServers only).
-        let declared = self
-            .string("type")?
-            .or(self.string("transport")?)
-            .or(self.string("transportType")?);
-        Ok(match declared.as_deref() {
-            Some("stdio") => "stdio",
-            Some("http" | "streamable-http" | "streamable_http" | "streamableHttp") => "http",
-            Some("sse") => "sse",
-            Some("websocket" | "ws") => "websocket",
-            Some(other) => {
-                return Err(self.ctx.field_err(
-                    n,
-                    "type",
-                    format!("has unknown value '{other}' (expected stdio, http, streamable-http, sse, websocket or ws)"),
-                ))
-            }
-            None => match (&command, &url) {
-                (Some(_), None) => "stdio",
-                (None, Some(u)) if url_path_ends_with_sse(u) => "sse",
-                (None, Some(_)) => "http",
-                (Some(_), Some(_)) => {
-                    return Err(self.ctx.err(format!("server '{n}': has both 'command' and 'url'; set 'type'")))
-                }
-                (None, None) => {
-                    return Err(self.ctx.err(format!("server '{n}': missing field 'command' (stdio) or 'url' (network)")))
-                }
-            },
-        })
-    }
-
-    /// A stdio entry's process: `command`, `args`, `env`, `cwd`.
-    fn stdio(&self, command: Option<String>) -> Result<TransportConfig, Error> {
-        let n = self.n;
-        let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
-            return Err(self.ctx.err(format!(
-                "server '{n}': missing field 'command' (required for type stdio)"
-            )));
-        };
-        let args = match self.entry.get("args") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| match v {
-                    Value::String(s) => self.ctx.expand(s, n, &format!("args[{i}]")),
-                    Value::Number(_) => Ok(v.to_string()),
-                    _ => Err(self
-                        .ctx
-                        .field_err(n, &format!("args[{i}]"), "must be a string")),
-                })
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(self.ctx.field_err(n, "args", "must be an array of strings")),
-        };
-        Ok(TransportConfig::Stdio(StdioConfig {
-            command,
-            args,
-            env: self.string_map("env")?,
-            cwd: self.string("cwd")?.map(PathBuf::from),
-        }))
-    }
-
-    /// A network entry's `url` (its scheme checked against the kind),
-    /// `headers` and `auth`.
-    fn network(&self, kind: &str, url: Option<String>) -> Result<TransportConfig, Error> {
-        let n = self.n;
-        let Some(raw) = url else {
-            return Err(self.ctx.err(format!(
-                "server '{n}': missing field 'url' (required for type {kind})"
-            )));
-        };
-        let parsed = url::Url::parse(&raw).map_err(|e| {
-            self.ctx
-                .field_err(n, "url", format!("is not a valid URL ({e})"))
-        })?;
-        let schemes: &[&str] = if kind == "websocket" {
-            &["ws", "wss"]
-        } else {
-            &["http", "https"]
-        };
-        if !schemes.contains(&parsed.scheme()) {
-            return Err(self.ctx.field_err(
-                n,
-                "url",
-                format!(
-                    "has scheme '{}' but type {kind} needs {}",
-                    parsed.scheme(),
-                    schemes.join(" or ")
-                ),
-            ));
-        }
-        let mut headers = self.string_map("headers")?;
-        let auth = self.auth(kind, &mut headers)?;
-        // A header that cannot be sent fails the load, not the connect.
-        crate::net::header_map(&format!("{}: server '{n}'", self.ctx.origin), &headers)?;
-        let net = NetworkConfig {
-            url: parsed,
-            headers,
-            auth,
-        };
-        Ok(match kind {
-            "http" => TransportConfig::Http(net),
-            "sse" => TransportConfig::Sse(net),
-            _ => TransportConfig::WebSocket(net),
-        })
-    }
-
-    /// The entry's `auth` table, `${VAR}`s expanded; a bearer token or a
-    /// header goes into `headers` too.
-    fn auth(
-        &self,
-        kind: &str,
-        headers: &mut BTreeMap<String, String>,
-    ) -> Result<Option<crate::auth::AuthConfig>, Error> {
-        let n = self.n;
-        Ok(match self.entry.get("auth") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(table)) => {
-                let mut expanded = Map::new();
-                for (k, v) in table {
-                    let v = match v {
-                        Value::String(text) => {
-                            Value::String(self.ctx.expand(text, n, &format!("auth.{k}"))?)
-                        }
-                        Value::Array(items) => Value::Array(
-                            items
-                                .iter()
-                                .map(|i| match i {
-                                    Value::String(text) => self
-                                        .ctx
-                                        .expand(text, n, &format!("auth.{k}"))
-                                        .map(Value::String),
-                                    other => Ok(other.clone()),
-                                })
-                                .collect::<Result<_, _>>()?,
-                        ),
-                        other => other.clone(),
-                    };
-                    expanded.insert(k.clone(), v);
-                }
-                let auth = crate::auth::AuthConfig::from_map(&expanded, &|field, message| {
-                    self.ctx.field_err(n, field, message)
-                })?;
-                match &auth {
-                    crate::auth::AuthConfig::Bearer { token } => {
-                        headers.insert("Authorization".into(), format!("Bearer {token}"));
-                    }
-                    crate::auth::AuthConfig::Header { name, value } => {
-                        headers.insert(name.clone(), value.clone());
-                    }
-                    crate::auth::AuthConfig::OAuth(_) if kind != "http" => {
-                        return Err(self.ctx.field_err(
-                            n,
-                            "auth.type",
-                            format!(
-                                "oauth is supported for type http (Streamable HTTP), not {kind}"
-                            ),
-                        ))
-                    }
-                    crate::auth::AuthConfig::OAuth(_) => {}
-                }
-                Some(auth)
-            }
-            Some(_) => return Err(self.ctx.field_err(n, "auth", "must be a table")),
-        })
-    }
-}
-
-fn server_entry(
-    ctx: &Ctx<'_>,
-    defaults: &Defaults,
-    name: String,
-    entry: &Map<String, Value>,
-) -> Result<ServerConfig, Error> {
-    let n = name.as_str();
-    let reader = EntryReader { ctx, n, entry };
-    let string = |field: &str| reader.string(field);
-    let command = string("command")?;
-    let url = string("url")?;
-    let kind = reader.kind(&command, &url)?;
-
-    // A transport compiled out of this build fails the load, naming its feature.
-    let compiled_out = match kind {
-        "sse" => !cfg!(feature = "sse"),
-        "websocket" => !cfg!(feature = "websocket"),
-        _ => false,
-    };
-    if compiled_out {
-        let needs = crate::error::needs_feature(kind);
-        return Err(ctx.err(format!("server '{n}': type {kind} {needs}")));
-    }
-    let transport = if kind == "stdio" {
-        reader.stdio(command)?
-    } else {
-        reader.network(kind, url)?
-    };
-
-    let enabled = match (entry.get("enabled"), entry.get("disabled")) {
-        (Some(Value::Bool(e)), _) => *e,
-        (Some(_), _) => return Err(ctx.field_err(n, "enabled", "must be true or false")),
-        (None, Some(Value::Bool(d))) => !*d,
-        (None, Some(_)) => return Err(ctx.field_err(n, "disabled", "must be true or false")),
-        (None, None) => true,
-    };
-    let at = format!("server '{n}'");
-    let timeout = opt_seconds(ctx, entry, &at, "timeout_seconds")?.unwrap_or(defaults.timeout);
-    let max_total_timeout = opt_seconds(ctx, entry, &at, "max_total_timeout_seconds")?
-        .unwrap_or(timeout * DEFAULT_MAX_TOTAL_FACTOR)
-        .max(timeout);
-    let max_message_bytes =
-        opt_usize(ctx, entry, &at, "max_message_bytes")?.unwrap_or(defaults.max_message_bytes);
-    let protocol_version = string("protocol_version")?;
-    if let Some(v) = &protocol_version {
-        if !crate::protocol::is_known_version(v) {
-            return Err(ctx.field_err(
-                n,
-                "protocol_version",
-                format!(
-                    "has unknown version '{v}' (known: {})",
-                    crate::protocol::KNOWN_VERSIONS.join(", ")
-                ),
-            ));
-        }
-    }
-    let supervision = supervision::read(entry, &defaults.mcp, kind, &|field, message| {
-        ctx.field_err(n, field, message)
-    })?;
-    let extra: Map<String, Value> = entry
-        .iter()
-        .filter(|(k, _)| {
-            !keys::SERVER.contains(&k.as_str()) && !supervision::KEYS.contains(&k.as_str())
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for key in extra.keys() {
-        tracing::debug!(server = n, key = %key, "config key not used by the engine");
-    }
-    Ok(ServerConfig {
-        name,
-        transport,
-        enabled,
-        timeout,
-        max_total_timeout,
-        max_message_bytes,
-        protocol_version,
-        supervision,
-        extra,
-        written_as: EntrySyntax::default(),
-    })
-}
-
 /// The first server name that appears twice in a JSON `mcpServers` object.
 fn repeated_json_server(text: &str) -> Option<String> {
     struct Names(Option<String>);
@@ -1128,46 +826,6 @@ fn repeated_json_server(text: &str) -> Option<String> {
         servers: Option<Names>,
     }
     serde_json::from_str::<Doc>(text).ok()?.servers?.0
-}
-
-fn url_path_ends_with_sse(raw: &str) -> bool {
-    url::Url::parse(raw).is_ok_and(|u| u.path().trim_end_matches('/').ends_with("/sse"))
-}
-
-fn opt_seconds(
-    ctx: &Ctx<'_>,
-    m: &Map<String, Value>,
-    at: &str,
-    field: &str,
-) -> Result<Option<Duration>, Error> {
-    match m.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(x)) => match x.as_f64().and_then(seconds) {
-            Some(d) => Ok(Some(d)),
-            None => Err(ctx.err(format!(
-                "{at}: field '{field}' must be a positive number of seconds (at most {MAX_SECONDS})"
-            ))),
-        },
-        Some(_) => Err(ctx.err(format!(
-            "{at}: field '{field}' must be a positive number of seconds"
-        ))),
-    }
-}
-
-fn opt_usize(
-    ctx: &Ctx<'_>,
-    m: &Map<String, Value>,
-    at: &str,
-    field: &str,
-) -> Result<Option<usize>, Error> {
-    match m.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(x)) => match x.as_u64() {
-            Some(v) if v > 0 => Ok(Some(v as usize)),
-            _ => Err(ctx.err(format!("{at}: field '{field}' must be a positive integer"))),
-        },
-        Some(_) => Err(ctx.err(format!("{at}: field '{field}' must be a positive integer"))),
-    }
 }
 
 #[cfg(test)]

@@ -234,3 +234,50 @@ fn the_example_config_loads() {
     let c = Config::load(root.join("examples/mcpmux.toml")).unwrap();
     assert!(!c.servers.is_empty());
 }
+
+/// A value of the wrong type gets the same message, word for word, as a bad
+/// value of the right type, naming the server and the field (an item of a
+/// list or table by its index or key), whichever of them is wrong.
+#[test]
+fn wrong_types_are_named_field_by_field() {
+    let http = "\"type\": \"http\", \"url\": \"http://127.0.0.1:1/mcp\"";
+    let stdio = "\"command\": \"x\"";
+    for (base, field, expected) in [
+        (stdio, r#""args": "a b""#, "field 'args' must be an array of strings"),
+        (stdio, r#""args": ["x", 1, true]"#, "field 'args[2]' must be a string"),
+        (stdio, r#""env": "x""#, "field 'env' must be a table of strings"),
+        (stdio, r#""env": {"K": []}"#, "field 'env.K' must be a string"),
+        (stdio, r#""cwd": 5"#, "field 'cwd' must be a string"),
+        (stdio, r#""enabled": "yes""#, "field 'enabled' must be true or false"),
+        (stdio, r#""disabled": 1"#, "field 'disabled' must be true or false"),
+        (stdio, r#""timeout_seconds": "5""#, "field 'timeout_seconds' must be a positive number of seconds"),
+        (stdio, r#""timeout_seconds": -1"#, "field 'timeout_seconds' must be a positive number of seconds (at most 1000000000)"),
+        (stdio, r#""max_total_timeout_seconds": 1e10"#, "field 'max_total_timeout_seconds' must be a positive number of seconds (at most 1000000000)"),
+        (stdio, r#""max_message_bytes": 0"#, "field 'max_message_bytes' must be a positive integer"),
+        (stdio, r#""max_message_bytes": 1.5"#, "field 'max_message_bytes' must be a positive integer"),
+        (stdio, r#""protocol_version": 1"#, "field 'protocol_version' must be a string"),
+        (stdio, r#""lazy": "yes""#, "field 'lazy' must be true or false"),
+        (stdio, r#""restart": 1"#, "field 'restart' must be \"on-failure\" or \"never\""),
+        (stdio, r#""max_restarts": 1001"#, "field 'max_restarts' must be an integer from 0 to 1000"),
+        (stdio, r#""ping_interval_seconds": "x""#, "field 'ping_interval_seconds' must be a number of seconds (0 = no pings)"),
+        (stdio, r#""ping_interval_seconds": -1"#, "field 'ping_interval_seconds' must be a positive number of seconds, or 0 for none"),
+        (http, r#""headers": {"X-A": {}}"#, "field 'headers.X-A' must be a string"),
+        (http, r#""auth": "token""#, "field 'auth' must be a table"),
+        (http, r#""auth": {"type": "bearer", "token": 5}"#, "field 'auth.token' must be a string"),
+    ] {
+        let text = format!(r#"{{"mcpServers": {{"a": {{{base}, {field}}}}}}}"#);
+        let e = parse(&text).expect_err(&text);
+        assert_eq!(e.code(), "CONFIG_INVALID", "{e}");
+        assert_eq!(e.to_string(), format!("config: server 'a': {expected}"), "{text}");
+    }
+    let m = parse(&format!("[mcp]\ntimeout_seconds = \"5\"\n{STDIO}")).unwrap_err();
+    assert_eq!(
+        m.to_string(),
+        "config: mcp: field 'timeout_seconds' must be a positive number of seconds"
+    );
+    let m = parse(&format!("[mcp]\nlazy = 1\n{STDIO}")).unwrap_err();
+    assert_eq!(
+        m.to_string(),
+        "config: server 'a': field 'lazy' must be true or false"
+    );
+}

@@ -92,15 +92,8 @@ fn decode<T: DeserializeOwned>(
     map: &Map<String, Value>,
     field_err: &dyn Fn(&str, &str) -> Error,
 ) -> Result<T, Error> {
-    serde_path_to_error::deserialize(Value::Object(map.clone())).map_err(|e| {
-        let key = e
-            .path()
-            .iter()
-            .next()
-            .map(|segment| segment.to_string())
-            .unwrap_or_default();
-        field_err(&format!("auth.{key}"), wrong_type(&key))
-    })
+    crate::config::raw::decode(map)
+        .map_err(|w| field_err(&format!("auth.{}", w.key), wrong_type(&w.key)))
 }
 
 /// A required, non-empty string of auth type `kind`.

@@ -76,6 +76,35 @@ impl Supervision {
     }
 }
 
+/// The supervision keys as written; `null` is the same as a key left out.
+#[derive(serde::Deserialize)]
+struct RawSupervision {
+    restart: Option<String>,
+    max_restarts: Option<u64>,
+    restart_window_seconds: Option<f64>,
+    ping_interval_seconds: Option<f64>,
+    log_level: Option<String>,
+    lazy: Option<bool>,
+}
+
+/// What a value of `key` must be, in the words of the message for a bad
+/// value.
+fn wrong_type(key: &str) -> String {
+    match key {
+        "restart" => "must be \"on-failure\" or \"never\"".into(),
+        "max_restarts" => format!("must be an integer from 0 to {MAX_MAX_RESTARTS}"),
+        "restart_window_seconds" => "must be a positive number of seconds".into(),
+        "ping_interval_seconds" => "must be a number of seconds (0 = no pings)".into(),
+        "log_level" => log_levels(),
+        _ => "must be true or false".into(),
+    }
+}
+
+/// The message for a `log_level` that is not one.
+fn log_levels() -> String {
+    format!("must be one of {}", crate::protocol::LOG_LEVELS.join(", "))
+}
+
 /// Reads the supervision keys of `entry` (a server, `at` names it in
 /// errors), falling back to `mcp` (the `[mcp]` table) and then to the
 /// defaults for transport `kind`. Errors are the message after the field
@@ -86,66 +115,58 @@ pub(super) fn read(
     kind: &str,
     err: &dyn Fn(&str, String) -> crate::error::Error,
 ) -> Result<Supervision, crate::error::Error> {
-    let get = |key: &str| entry.get(key).or_else(|| mcp.get(key));
+    // Each key from the entry, else from `[mcp]`: one table to read.
+    let table: Map<String, Value> = KEYS
+        .iter()
+        .filter_map(|key| {
+            let value = entry.get(*key).or_else(|| mcp.get(*key))?;
+            Some(((*key).to_owned(), value.clone()))
+        })
+        .collect();
+    let raw: RawSupervision =
+        super::raw::decode(&table).map_err(|w| err(&w.field, wrong_type(&w.key)))?;
     let mut s = Supervision::defaults(kind);
-    if let Some(v) = get("restart") {
-        s.restart = match v.as_str() {
-            Some("on-failure") => Restart::OnFailure,
-            Some("never") => Restart::Never,
-            _ => return Err(err("restart", "must be \"on-failure\" or \"never\"".into())),
+    if let Some(restart) = raw.restart {
+        s.restart = match restart.as_str() {
+            "on-failure" => Restart::OnFailure,
+            "never" => Restart::Never,
+            _ => return Err(err("restart", wrong_type("restart"))),
         };
     }
-    if let Some(v) = get("max_restarts") {
-        s.max_restarts = v
-            .as_u64()
+    if let Some(n) = raw.max_restarts {
+        s.max_restarts = Some(n)
             .filter(|n| *n <= MAX_MAX_RESTARTS)
             .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| {
-                err(
-                    "max_restarts",
-                    format!("must be an integer from 0 to {MAX_MAX_RESTARTS}"),
-                )
-            })?;
+            .ok_or_else(|| err("max_restarts", wrong_type("max_restarts")))?;
     }
-    if let Some(v) = get("restart_window_seconds") {
-        s.restart_window = v.as_f64().and_then(super::seconds).ok_or_else(|| {
+    if let Some(x) = raw.restart_window_seconds {
+        s.restart_window = super::seconds(x).ok_or_else(|| {
             err(
                 "restart_window_seconds",
-                "must be a positive number of seconds".into(),
+                wrong_type("restart_window_seconds"),
             )
         })?;
     }
-    if let Some(v) = get("ping_interval_seconds") {
-        s.ping_interval = match v.as_f64() {
-            Some(0.0) => None,
-            Some(x) => Some(super::seconds(x).ok_or_else(|| {
+    if let Some(x) = raw.ping_interval_seconds {
+        s.ping_interval = if x == 0.0 {
+            None
+        } else {
+            Some(super::seconds(x).ok_or_else(|| {
                 err(
                     "ping_interval_seconds",
                     "must be a positive number of seconds, or 0 for none".into(),
                 )
-            })?),
-            None => {
-                return Err(err(
-                    "ping_interval_seconds",
-                    "must be a number of seconds (0 = no pings)".into(),
-                ))
-            }
+            })?)
         };
     }
-    if let Some(v) = get("lazy") {
-        s.lazy = v
-            .as_bool()
-            .ok_or_else(|| err("lazy", "must be true or false".into()))?;
+    if let Some(lazy) = raw.lazy {
+        s.lazy = lazy;
     }
-    if let Some(v) = get("log_level") {
-        let level = v.as_str().unwrap_or_default();
-        if !crate::protocol::LOG_LEVELS.contains(&level) {
-            return Err(err(
-                "log_level",
-                format!("must be one of {}", crate::protocol::LOG_LEVELS.join(", ")),
-            ));
+    if let Some(level) = raw.log_level {
+        if !crate::protocol::LOG_LEVELS.contains(&level.as_str()) {
+            return Err(err("log_level", log_levels()));
         }
-        s.log_level = Some(level.to_owned());
+        s.log_level = Some(level);
     }
     Ok(s)
 }
