@@ -19,7 +19,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Module map (`docs/ARCHITECTURE.md#mcpmux-core`): [`jsonrpc`] (messages, in-flight table,
+//! Module map (`docs/ARCHITECTURE.md#mcpmux-core`): `jsonrpc` (messages, in-flight table,
 //! cancellation), [`protocol`] (MCP shapes, versions), `transport`
 //! (stdio, Streamable HTTP, legacy SSE, WebSocket), [`auth`] (OAuth 2.1 and
 //! other credentials for HTTP servers), [`client`] (one server), [`hub`] (many servers), [`config`],
@@ -44,7 +44,7 @@ pub(crate) mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod hub;
-pub mod jsonrpc;
+pub(crate) mod jsonrpc;
 pub(crate) mod net;
 pub(crate) mod param_headers;
 pub mod protocol;
@@ -71,7 +71,7 @@ pub use config::{Config, ConfigSource, ServerConfig, TransportConfig, TransportK
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
-pub use jsonrpc::{ProgressCallback, ProgressUpdate};
+pub use jsonrpc::{ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS};
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use tasks::{Task, TaskHandle, TaskStatus};
 pub use tool_format::ToolFormat;

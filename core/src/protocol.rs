@@ -27,13 +27,13 @@ pub fn is_known_version(version: &str) -> bool {
 }
 
 /// Whether the revision uses the stateless lifecycle (no `initialize`).
-pub fn is_stateless(version: &str) -> bool {
+pub(crate) fn is_stateless(version: &str) -> bool {
     version >= "2026-07-28"
 }
 
 /// Checks the server's answer to our offer. The specification lets a server
 /// answer with another version it supports; the client must support it too.
-pub fn accept_version(offered: &str, answered: &str) -> Result<(), String> {
+pub(crate) fn accept_version(offered: &str, answered: &str) -> Result<(), String> {
     if STATEFUL_VERSIONS.contains(&answered) {
         Ok(())
     } else {
@@ -153,7 +153,7 @@ fn empty_object_schema() -> Box<RawValue> {
 }
 
 /// The name and version mcpmux reports in `clientInfo`.
-pub fn default_client_info() -> Value {
+pub(crate) fn default_client_info() -> Value {
     serde_json::json!({ "name": "mcpmux", "version": env!("CARGO_PKG_VERSION") })
 }
 

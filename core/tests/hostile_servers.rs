@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use mcpmux_core::jsonrpc::MAX_SERVER_REQUESTS;
+use mcpmux_core::MAX_SERVER_REQUESTS;
 use mcpmux_core::{CallOptions, ClientHandlers, Hub, HubOptions, RequestHandler, ServerStatus};
 use serde_json::Value;
 

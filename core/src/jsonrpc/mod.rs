@@ -10,7 +10,6 @@ mod peer;
 
 pub use peer::{
     Inbound, Peer, ProgressCallback, ProgressUpdate, RequestOptions, MAX_SERVER_REQUESTS,
-    MAX_SERVING_BYTES,
 };
 
 use serde::{Deserialize, Serialize};
@@ -20,10 +19,6 @@ use crate::error::Error;
 
 /// JSON-RPC error codes the engine sends or recognizes.
 pub mod codes {
-    /// Invalid JSON was received.
-    pub const PARSE_ERROR: i64 = -32700;
-    /// The JSON sent is not a valid request object.
-    pub const INVALID_REQUEST: i64 = -32600;
     /// The method does not exist or is not available.
     pub const METHOD_NOT_FOUND: i64 = -32601;
     /// Invalid method parameters.

@@ -154,6 +154,8 @@ pub trait FrameSink: Send + Sync + 'static {
 
     /// The link dropped and is being re-established: every request in
     /// flight fails with `error` (its answer would have come on the old link).
+    /// Only the legacy SSE transport reconnects like this.
+    #[cfg_attr(not(feature = "sse"), allow(dead_code))]
     fn on_interrupted(&self, error: Error) {
         let _ = error;
     }

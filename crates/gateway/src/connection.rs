@@ -30,8 +30,8 @@ use super::{
 use mcpmux_core::client::CallOptions;
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
-use mcpmux_core::jsonrpc::ProgressUpdate;
 use mcpmux_core::protocol;
+use mcpmux_core::ProgressUpdate;
 use mcpmux_policy::output;
 
 /// Most requests of one client running at once; past it a request is
