@@ -14,7 +14,7 @@ use crate::error::Error;
 mod entry;
 mod keys;
 mod layers;
-pub(crate) mod raw;
+mod raw;
 mod source;
 mod supervision;
 mod telemetry;

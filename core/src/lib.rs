@@ -48,6 +48,7 @@ pub(crate) mod jsonrpc;
 pub(crate) mod net;
 pub(crate) mod param_headers;
 pub mod protocol;
+pub(crate) mod raw_table;
 pub mod results;
 pub mod runtime;
 pub(crate) mod secrets;

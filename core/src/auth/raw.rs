@@ -92,7 +92,7 @@ fn decode<T: DeserializeOwned>(
     map: &Map<String, Value>,
     field_err: &dyn Fn(&str, &str) -> Error,
 ) -> Result<T, Error> {
-    crate::config::raw::decode(map)
+    crate::raw_table::decode(map)
         .map_err(|w| field_err(&format!("auth.{}", w.key), wrong_type(&w.key)))
 }
 

@@ -1,59 +1,14 @@
 //! A server entry and the `[mcp]` table as written, read with serde into raw
-//! structs and then checked by `super`. A value of the wrong type is found
-//! by `serde_path_to_error`, which names the field (`args[2]`, `env.HOME`);
-//! the caller words it the same as a bad value of the right type, so a
+//! structs (`crate::raw_table`) and then checked by `super`. A value of the
+//! wrong type gets the same words as a bad value of the right type, so a
 //! message never depends on which of the two went wrong.
 
 use std::collections::BTreeMap;
 
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 
-/// A field of the wrong type: where it is (`args[2]`, `env.HOME`, `lazy`)
-/// and the key of the table it is under (`args`, `env`, `lazy`), which
-/// decides what it must be.
-pub(crate) struct WrongType {
-    /// The field's path, as the error names it.
-    pub field: String,
-    /// The top-level key of that path.
-    pub key: String,
-    /// Whether the path goes below `key` (an item of a list or table).
-    pub nested: bool,
-}
-
-/// `T` read from `table`; a value of the wrong type is [`WrongType`].
-pub(crate) fn decode<T: DeserializeOwned>(table: &Map<String, Value>) -> Result<T, WrongType> {
-    serde_path_to_error::deserialize(Value::Object(table.clone())).map_err(|e| {
-        let mut field = String::new();
-        let mut key = String::new();
-        let mut depth = 0;
-        for segment in e.path().iter() {
-            match segment {
-                serde_path_to_error::Segment::Seq { index } => {
-                    field.push_str(&format!("[{index}]"));
-                }
-                serde_path_to_error::Segment::Map { key: k }
-                | serde_path_to_error::Segment::Enum { variant: k } => {
-                    if !field.is_empty() {
-                        field.push('.');
-                    }
-                    field.push_str(k);
-                }
-                serde_path_to_error::Segment::Unknown => field.push('?'),
-            }
-            if depth == 0 {
-                key = field.clone();
-            }
-            depth += 1;
-        }
-        WrongType {
-            field,
-            key,
-            nested: depth > 1,
-        }
-    })
-}
+pub(super) use crate::raw_table::decode;
 
 /// An item of `args`: a string, or a number taken as its text.
 #[derive(Deserialize)]
