@@ -45,9 +45,9 @@
 #   http     cargo run --release --manifest-path benches/http/Cargo.toml
 #   gateway  cargo bench -p mcpmux-gateway --bench gateway  (echo server over
 #            stdio, mcpmux's HTTP server, server-everything; 256 sessions)
-#   tools    `mcpmux tools` over the nine public servers vs the Python SDK:
-#            skipped with the reason printed when tests/setup.sh does not
-#            install them
+#   tools    benches/tools/bench_tools.py: `mcpmux tools` over nine public
+#            servers (npm and PyPI, installed by benches/tools/setup.sh) vs
+#            the official Python SDK listing them concurrently
 #
 # Each bench appends its rows to $CARGO_TARGET_DIR/bench-run/<name>.tsv in
 # one tab-separated format (core/benches/stdio/report.rs documents it).
@@ -148,7 +148,6 @@ bench() {
 }
 
 SKIPPED=()
-tools_reason="the nine public MCP servers are not installed by tests/setup.sh (it installs server-everything and the Python SDK only)"
 if [ "$from_logs" = 1 ]; then
   log "from the rows of the last run in $LOGS"
   wants rust && collect rust-echo "Rust Hub: " && collect rust-demo "Rust Hub: "
@@ -156,7 +155,7 @@ if [ "$from_logs" = 1 ]; then
   wants node && collect node-echo "" && collect node-demo ""
   wants http && collect http ""
   wants gateway && collect gateway "Gateway: "
-  wants tools && SKIPPED+=("\`mcpmux tools\` over the nine public servers vs the Python SDK: skipped, $tools_reason")
+  wants tools && collect tools ""
 else
 # ------------------------------------------------------------------ builds
 log "building the servers (release): benches/echo-server (with mcpmux-bench-floor), mcpmux-demo-server"
@@ -272,11 +271,16 @@ fi
 
 # ------------------------------------------------------------------ tools
 if wants tools; then
-  # `mcpmux tools` over the nine public servers next to the official Python
-  # SDK listing them concurrently needs those servers installed locally;
-  # tests/setup.sh installs server-everything and the Python SDK only.
-  log "tools: skipped: $tools_reason"
-  SKIPPED+=("\`mcpmux tools\` over the nine public servers vs the Python SDK: skipped, $tools_reason")
+  log "tools: benches/tools/setup.sh (nine public servers), bench_tools.py"
+  tools_build() {
+    bash tests/setup.sh || return 1
+    bash benches/tools/setup.sh || return 1
+    cargo build --release --locked -p mcpmux-cli
+  }
+  if run tools-build tools_build; then
+    bench tools "" "nine public" "$ROOT/.deps/venv/bin/python" benches/tools/bench_tools.py \
+      --mcpmux "$T/release/mcpmux" || true
+  fi
 fi
 fi # from_logs
 

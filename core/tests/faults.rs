@@ -310,6 +310,33 @@ async fn close_escalates_to_sigkill_for_the_whole_group() {
     assert_eq!(seen, ["stdin eof", "SIGTERM"], "steps the server saw");
 }
 
+/// A stdio server runs in a session of its own, as the official SDKs start
+/// them: no controlling terminal shared with the host, one process group to
+/// signal, and its own scheduling group where the kernel has autogroups.
+#[tokio::test]
+async fn a_stdio_server_runs_in_a_session_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("child.pid");
+    let entry = script_entry(
+        "stubborn",
+        "ignore_sigterm.py",
+        &format!(
+            "env = {{ CHILD_PID_FILE = {} }}",
+            q(&pid_file.display().to_string())
+        ),
+    );
+    let hub = Hub::connect(config(&[entry])).await.unwrap();
+    let child = read_pid(&pid_file);
+    // SAFETY: getsid only reads the session id of a pid.
+    let (ours, theirs) = unsafe { (libc::getsid(0), libc::getsid(child as libc::pid_t)) };
+    // SAFETY: as above.
+    let server = unsafe { libc::getpgid(child as libc::pid_t) };
+    assert!(theirs > 0, "getsid of the server's child failed");
+    assert_ne!(theirs, ours, "the server shares the host's session");
+    assert_eq!(theirs, server, "the session is the server's process group");
+    hub.close().await;
+}
+
 #[tokio::test]
 async fn dropped_hub_kills_the_whole_group() {
     let dir = tempfile::tempdir().unwrap();

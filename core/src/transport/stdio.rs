@@ -72,16 +72,24 @@ impl StdioTransport {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(false);
         if let Some(cwd) = &config.cwd {
             cmd.current_dir(cwd);
         }
-        #[cfg(target_os = "linux")]
-        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        // SAFETY: setsid and prctl are async-signal-safe and touch no memory
+        // of the parent.
         unsafe {
             cmd.pre_exec(|| {
+                // A session of its own, as the official SDKs start servers:
+                // its own process group (signalled as one on close), no
+                // controlling terminal, and, where the kernel groups
+                // sessions for scheduling (autogroup), a share of the CPU
+                // of its own rather than one taken from the host's.
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 // If the host dies without closing us, the server dies too.
+                #[cfg(target_os = "linux")]
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
             });
