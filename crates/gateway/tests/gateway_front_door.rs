@@ -254,6 +254,69 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     hub.close().await;
 }
 
+/// Sends one stateless `server/discover` on `stream` and reads its whole
+/// answer (head and `Content-Length` body); the status line.
+async fn discover_on(stream: &mut TcpStream) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(GUARD, async {
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before its answer");
+            received.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&received);
+            let Some(end) = text.find("\r\n\r\n") else {
+                continue;
+            };
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().unwrap())
+                })
+                .expect("a Content-Length answer");
+            if received.len() >= end + 4 + length {
+                return text.lines().next().unwrap().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("an answer in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_cap_an_idle_keep_alive_connection_gives_up_its_slot() {
+    // Idle keep-alive connections would hold their slots for an hour.
+    let (hub, addr) = gateway(
+        HttpOptions::default()
+            .with_max_connections(2)
+            .with_header_read_timeout(Duration::from_secs(3600)),
+    )
+    .await;
+    // Two clients that keep their connection open after an answer, as
+    // pooling clients do: every slot is taken, by connections doing nothing.
+    let mut older = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(discover_on(&mut older).await, "HTTP/1.1 200 OK");
+    let mut newer = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(discover_on(&mut newer).await, "HTTP/1.1 200 OK");
+    // A third client is served: the connection idle longest made room ...
+    let (status, id, body) = post(&client(), addr, None, initialize(1)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(id.is_some());
+    closed_by_gateway(&mut older).await;
+    // ... and only that one: the other still has its slot.
+    assert_eq!(discover_on(&mut newer).await, "HTTP/1.1 200 OK");
+    hub.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_body_that_stalls_is_given_up() {
     let (hub, addr) =
