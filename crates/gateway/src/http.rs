@@ -17,10 +17,9 @@
 //! [`HttpOptions::max_connections`] connections served at once; past it one
 //! more waits accepted (the next ones in the listen queue) for a slot: the
 //! next answer of known length says `Connection: close` and its connection
-//! gives up its slot, or, when no connection is at work on such an answer,
-//! the connection idle longest between two requests is closed (pooling
-//! clients would otherwise hold every slot with idle keep-alive
-//! connections). A request head must arrive within
+//! gives up its slot (pooling clients would otherwise hold every slot with
+//! keep-alive connections until they are idle `header_read_timeout`). A
+//! request head must arrive within
 //! [`HttpOptions::header_read_timeout`] (which also closes a keep-alive
 //! connection waiting that long for its next request), and a request body
 //! that takes longer than [`HttpOptions::idle_timeout`], or a response the
@@ -39,7 +38,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -95,8 +94,8 @@ pub struct HttpOptions {
     /// with any name here, a request for another `Host` is 403.
     pub allowed_hosts: Vec<String>,
     /// Most connections served at once; the next ones wait (one accepted,
-    /// the rest in the listen queue) until one closes, and a connection
-    /// idle between requests, or the next to be answered, closes for them.
+    /// the rest in the listen queue) until one closes; the next answer
+    /// then says `Connection: close` and its connection closes for them.
     pub max_connections: usize,
     /// Most sessions open at once ([`MAX_SESSIONS`] by default).
     pub max_sessions: usize,
@@ -240,10 +239,9 @@ pub async fn serve_http(
             }
         };
         // Past the cap this connection waits, accepted (the next ones wait
-        // in the listen queue), for a slot: one a connection idle between
-        // requests gives up at once (keep-alive connections that clients
-        // keep pooled would otherwise hold every slot until
-        // `header_read_timeout`, while this one waits).
+        // in the listen queue), for the slot the next answer gives up
+        // (keep-alive connections that clients keep pooled would otherwise
+        // hold every slot until `header_read_timeout`, while this one waits).
         let Some(slot) = door.slot(&slots).await else {
             return Ok(());
         };
@@ -255,253 +253,67 @@ pub async fn serve_http(
         let door = door.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let activity = door.enter();
             let idle = state.options.idle_timeout;
             let stall = Arc::new(Stall::default());
             let io = Watched {
                 inner: stream,
                 stall: stall.clone(),
-                activity: activity.clone(),
             };
-            let service = {
-                let (activity, door) = (activity.clone(), door.clone());
-                hyper::service::service_fn(move |req| {
-                    let state = state.clone();
-                    let busy = Busy::begin(&activity, &door);
-                    async move {
-                        let mut response = handle(&state, req).await;
-                        busy.answering(&mut response);
-                        Ok::<_, Infallible>(response.map(|body| busy.until_sent(body)))
-                    }
-                })
-            };
-            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
-            tokio::pin!(connection);
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    _ = connection.as_mut() => break,
-                    // A response the client stops reading holds its
-                    // connection for `idle` at most.
-                    () = stall.expired(idle) => break,
-                    // Idle, and its slot wanted: closed (hyper closes an
-                    // idle connection at once, a busy one after its
-                    // response, which then says `Connection: close`).
-                    () = activity.close.notified(), if !closing => {
-                        closing = true;
-                        connection.as_mut().graceful_shutdown();
-                    }
+            let service = hyper::service::service_fn(move |req| {
+                let (state, door) = (state.clone(), door.clone());
+                async move {
+                    let mut response = handle(&state, req).await;
+                    door.answering(&mut response);
+                    Ok::<_, Infallible>(response)
                 }
+            });
+            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+            // A response the client stops reading holds its connection
+            // for `idle` at most.
+            tokio::select! {
+                _ = connection => {}
+                () = stall.expired(idle) => {}
             }
-            door.leave(&activity);
         });
     }
 }
 
-/// The connections being served, and which of them sit idle between
-/// requests (the ones to close when a connection waits for a slot).
+/// Whether a connection waits for a slot, past the cap.
 #[derive(Default)]
 struct Door {
-    connections: Mutex<HashMap<u64, Arc<Activity>>>,
-    next_id: std::sync::atomic::AtomicU64,
-    /// Whether a connection waits for a slot (only then does a connection
-    /// going idle say so).
-    waiting: AtomicBool,
     /// A slot is wanted: the next answer of known length says
-    /// `Connection: close` (its client then opens no request on it: no
-    /// race), and its connection closes once it is sent.
+    /// `Connection: close` (its client then sends no request on that
+    /// connection: no race), and its connection closes once it is sent.
     wanted: AtomicBool,
-    /// A connection went idle while one waited.
-    went_idle: tokio::sync::Notify,
 }
 
 impl Door {
-    /// Registers a connection being served.
-    fn enter(&self) -> Arc<Activity> {
-        let activity = Arc::new(Activity {
-            id: self.next_id.fetch_add(1, Ordering::Relaxed),
-            requests: AtomicUsize::new(0),
-            reading: AtomicBool::new(false),
-            streaming: AtomicBool::new(false),
-            served: AtomicBool::new(false),
-            idle_since: Mutex::new(std::time::Instant::now()),
-            close: tokio::sync::Notify::new(),
-        });
-        self.connections
-            .lock()
-            .unwrap()
-            .insert(activity.id, activity.clone());
-        activity
-    }
-
-    /// Forgets a connection that closed.
-    fn leave(&self, activity: &Activity) {
-        self.connections.lock().unwrap().remove(&activity.id);
-    }
-
-    /// A slot for a connection: a free one, or the one a connection idle
-    /// between requests gives up (the idlest first, one at a time); `None`
-    /// once the slots are gone.
+    /// A slot for a connection: a free one, else the one the next answer
+    /// of known length gives up; `None` once the slots are gone. An idle
+    /// connection is never closed for it: its client may send a request on
+    /// it at that moment, which would then fail.
     async fn slot(&self, slots: &Arc<Semaphore>) -> Option<tokio::sync::OwnedSemaphorePermit> {
         if let Ok(slot) = slots.clone().try_acquire_owned() {
             return Some(slot);
         }
-        self.waiting.store(true, Ordering::SeqCst);
         self.wanted.store(true, Ordering::SeqCst);
-        // The idle connection asked to close and not closed yet.
-        let mut closing: Option<Arc<Activity>> = None;
-        let slot = loop {
-            // A connection at work on a request with an answer of known
-            // length gives its slot once answered. Only when none is
-            // (every connection idle, or holding a stream) is an idle one
-            // closed: its client may send a request on it at the moment
-            // it closes, and that request then fails.
-            let answering = self.answering();
-            if !answering && closing.as_ref().is_none_or(|c| !c.is_idle()) {
-                closing = self.close_idlest().or(closing);
-            }
-            tokio::select! {
-                slot = slots.clone().acquire_owned() => break slot.ok(),
-                () = self.went_idle.notified() => {}
-            }
-        };
-        self.waiting.store(false, Ordering::SeqCst);
+        let slot = slots.clone().acquire_owned().await.ok();
         self.wanted.store(false, Ordering::SeqCst);
         slot
     }
 
-    /// Asks the connection idle longest (between two requests) to close;
-    /// the one asked, if any.
-    fn close_idlest(&self) -> Option<Arc<Activity>> {
-        let connections = self.connections.lock().unwrap();
-        let idlest = connections
-            .values()
-            .filter(|c| c.is_idle())
-            .min_by_key(|c| *c.idle_since.lock().unwrap())?
-            .clone();
-        drop(connections);
-        idlest.close.notify_one();
-        Some(idlest)
-    }
-
-    /// Whether some connection works on a request whose answer is not a
-    /// stream.
-    fn answering(&self) -> bool {
-        let connections = self.connections.lock().unwrap();
-        connections
-            .values()
-            .any(|c| c.requests.load(Ordering::SeqCst) > 0 && !c.streaming.load(Ordering::SeqCst))
-    }
-
-    /// Notes that a connection went idle (for a connection waiting).
-    fn idle(&self) {
-        if self.waiting.load(Ordering::SeqCst) {
-            self.went_idle.notify_one();
-        }
-    }
-}
-
-/// What one connection is doing, as the [`Door`] sees it.
-struct Activity {
-    id: u64,
-    /// Requests whose response has not been sent in full.
-    requests: AtomicUsize,
-    /// Bytes arrived since the last response was sent: a request comes.
-    reading: AtomicBool,
-    /// Its answer is a stream (of unknown length, maybe endless).
-    streaming: AtomicBool,
-    /// A response was sent (a connection that never sent a whole request
-    /// is `header_read_timeout`'s to close, never taken for idle).
-    served: AtomicBool,
-    /// When the last response was sent.
-    idle_since: Mutex<std::time::Instant>,
-    /// Asks the connection to close once idle.
-    close: tokio::sync::Notify,
-}
-
-impl Activity {
-    /// Between two requests: nothing running, nothing arriving.
-    fn is_idle(&self) -> bool {
-        self.served.load(Ordering::SeqCst)
-            && self.requests.load(Ordering::SeqCst) == 0
-            && !self.reading.load(Ordering::SeqCst)
-    }
-}
-
-/// One request of a connection, until its response has been sent in full
-/// (or dropped).
-struct Busy {
-    activity: Arc<Activity>,
-    door: Arc<Door>,
-}
-
-impl Busy {
-    fn begin(activity: &Arc<Activity>, door: &Arc<Door>) -> Busy {
-        activity.requests.fetch_add(1, Ordering::SeqCst);
-        Busy {
-            activity: activity.clone(),
-            door: door.clone(),
-        }
-    }
-
-    /// Notes what `response` is; one of known length takes the door's
-    /// want of a slot, if any, and says `Connection: close`.
+    /// An answer of known length takes the want of a slot, if any, and
+    /// says `Connection: close`.
     fn answering(&self, response: &mut Response<Body>) {
         use hyper::body::Body as _;
-        if response.body().size_hint().exact().is_none() {
-            self.activity.streaming.store(true, Ordering::SeqCst);
-        } else if self.door.wanted.load(Ordering::Relaxed)
-            && self.door.wanted.swap(false, Ordering::SeqCst)
+        if self.wanted.load(Ordering::Relaxed)
+            && response.body().size_hint().exact().is_some()
+            && self.wanted.swap(false, Ordering::SeqCst)
         {
             response
                 .headers_mut()
                 .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
         }
-    }
-
-    /// `body`, holding this request busy until hyper has taken all of it.
-    fn until_sent(self, body: Body) -> Body {
-        Sending { body, _busy: self }.boxed()
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let activity = &self.activity;
-        *activity.idle_since.lock().unwrap() = std::time::Instant::now();
-        activity.reading.store(false, Ordering::SeqCst);
-        activity.streaming.store(false, Ordering::SeqCst);
-        activity.served.store(true, Ordering::SeqCst);
-        if activity.requests.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.door.idle();
-        }
-    }
-}
-
-/// A response body that holds its request [`Busy`] until dropped (hyper
-/// drops it once it has taken the last frame).
-struct Sending {
-    body: Body,
-    _busy: Busy,
-}
-
-impl hyper::body::Body for Sending {
-    type Data = Bytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 
@@ -529,8 +341,6 @@ impl Stall {
 struct Watched {
     inner: tokio::net::TcpStream,
     stall: Arc<Stall>,
-    /// Told when bytes arrive (a request comes: the connection is busy).
-    activity: Arc<Activity>,
 }
 
 impl tokio::io::AsyncRead for Watched {
@@ -539,12 +349,7 @@ impl tokio::io::AsyncRead for Watched {
         cx: &mut std::task::Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.activity.reading.store(true, Ordering::SeqCst);
-        }
-        polled
+        std::pin::Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 

@@ -255,8 +255,8 @@ async fn connections_past_the_cap_wait_until_one_closes() {
 }
 
 /// Sends one stateless `server/discover` on `stream` and reads its whole
-/// answer (head and `Content-Length` body); the status line.
-async fn discover_on(stream: &mut TcpStream) -> String {
+/// answer (head and `Content-Length` body); its status line and head.
+async fn discover_on(stream: &mut TcpStream) -> (String, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).to_string();
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
@@ -284,7 +284,8 @@ async fn discover_on(stream: &mut TcpStream) -> String {
                 })
                 .expect("a Content-Length answer");
             if received.len() >= end + 4 + length {
-                return text.lines().next().unwrap().to_owned();
+                let status = text.lines().next().unwrap().to_owned();
+                return (status, text[..end].to_owned());
             }
         }
     })
@@ -293,7 +294,7 @@ async fn discover_on(stream: &mut TcpStream) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_the_cap_an_idle_keep_alive_connection_gives_up_its_slot() {
+async fn past_the_cap_the_next_answer_closes_its_keep_alive_connection_for_a_waiting_one() {
     // Idle keep-alive connections would hold their slots for an hour.
     let (hub, addr) = gateway(
         HttpOptions::default()
@@ -302,18 +303,40 @@ async fn past_the_cap_an_idle_keep_alive_connection_gives_up_its_slot() {
     )
     .await;
     // Two clients that keep their connection open after an answer, as
-    // pooling clients do: every slot is taken, by connections doing nothing.
+    // pooling clients do: every slot is taken.
     let mut older = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(discover_on(&mut older).await, "HTTP/1.1 200 OK");
+    assert!(discover_on(&mut older).await.0.starts_with("HTTP/1.1 200"));
     let mut newer = TcpStream::connect(addr).await.unwrap();
-    assert_eq!(discover_on(&mut newer).await, "HTTP/1.1 200 OK");
-    // A third client is served: the connection idle longest made room ...
-    let (status, id, body) = post(&client(), addr, None, initialize(1)).await;
+    assert!(discover_on(&mut newer).await.0.starts_with("HTTP/1.1 200"));
+    // A third client waits for a slot ...
+    let http = client();
+    let third = tokio::spawn(async move { post(&http, addr, None, initialize(1)).await });
+    // ... (once it is accepted: the connection is made, the gateway waits
+    // for a slot; an idle connection is never closed under its client) ...
+    let mut waited = 0;
+    let (status, head) = loop {
+        let (status, head) = discover_on(&mut newer).await;
+        if head.to_ascii_lowercase().contains("connection: close") || waited == 1000 {
+            break (status, head);
+        }
+        waited += 1;
+        tokio::task::yield_now().await;
+    };
+    // ... and the next answer says `Connection: close` and makes room.
+    assert!(status.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "no answer gave up its connection: {head}"
+    );
+    closed_by_gateway(&mut newer).await;
+    let (status, id, body) = tokio::time::timeout(GUARD, third)
+        .await
+        .expect("the waiting client is served")
+        .unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(id.is_some());
-    closed_by_gateway(&mut older).await;
-    // ... and only that one: the other still has its slot.
-    assert_eq!(discover_on(&mut newer).await, "HTTP/1.1 200 OK");
+    // The idle connection was left alone.
+    assert!(discover_on(&mut older).await.0.starts_with("HTTP/1.1 200"));
     hub.close().await;
 }
 
