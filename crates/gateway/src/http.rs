@@ -14,8 +14,12 @@
 //! anything but loopback needs a token.
 //!
 //! The front door, before any of that: at most
-//! [`HttpOptions::max_connections`] connections at once (the next ones wait
-//! in the listen queue), a request head must arrive within
+//! [`HttpOptions::max_connections`] connections served at once; past it one
+//! more waits accepted (the next ones in the listen queue) for a slot: the
+//! next answer of known length says `Connection: close` and its connection
+//! gives up its slot (pooling clients would otherwise hold every slot with
+//! keep-alive connections until they are idle `header_read_timeout`). A
+//! request head must arrive within
 //! [`HttpOptions::header_read_timeout`] (which also closes a keep-alive
 //! connection waiting that long for its next request), and a request body
 //! that takes longer than [`HttpOptions::idle_timeout`], or a response the
@@ -34,6 +38,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -88,8 +93,9 @@ pub struct HttpOptions {
     /// (`--allowed-host`, behind a reverse proxy). Bound to loopback, or
     /// with any name here, a request for another `Host` is 403.
     pub allowed_hosts: Vec<String>,
-    /// Most connections served at once; the next ones wait in the listen
-    /// queue until one closes.
+    /// Most connections served at once; the next ones wait (one accepted,
+    /// the rest in the listen queue) until one closes; the next answer
+    /// then says `Connection: close` and its connection closes for them.
     pub max_connections: usize,
     /// Most sessions open at once ([`MAX_SESSIONS`] by default).
     pub max_sessions: usize,
@@ -220,13 +226,9 @@ pub async fn serve_http(
     builder
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(state.options.header_read_timeout);
-    // Taken before `accept`: past the cap, connections wait in the listen
-    // queue (they cost no descriptor there) until one closes.
     let slots = Arc::new(Semaphore::new(state.options.max_connections.max(1)));
+    let door = Arc::new(Door::default());
     loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            return Ok(());
-        };
         let (stream, _) = match listener.accept().await {
             Ok(accepted) => accepted,
             // Out of descriptors and the like: try again, never exit.
@@ -236,11 +238,19 @@ pub async fn serve_http(
                 continue;
             }
         };
+        // Past the cap this connection waits, accepted (the next ones wait
+        // in the listen queue), for the slot the next answer gives up
+        // (keep-alive connections that clients keep pooled would otherwise
+        // hold every slot until `header_read_timeout`, while this one waits).
+        let Some(slot) = door.slot(&slots).await else {
+            return Ok(());
+        };
         // Answers are small and go out at once: without this, Nagle's
         // algorithm and delayed ACKs hold each one back ~40 ms.
         let _ = stream.set_nodelay(true);
         let state = state.clone();
         let builder = builder.clone();
+        let door = door.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let idle = state.options.idle_timeout;
@@ -250,8 +260,12 @@ pub async fn serve_http(
                 stall: stall.clone(),
             };
             let service = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(&state, req).await) }
+                let (state, door) = (state.clone(), door.clone());
+                async move {
+                    let mut response = handle(&state, req).await;
+                    door.answering(&mut response);
+                    Ok::<_, Infallible>(response)
+                }
             });
             let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
             // A response the client stops reading holds its connection
@@ -261,6 +275,45 @@ pub async fn serve_http(
                 () = stall.expired(idle) => {}
             }
         });
+    }
+}
+
+/// Whether a connection waits for a slot, past the cap.
+#[derive(Default)]
+struct Door {
+    /// A slot is wanted: the next answer of known length says
+    /// `Connection: close` (its client then sends no request on that
+    /// connection: no race), and its connection closes once it is sent.
+    wanted: AtomicBool,
+}
+
+impl Door {
+    /// A slot for a connection: a free one, else the one the next answer
+    /// of known length gives up; `None` once the slots are gone. An idle
+    /// connection is never closed for it: its client may send a request on
+    /// it at that moment, which would then fail.
+    async fn slot(&self, slots: &Arc<Semaphore>) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        if let Ok(slot) = slots.clone().try_acquire_owned() {
+            return Some(slot);
+        }
+        self.wanted.store(true, Ordering::SeqCst);
+        let slot = slots.clone().acquire_owned().await.ok();
+        self.wanted.store(false, Ordering::SeqCst);
+        slot
+    }
+
+    /// An answer of known length takes the want of a slot, if any, and
+    /// says `Connection: close`.
+    fn answering(&self, response: &mut Response<Body>) {
+        use hyper::body::Body as _;
+        if self.wanted.load(Ordering::Relaxed)
+            && response.body().size_hint().exact().is_some()
+            && self.wanted.swap(false, Ordering::SeqCst)
+        {
+            response
+                .headers_mut()
+                .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+        }
     }
 }
 

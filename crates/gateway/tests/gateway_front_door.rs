@@ -254,6 +254,92 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     hub.close().await;
 }
 
+/// Sends one stateless `server/discover` on `stream` and reads its whole
+/// answer (head and `Content-Length` body); its status line and head.
+async fn discover_on(stream: &mut TcpStream) -> (String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(GUARD, async {
+        loop {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the connection closed before its answer");
+            received.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&received);
+            let Some(end) = text.find("\r\n\r\n") else {
+                continue;
+            };
+            let length: usize = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().unwrap())
+                })
+                .expect("a Content-Length answer");
+            if received.len() >= end + 4 + length {
+                let status = text.lines().next().unwrap().to_owned();
+                return (status, text[..end].to_owned());
+            }
+        }
+    })
+    .await
+    .expect("an answer in time")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_cap_the_next_answer_closes_its_keep_alive_connection_for_a_waiting_one() {
+    // Idle keep-alive connections would hold their slots for an hour.
+    let (hub, addr) = gateway(
+        HttpOptions::default()
+            .with_max_connections(2)
+            .with_header_read_timeout(Duration::from_secs(3600)),
+    )
+    .await;
+    // Two clients that keep their connection open after an answer, as
+    // pooling clients do: every slot is taken.
+    let mut older = TcpStream::connect(addr).await.unwrap();
+    assert!(discover_on(&mut older).await.0.starts_with("HTTP/1.1 200"));
+    let mut newer = TcpStream::connect(addr).await.unwrap();
+    assert!(discover_on(&mut newer).await.0.starts_with("HTTP/1.1 200"));
+    // A third client waits for a slot ...
+    let http = client();
+    let third = tokio::spawn(async move { post(&http, addr, None, initialize(1)).await });
+    // ... (once it is accepted: the connection is made, the gateway waits
+    // for a slot; an idle connection is never closed under its client) ...
+    let mut waited = 0;
+    let (status, head) = loop {
+        let (status, head) = discover_on(&mut newer).await;
+        if head.to_ascii_lowercase().contains("connection: close") || waited == 1000 {
+            break (status, head);
+        }
+        waited += 1;
+        tokio::task::yield_now().await;
+    };
+    // ... and the next answer says `Connection: close` and makes room.
+    assert!(status.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "no answer gave up its connection: {head}"
+    );
+    closed_by_gateway(&mut newer).await;
+    let (status, id, body) = tokio::time::timeout(GUARD, third)
+        .await
+        .expect("the waiting client is served")
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(id.is_some());
+    // The idle connection was left alone.
+    assert!(discover_on(&mut older).await.0.starts_with("HTTP/1.1 200"));
+    hub.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_body_that_stalls_is_given_up() {
     let (hub, addr) =
