@@ -310,11 +310,9 @@ async fn close_escalates_to_sigkill_for_the_whole_group() {
     assert_eq!(seen, ["stdin eof", "SIGTERM"], "steps the server saw");
 }
 
-/// A stdio server runs in a session of its own, as the official SDKs start
-/// them: no controlling terminal shared with the host, one process group to
-/// signal, and its own scheduling group where the kernel has autogroups.
-#[tokio::test]
-async fn a_stdio_server_runs_in_a_session_of_its_own() {
+/// A hub with one server that ignores SIGTERM and starts a child, and
+/// that child's pid (the directory holds its pid file).
+async fn stubborn_server() -> (tempfile::TempDir, Hub, u32) {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("child.pid");
     let entry = script_entry(
@@ -327,6 +325,15 @@ async fn a_stdio_server_runs_in_a_session_of_its_own() {
     );
     let hub = Hub::connect(config(&[entry])).await.unwrap();
     let child = read_pid(&pid_file);
+    (dir, hub, child)
+}
+
+/// A stdio server runs in a session of its own, as the official SDKs start
+/// them: no controlling terminal shared with the host, one process group to
+/// signal, and its own scheduling group where the kernel has autogroups.
+#[tokio::test]
+async fn a_stdio_server_runs_in_a_session_of_its_own() {
+    let (_dir, hub, child) = stubborn_server().await;
     // SAFETY: getsid only reads the session id of a pid.
     let (ours, theirs) = unsafe { (libc::getsid(0), libc::getsid(child as libc::pid_t)) };
     // SAFETY: as above.
@@ -339,18 +346,7 @@ async fn a_stdio_server_runs_in_a_session_of_its_own() {
 
 #[tokio::test]
 async fn dropped_hub_kills_the_whole_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("child.pid");
-    let entry = script_entry(
-        "stubborn",
-        "ignore_sigterm.py",
-        &format!(
-            "env = {{ CHILD_PID_FILE = {} }}",
-            q(&pid_file.display().to_string())
-        ),
-    );
-    let hub = Hub::connect(config(&[entry])).await.unwrap();
-    let child = read_pid(&pid_file);
+    let (_dir, hub, child) = stubborn_server().await;
     drop(hub);
     assert!(
         wait_gone(child, Duration::from_secs(3)),
