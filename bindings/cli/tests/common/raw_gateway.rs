@@ -155,13 +155,35 @@ impl Raw {
 
     /// Whether the pipe into the gateway is full: it stopped reading.
     pub fn stdin_pipe_full(&self) -> bool {
-        pipe_nearly_full(self.stdin_fd, 4096)
+        pipe_fill(self.stdin_fd).is_some_and(|(queued, size)| queued + 4096 >= size)
     }
 
     /// Whether the pipe out of the gateway is full but for less than one
-    /// message: it cannot write.
+    /// message: it cannot write. Only for answers larger than a page: the
+    /// kernel packs small lines into pages and leaves each page's tail
+    /// unused, so a pipe full of small lines holds KiBs less than its size
+    /// (see [`Raw::stalled`]).
     pub fn stdout_pipe_full(&self) -> bool {
-        pipe_nearly_full(self.stdout_fd, 4096)
+        pipe_fill(self.stdout_fd).is_some_and(|(queued, size)| queued + 4096 >= size)
+    }
+
+    /// Whether the gateway has stopped both reading from us and writing to
+    /// us: the pipe into it is full, the pipe out of it holds more than
+    /// half its size, and neither changed over a quarter of a second. The
+    /// bytes queued in both pipes, for a failure message.
+    pub fn stalled(&self) -> (bool, String) {
+        let before = (pipe_fill(self.stdin_fd), pipe_fill(self.stdout_fd));
+        std::thread::sleep(Duration::from_millis(250));
+        let after = (pipe_fill(self.stdin_fd), pipe_fill(self.stdout_fd));
+        let half_full = after.1.is_some_and(|(queued, size)| 2 * queued > size);
+        let stalled = before == after && self.stdin_pipe_full() && half_full;
+        (
+            stalled,
+            format!(
+                "(bytes queued, pipe size): in {:?}, out {:?}",
+                after.0, after.1
+            ),
+        )
     }
 
     /// Writes one message as a line.
@@ -220,16 +242,16 @@ impl Raw {
     }
 }
 
-/// Whether the pipe behind `fd` holds at least its capacity less `slack`
-/// bytes.
-fn pipe_nearly_full(fd: RawFd, slack: usize) -> bool {
+/// The bytes queued in the pipe behind `fd` and the pipe's size; `None`
+/// once the pipe is closed.
+fn pipe_fill(fd: RawFd) -> Option<(usize, usize)> {
     let mut queued: libc::c_int = 0;
     // SAFETY: FIONREAD writes one c_int through a valid pointer; fd is a
-    // pipe end this Raw keeps open (or has just closed: then -1, not full).
+    // pipe end this Raw keeps open (or has just closed: then -1).
     let read = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) };
     // SAFETY: F_GETPIPE_SZ takes no pointer.
     let size = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
-    read == 0 && size > 0 && queued as usize + slack >= size as usize
+    (read == 0 && size > 0).then(|| (queued.max(0) as usize, size as usize))
 }
 
 impl Drop for Raw {
