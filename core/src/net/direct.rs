@@ -73,7 +73,7 @@ fn build() -> Option<DirectClient> {
     };
     Some(
         Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(super::POOL_IDLE_TIMEOUT)
             .pool_timer(TokioTimer::new())
             .build(https),
     )

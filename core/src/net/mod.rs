@@ -22,6 +22,14 @@ use crate::error::Error;
 /// The `User-Agent` of every request mcpmux makes.
 pub(crate) const USER_AGENT: &str = concat!("mcpmux/", env!("CARGO_PKG_VERSION"));
 
+/// How long an idle pooled connection is kept for reuse. Under the idle
+/// timeouts servers close keep-alive connections after (5 s for Node's
+/// http server and uvicorn, 10 s for mcpmux's own gateway): a client that
+/// keeps one longer sends its next request into the server's close and
+/// gets "connection closed before message completed". undici, which the
+/// TypeScript SDK's fetch uses, keeps 4 s too.
+pub(crate) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
 /// What every HTTP client of mcpmux starts from: rustls, a 30 s connect
 /// timeout, no Nagle delay, mcpmux's user agent, no Referer. Each client
 /// adds its own redirect rule and pool settings.
@@ -40,7 +48,7 @@ pub(crate) fn client() -> reqwest::Client {
     CLIENT
         .get_or_init(|| {
             builder()
-                .pool_idle_timeout(Duration::from_secs(90))
+                .pool_idle_timeout(POOL_IDLE_TIMEOUT)
                 // Credentials go only where they were configured for: a
                 // redirect to another origin is not followed, and no
                 // Referer (which would carry the URL's query) is sent.
@@ -290,3 +298,7 @@ impl StreamPosition {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "pool_tests.rs"]
+mod pool_tests;
