@@ -381,6 +381,15 @@ function run(start, extra) {
 // pending, the loop keeps turning with `setImmediate` instead of sleeping:
 // other callbacks still run, and a fast answer is picked up on the next turn
 // without a wake-up. Slower answers cost at most this much polling.
+//
+// With several calls in flight each turn yields the CPU (`sched_yield`):
+// on a busy machine the engine's reader and the servers, which have the
+// work to do, then run first, instead of sharing a core with a loop that
+// only waits for them (16 in flight with one of two cores taken: about 12
+// -> 9 µs of CPU per call, 1.5 -> 1.9x the TypeScript SDK's calls/s). On
+// an idle machine the loop keeps turning as before: sleeping instead would
+// make every batch of answers wait for this thread's wake-up (half the
+// calls/s with a server that answers pipelined requests in one write).
 
 /**
  * How long the loop stays awake after a call went out, in milliseconds:
@@ -410,7 +419,7 @@ function keepTurning() {
       // What it finished comes back at once (no wake-up of this thread).
       const read = dispatcher.readNow()
       if (read !== null) onBatch(read[0], read[1])
-    }
+    } else dispatcher.yieldNow()
     setImmediate(keepTurning)
   } else awake = false
 }

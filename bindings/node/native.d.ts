@@ -36,6 +36,13 @@ export declare class Dispatcher {
    */
   readNow(): [string, NativeHub[] | undefined] | null
   /**
+   * Yields this thread's CPU (`sched_yield`): what the wrapper's loop
+   * does on each turn while it stays awake for several calls in flight,
+   * so that on a busy machine the engine's threads and the servers run
+   * first. JavaScript thread only.
+   */
+  yieldNow(): void
+  /**
    * Keeps the Node process alive until [`release`](Self::release)
    * (called by the wrapper when the first operation becomes pending).
    * JavaScript thread only.

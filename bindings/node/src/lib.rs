@@ -532,6 +532,15 @@ impl Dispatcher {
         })
     }
 
+    /// Yields this thread's CPU (`sched_yield`): what the wrapper's loop
+    /// does on each turn while it stays awake for several calls in flight,
+    /// so that on a busy machine the engine's threads and the servers run
+    /// first. JavaScript thread only.
+    #[napi]
+    pub fn yield_now(&self) {
+        std::thread::yield_now();
+    }
+
     /// Keeps the Node process alive until [`release`](Self::release)
     /// (called by the wrapper when the first operation becomes pending).
     /// JavaScript thread only.
