@@ -2,7 +2,8 @@
 //! (`mcpmux gateway --http ADDR`): stateful sessions (`Mcp-Session-Id`,
 //! revisions 2025-11-25 and older) and the stateless 2026-07-28 revision
 //! (`server/discover`, per-request `_meta`, no session), answers as JSON or
-//! as an SSE stream (which also carries the request's progress), a `GET`
+//! as an SSE stream (which also carries the request's progress, opened once
+//! progress or 50 ms pass before the answer), a `GET`
 //! stream for the session's notifications, and `DELETE` to end a session.
 //!
 //! Who may talk to it: with a token (`--token-env`), every request needs
@@ -891,20 +892,68 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     // An SSE stream only when there is something to stream before the
     // answer (progress); a plain JSON answer costs less.
     if wants_sse && asked_for_progress {
-        sse_response(rx, guard, local, header)
+        progress_answers(rx, guard, local, batch, header).await
     } else {
-        json_answers(rx, guard, local, batch, header).await
+        json_answers(rx, guard, local, VecDeque::new(), batch, header).await
     }
 }
 
+/// How long a `POST` whose requests asked for progress waits before it
+/// opens an SSE stream. Answered within it, with no notification first, it
+/// gets one JSON body instead (the client accepts both): one write
+/// carries headers and answer, where a stream takes two and chunk framing.
+/// mcpmux's own clients ask for progress on every call, so this is most
+/// calls through the gateway. Short, because a stream's headers tell a
+/// client that its request was taken.
+const SSE_AFTER: Duration = Duration::from_millis(50);
+
+/// The answers of a `POST` whose requests asked for progress: an SSE
+/// stream as soon as a notification (progress) comes before the last
+/// answer, or [`SSE_AFTER`] passes; one JSON body when every answer comes
+/// first.
+async fn progress_answers(
+    mut rx: mpsc::Receiver<Outgoing>,
+    mut guard: PendingGuard,
+    local: Vec<Value>,
+    batch: bool,
+    header: Option<&str>,
+) -> Response<Body> {
+    let deadline = tokio::time::Instant::now() + SSE_AFTER;
+    let mut early = VecDeque::new();
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(out)) => {
+                let answer = out.msg.get("method").is_none();
+                if answer {
+                    guard.answered(&out.msg["id"]);
+                }
+                early.push_back(out);
+                if !answer {
+                    break;
+                }
+                if guard.pending.is_empty() {
+                    return json_answers(rx, guard, local, early, batch, header).await;
+                }
+            }
+            // The session ended: the rest are answered there.
+            Ok(None) => return json_answers(rx, guard, local, early, batch, header).await,
+            Err(_) => break,
+        }
+    }
+    let first = local.into_iter().map(Outgoing::from).chain(early).collect();
+    sse_response(rx, guard, first, header)
+}
+
 /// The answers of a `POST` as one JSON body (a batch as an array): the
-/// local ones first, then each forwarded request's answer as it comes,
-/// serialized at once and holding its share of the session's budget until
-/// hyper has sent it.
+/// local ones first, then those already received (`early`, answers only,
+/// each already marked answered in `guard`), then each forwarded request's
+/// answer as it comes, serialized at once and holding its share of the
+/// session's budget until hyper has sent it.
 async fn json_answers(
     mut rx: mpsc::Receiver<Outgoing>,
     mut guard: PendingGuard,
     local: Vec<Value>,
+    early: VecDeque<Outgoing>,
     batch: bool,
     header: Option<&str>,
 ) -> Response<Body> {
@@ -925,15 +974,20 @@ async fn json_answers(
     for msg in local {
         push(&mut parts, msg.to_string().into_bytes());
     }
-    while let Some(out) = rx.recv().await {
+    for out in early {
+        let (bytes, answer_held) = out.into_bytes();
+        push(&mut parts, bytes);
+        held.extend(answer_held);
+    }
+    while !guard.pending.is_empty() {
+        let Some(out) = rx.recv().await else {
+            break;
+        };
         if out.msg.get("method").is_none() {
             guard.answered(&out.msg["id"]);
             let (bytes, answer_held) = out.into_bytes();
             push(&mut parts, bytes);
             held.extend(answer_held);
-            if guard.pending.is_empty() {
-                break;
-            }
         }
     }
     // The session ended under them: the rest are answered here.
@@ -1096,7 +1150,7 @@ fn get(state: &State, session_id: Option<String>) -> Response<Body> {
         pending: Vec::new(),
         ephemeral: false,
     };
-    sse_response(rx, guard, Vec::new(), None)
+    sse_response(rx, guard, VecDeque::new(), None)
 }
 
 /// Requests of one `POST` not answered yet.
@@ -1142,24 +1196,25 @@ impl Drop for PendingGuard {
     }
 }
 
-/// An SSE response carrying `first`, then what arrives on `rx`; it ends
-/// once every request of `guard` is answered (a `GET` stream: when
-/// replaced). What an event holds of the session's budget is given back
-/// when hyper asks for the next one.
+/// An SSE response carrying `first` (answers among them already marked
+/// answered in `guard`), then what arrives on `rx`; it ends once every
+/// request of `guard` is answered (a `GET` stream: when replaced). What an
+/// event holds of the session's budget is given back when hyper asks for
+/// the next one.
 fn sse_response(
     rx: mpsc::Receiver<Outgoing>,
     guard: PendingGuard,
-    first: Vec<Value>,
+    first: VecDeque<Outgoing>,
     session: Option<&str>,
 ) -> Response<Body> {
-    let stream_for_get = guard.pending.is_empty();
-    let queue: std::collections::VecDeque<Value> = first.into();
+    // Nothing pending from the start, and nothing to send: a `GET` stream.
+    let stream_for_get = guard.pending.is_empty() && first.is_empty();
     let events = futures::stream::unfold(
-        (rx, guard, queue, None::<Held>),
+        (rx, guard, first, None::<Held>),
         move |(mut rx, mut guard, mut queue, sent)| async move {
             drop(sent);
             let (msg, held) = match queue.pop_front() {
-                Some(msg) => (msg, None),
+                Some(Outgoing { msg, held }) => (msg, held),
                 None if !stream_for_get && guard.pending.is_empty() => return None,
                 None => match rx.recv().await {
                     Some(Outgoing { msg, held }) => {
@@ -1170,8 +1225,8 @@ fn sse_response(
                     }
                     None => {
                         // The session ended: what is pending is answered here.
-                        queue.extend(guard.give_up());
-                        (queue.pop_front()?, None)
+                        queue.extend(guard.give_up().into_iter().map(Outgoing::from));
+                        (queue.pop_front()?.msg, None)
                     }
                 },
             };

@@ -190,3 +190,83 @@ async fn stateless_results_carry_result_type_and_cache_hints_stateful_ones_do_no
     assert!(stateful["result"].get("cacheScope").is_none(), "{stateful}");
     hub.close().await;
 }
+
+/// A call that asked for progress (as mcpmux's own clients always do),
+/// from a client that accepts both: answered before any progress, it gets
+/// one JSON body; progress before its answer, or an answer slower than
+/// 50 ms, opens an SSE stream that carries everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_asking_for_progress_gets_json_unless_progress_or_a_slow_answer_needs_a_stream() {
+    let (_hub, url) = gateway().await;
+    let http = reqwest::Client::new();
+    let (_, session, _) = post(&http, &url, None, initialize()).await;
+    let session = session.expect("a session id");
+    let sse_messages = |text: &str| -> Vec<Value> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    };
+
+    let (kind, text) = call_with_progress(&url, &session, 10, json!({"text": "hi"})).await;
+    assert_eq!(kind, "application/json", "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["id"], 10, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+
+    let (kind, text) =
+        call_with_progress(&url, &session, 11, json!({"seconds": 0.4, "steps": 2})).await;
+    assert_eq!(kind, "text/event-stream", "{text}");
+    let messages = sse_messages(&text);
+    let progress: Vec<_> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .filter_map(|m| m["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(progress, [1.0, 2.0], "{text}");
+    let last = messages.last().unwrap();
+    assert!(last["id"] == 11 && last.get("result").is_some(), "{text}");
+
+    let (kind, text) =
+        call_with_progress(&url, &session, 12, json!({"seconds": 0.5, "steps": 0})).await;
+    assert_eq!(kind, "text/event-stream", "{text}");
+    let messages = sse_messages(&text);
+    assert_eq!(messages.len(), 1, "{text}");
+    assert!(
+        messages[0]["id"] == 12 && messages[0].get("result").is_some(),
+        "{text}"
+    );
+}
+
+/// Calls `mcp_demo_echo` (arguments with `text`) or `mcp_demo_slow` with
+/// a progress token, accepting JSON and SSE; the content type and body.
+async fn call_with_progress(
+    url: &str,
+    session: &str,
+    id: i64,
+    arguments: Value,
+) -> (String, String) {
+    let name = if arguments.get("text").is_some() {
+        "mcp_demo_echo"
+    } else {
+        "mcp_demo_slow"
+    };
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments, "_meta": {"progressToken": format!("p{id}")}
+    }});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let kind = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (kind, response.text().await.unwrap())
+}
