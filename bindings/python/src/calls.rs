@@ -17,6 +17,10 @@ use crate::{errors, runtime};
 /// How often a blocking call looks for signals (Ctrl-C) while it waits.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 
+/// Most an interrupted blocking call waits for its engine task to be gone
+/// (see [`block`]).
+const ABORT_WAIT: Duration = Duration::from_secs(1);
+
 /// The async form of a call: the asyncio future to complete and the loop's bridge.
 pub(crate) type Aio<'py> = (Bound<'py, PyAny>, Bound<'py, Bridge>);
 
@@ -49,6 +53,8 @@ pub(crate) fn block(
         }
         // On an engine thread; wait for it from here.
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let (gone, task_gone) = std::sync::mpsc::channel::<()>();
+        let op = DropsThenSignals { op, _gone: gone };
         let task = rt.spawn(async move {
             let _ = tx.send(op.await);
         });
@@ -85,6 +91,12 @@ pub(crate) fn block(
         };
         if waited.is_err() {
             task.abort();
+            // The aborted task drops the call on an engine thread, and that
+            // drop is what tells the server (`notifications/cancelled`).
+            // Waiting for it keeps the order the host sees: the cancellation
+            // goes out before whatever the host does next (closing the hub
+            // first would leave no request to cancel and no pipe to tell).
+            let _ = task_gone.recv_timeout(ABORT_WAIT);
         }
         waited.map(|r| {
             r.unwrap_or_else(|_| {
@@ -98,6 +110,22 @@ pub(crate) fn block(
         Ok(Ok(outcome)) => Ok(outcome),
         Ok(Err(e)) => Err(errors::to_py(py, &e)),
         Err(interrupted) => Err(interrupted),
+    }
+}
+
+/// An engine future that, once dropped (finished or aborted), disconnects
+/// `_gone`: fields drop in order, so whoever waits on the other end learns
+/// only after the future's own drop has run.
+struct DropsThenSignals {
+    op: Op,
+    _gone: std::sync::mpsc::Sender<()>,
+}
+
+impl Future for DropsThenSignals {
+    type Output = <Op as Future>::Output;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.op.as_mut().poll(cx)
     }
 }
 
