@@ -466,6 +466,94 @@ async fn streamable_http_type_alias_and_ws_alias() {
     within(10, "close", hub.close()).await;
 }
 
+/// A TCP proxy in front of `target` (`http://host:port/...`): the URL that
+/// reaches `target` through it, and how many connections it has accepted.
+async fn counting_proxy(target: &str) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let rest = target.strip_prefix("http://").expect("an http URL");
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let authority = authority.to_owned();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((mut client, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let authority = authority.clone();
+            tokio::spawn(async move {
+                if let Ok(mut server) = tokio::net::TcpStream::connect(&authority).await {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    (format!("http://127.0.0.1:{port}{path}"), accepted)
+}
+
+/// Calls tool `tool` of server `name` at `url` (`args`; its answer holds
+/// `expect`) 20 times one after another, 50 ms apart, through a proxy that
+/// counts connections. A POST answered on an SSE stream is read to the
+/// stream's end, which servers send right after the answer (at once, or a
+/// little later when busy): its keep-alive connection goes back to the
+/// pool, and the calls share it. With the stream dropped at the answer, a
+/// stream whose end came later cost a connection (and, to a remote server,
+/// a TLS handshake) per call.
+async fn sse_answers_reuse_the_connection(
+    url: &str,
+    name: &str,
+    tool: &str,
+    args: Value,
+    expect: &str,
+) {
+    let (url, accepted) = counting_proxy(url).await;
+    let hub = hub_with_demo(&[net_entry(name, "http", &url, "")]).await;
+    assert_connected(&hub, name, "http");
+    let calls = 20;
+    let before = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..calls {
+        let r = within(
+            30,
+            tool,
+            hub.call_tool(
+                &format!("mcp_{name}_{tool}"),
+                Some(&args),
+                &CallOptions::default(),
+            ),
+        )
+        .await
+        .unwrap();
+        assert!(text0(&r.value()).contains(expect), "{}", r.json());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let opened = accepted.load(std::sync::atomic::Ordering::SeqCst) - before;
+    assert!(
+        opened <= 2,
+        "{name}: {calls} calls answered over SSE, one after another, opened {opened} connections"
+    );
+    within(10, "close", hub.close()).await;
+}
+
+#[tokio::test]
+async fn calls_answered_over_sse_reuse_their_connection_when_the_stream_ends_late() {
+    let server = fault_server("sse-late-end", "call");
+    let url = server.http("/mcp");
+    sse_answers_reuse_the_connection(&url, "late", "work", json!({}), "answered").await;
+}
+
+#[tokio::test]
+async fn calls_answered_over_sse_reuse_their_connection_python_sdk() {
+    let server = sdk_server("streamable-http", &[]);
+    let url = server.http("/mcp");
+    sse_answers_reuse_the_connection(&url, "py", "echo", json!({"text": "hi"}), "hi").await;
+}
+
+#[tokio::test]
+async fn calls_answered_over_sse_reuse_their_connection_server_everything() {
+    let server = everything_net("streamableHttp");
+    let url = server.http("/mcp");
+    sse_answers_reuse_the_connection(&url, "ev", "echo", json!({"message": "hi"}), "hi").await;
+}
+
 // ------------------------------------------------------- the link drops
 
 /// The server dies while a call is in flight: the call fails quickly with

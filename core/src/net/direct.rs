@@ -74,6 +74,7 @@ fn build() -> Option<DirectClient> {
     Some(
         Client::builder(TokioExecutor::new())
             .pool_idle_timeout(super::POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(super::POOL_MAX_IDLE_PER_HOST)
             .pool_timer(TokioTimer::new())
             .build(https),
     )

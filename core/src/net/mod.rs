@@ -30,6 +30,15 @@ pub(crate) const USER_AGENT: &str = concat!("mcpmux/", env!("CARGO_PKG_VERSION")
 /// TypeScript SDK's fetch uses, keeps 4 s too.
 pub(crate) const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 
+/// Idle connections the pools keep per origin. A request that finds no
+/// idle connection opens one and races it against the next connection to
+/// come back; the loser goes to the pool, so with many calls in flight an
+/// unbounded pool grows past the calls by one connection per lost race,
+/// until the process runs out of descriptors (or a server's connection
+/// cap closes them). Calls in flight keep their connections busy, not
+/// idle: this bound is on the spare ones.
+pub(crate) const POOL_MAX_IDLE_PER_HOST: usize = 64;
+
 /// What every HTTP client of mcpmux starts from: rustls, a 30 s connect
 /// timeout, no Nagle delay, mcpmux's user agent, no Referer. Each client
 /// adds its own redirect rule and pool settings.
@@ -49,6 +58,7 @@ pub(crate) fn client() -> reqwest::Client {
         .get_or_init(|| {
             builder()
                 .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+                .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
                 // Credentials go only where they were configured for: a
                 // redirect to another origin is not followed, and no
                 // Referer (which would carry the URL's query) is sent.

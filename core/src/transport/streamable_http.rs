@@ -56,6 +56,15 @@ const HANDSHAKE_GATE: Duration = Duration::from_secs(3);
 /// open ([`reap`]).
 const ABANDON_CHECK: Duration = Duration::from_secs(1);
 
+/// How long a POST's stream is read on after its answer, for its end:
+/// servers end the stream right after the answer, usually in a write of
+/// their own, and a stream read to its end leaves its keep-alive
+/// connection in the pool; one dropped before opens a new connection for
+/// the next request (a connect, and a socket in TIME_WAIT, per call).
+const END_AFTER_ANSWER: Duration = Duration::from_millis(100);
+/// Events read (and dropped) at most while waiting for that end.
+const EVENTS_AFTER_ANSWER: usize = 8;
+
 /// How long sending one notification or answer (which no caller waits
 /// for) may take, response included.
 const NOTICE_TIME: Duration = Duration::from_secs(30);
@@ -775,10 +784,20 @@ impl Inner {
                 Item::Event(event) => {
                     if event.event == "message" && !event.data.trim().is_empty() {
                         self.frame(event.data.as_bytes());
-                        // Answered (or abandoned): what the server still
-                        // holds open is not read, and its connection goes.
+                        // Answered (or abandoned): the stream's end is
+                        // awaited briefly (its connection is then reused),
+                        // and what the server holds open past that is not
+                        // read: its connection goes.
                         let waiting = |id| self.sink.upgrade().is_some_and(|s| s.is_waiting(id));
                         if request.is_some_and(|id| !waiting(id)) {
+                            let rest = async {
+                                for _ in 0..EVENTS_AFTER_ANSWER {
+                                    if !matches!(events.next().await, Some(Ok(_))) {
+                                        return;
+                                    }
+                                }
+                            };
+                            let _ = tokio::time::timeout(END_AFTER_ANSWER, rest).await;
                             return;
                         }
                     }

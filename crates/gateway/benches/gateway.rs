@@ -34,8 +34,14 @@
 //! gateway's CPU per call (information).
 //!
 //! Then, unless `MCPMUX_BENCH_SCALE=0`, **scale**: 256 sessions (one hub
-//! each) × 64 calls in flight through one gateway in front of the demo
-//! server, for one block: throughput and the gateway's RSS (information).
+//! each, spread over 8 client processes of this bench) × 64 calls in
+//! flight through one gateway in front of the demo server, for one block
+//! (at least 2 s) after a 2 s warm-up: throughput and the gateway's RSS
+//! (information; `MCPMUX_BENCH_SCALE_SECS` sets the block's length in
+//! seconds). Each session's client holds a connection per call in flight
+//! and one for its GET stream, so this gateway runs with
+//! `--max-connections` above all 16,640 of them, which needs a limit on
+//! open files above about 18,000.
 //!
 //! Informational: the program exits 0 whatever the figures, non-zero only
 //! when something fails. `$MCPMUX_BENCH_ROWS` appends the rows to a file for
@@ -77,8 +83,21 @@ const TARGET: f64 = 0.75;
 const CPU_TARGET_US: f64 = 40.0;
 /// Sessions of the scale figure.
 const SCALE_SESSIONS: usize = 256;
+/// How long the scale load runs before its calls count.
+const SCALE_WARM_UP: Duration = Duration::from_secs(2);
+/// The processes the scale figure's sessions are spread over.
+const SCALE_CLIENTS: usize = 8;
+/// Set in a scale client process (see [`scale_client`]).
+const SCALE_CLIENT_VAR: &str = "MCPMUX_BENCH_SCALE_CLIENT";
 
 fn main() {
+    if let Ok(spec) = std::env::var(SCALE_CLIENT_VAR) {
+        if let Err(e) = scale_client(&spec) {
+            eprintln!("gateway bench scale client failed: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Err(e) = run() {
         eprintln!("gateway bench failed: {e}");
         std::process::exit(1);
@@ -257,16 +276,17 @@ async fn pair(
 
 /// A `mcpmux gateway --http --no-prefix` process in front of `entry`.
 fn start_gateway(entry: &str, mcpmux: &Path, scratch: &Path, label: &str) -> Res<(Server, u16)> {
-    start_gateway_with(entry, mcpmux, scratch, label, &[])
+    start_gateway_with(entry, mcpmux, scratch, label, &[], &[])
 }
 
-/// [`start_gateway`] with extra environment variables.
+/// [`start_gateway`] with extra environment variables and arguments.
 fn start_gateway_with(
     entry: &str,
     mcpmux: &Path,
     scratch: &Path,
     label: &str,
     env: &[(&str, String)],
+    args: &[String],
 ) -> Res<(Server, u16)> {
     let name: String = label.chars().filter(char::is_ascii_alphanumeric).collect();
     let config = scratch.join(format!("{name}.toml"));
@@ -283,7 +303,8 @@ fn start_gateway_with(
         .arg("--config")
         .arg(&config)
         .args(["gateway", "--no-prefix", "--http"])
-        .arg(format!("127.0.0.1:{port}"));
+        .arg(format!("127.0.0.1:{port}"))
+        .args(args);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -421,6 +442,7 @@ async fn telemetry(
             "OTEL_EXPORTER_OTLP_ENDPOINT",
             format!("http://127.0.0.1:{sink}"),
         )],
+        &[],
     )?;
     let hub_off = connect_gateway("off", off_port).await?;
     let hub_on = connect_gateway("on", on_port).await?;
@@ -514,7 +536,10 @@ fn otlp_sink() -> Res<u16> {
 
 /// Scale: `SCALE_SESSIONS` hubs, each its own session of one gateway in
 /// front of the demo server, each with `IN_FLIGHT` calls in flight, for
-/// about `block` (at least 2 s).
+/// about `block` (at least 2 s) after `SCALE_WARM_UP`. The hubs live in
+/// `SCALE_CLIENTS` processes of this bench ([`scale_client`]), as sessions
+/// arrive from many processes: each process's HTTP pool then holds its own
+/// sessions' connections, and no process needs 16,640 descriptors.
 async fn scale(
     demo: &Path,
     mcpmux: &Path,
@@ -523,43 +548,59 @@ async fn scale(
     report: &mut Report,
 ) -> Res<()> {
     eprintln!("[gateway bench] scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} in flight ...");
-    let (gateway, port) = start_gateway(&stdio_entry(demo), mcpmux, scratch, "scale")?;
+    // Every session's client opens a connection per call in flight (HTTP/1.1)
+    // and one for its GET stream. Past `--max-connections` the gateway
+    // serves one answer per connection while the rest queue in the listen
+    // backlog: that measures the cap, not the gateway, so the cap here is
+    // above every connection the load opens (and a little under the open
+    // files the gateway may hold, which it inherits from this process).
+    let connections = SCALE_SESSIONS * (IN_FLIGHT + 1);
+    let files = open_files_limit()?;
+    let cap = files.saturating_sub(1024) as usize;
+    if cap < connections + 1024 {
+        return Err(format!(
+            "scale needs {} open files in the gateway (a connection per call in flight), the limit is {files}: \
+             raise it (`ulimit -n {}`) or set MCPMUX_BENCH_SCALE=0",
+            connections + 2048,
+            connections + 2048
+        )
+        .into());
+    }
+    let (gateway, port) = start_gateway_with(
+        &stdio_entry(demo),
+        mcpmux,
+        scratch,
+        "scale",
+        &[],
+        &["--max-connections".into(), cap.to_string()],
+    )?;
     let rss_idle = gateway.rss_kb()?;
-    let mut hubs = Vec::with_capacity(SCALE_SESSIONS);
-    for _ in 0..SCALE_SESSIONS {
-        hubs.push(connect_gateway("gw", port).await?);
+    let run_for = match std::env::var("MCPMUX_BENCH_SCALE_SECS") {
+        Ok(secs) => Duration::from_secs(secs.parse().map_err(|_| {
+            format!("MCPMUX_BENCH_SCALE_SECS={secs:?}: not a whole number of seconds")
+        })?),
+        Err(_) => block.max(Duration::from_secs(2)),
+    };
+    let mut clients = Vec::with_capacity(SCALE_CLIENTS);
+    for _ in 0..SCALE_CLIENTS {
+        clients.push(ScaleClient::start(
+            port,
+            SCALE_SESSIONS / SCALE_CLIENTS,
+            run_for,
+        )?);
+    }
+    for client in &mut clients {
+        client.expect("ready")?;
     }
     let rss_sessions = gateway.rss_kb()?;
-    let run_for = block.max(Duration::from_secs(2));
-    let deadline = Instant::now() + run_for;
-    let args = std::sync::Arc::new(harness::echo_args());
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let start = Instant::now();
     let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for hub in &hubs {
-        for _ in 0..IN_FLIGHT {
-            let (hub, args, done) = (hub.clone(), args.clone(), done.clone());
-            tasks.push(tokio::spawn(async move {
-                let opts = mcpmux_core::CallOptions::default();
-                while Instant::now() < deadline {
-                    let r = hub.call_tool("mcp_gw_echo", Some(&args), &opts).await?;
-                    if r.is_error() {
-                        return Err::<(), BoxError>(format!("echo: {}", r.json()).into());
-                    }
-                    // Only calls answered within the block count.
-                    if Instant::now() <= deadline {
-                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-                Ok(())
-            }));
-        }
+    let deadline = Instant::now() + SCALE_WARM_UP + run_for;
+    for client in &mut clients {
+        client.send("go")?;
     }
     // The gateway's RSS under load, sampled while the calls run.
     let sampler = {
         let (pid, peak) = (gateway.child.id(), peak.clone());
-        // A thread: the runtime's workers are busy with the calls.
         std::thread::spawn(move || {
             while Instant::now() < deadline {
                 if let Ok(kb) = rss_kb_of(pid) {
@@ -569,29 +610,28 @@ async fn scale(
             }
         })
     };
-    for t in tasks {
-        t.await??;
+    let (mut calls, mut drained) = (0u64, Duration::ZERO);
+    for client in &mut clients {
+        let (n, after) = client.finish()?;
+        calls += n;
+        drained = drained.max(after);
     }
     let _ = sampler.join();
-    let drained = start.elapsed();
-    let elapsed = run_for;
-    let calls = done.load(std::sync::atomic::Ordering::Relaxed);
-    for hub in hubs {
-        hub.close().await;
-    }
     drop(gateway);
     report.section(
         3,
         format!(
-            "scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} calls in flight through one gateway (demo server behind, \
-             {:.1} s; the calls in flight at the end took {:.1} s more)",
-            elapsed.as_secs_f64(),
-            (drained - elapsed).as_secs_f64()
+            "scale: {SCALE_SESSIONS} sessions x {IN_FLIGHT} calls in flight through one gateway (demo server behind; \
+             {SCALE_CLIENTS} client processes; {:.1} s counted after a {:.0} s warm-up; the calls in flight at the end \
+             took {:.1} s more)",
+            run_for.as_secs_f64(),
+            SCALE_WARM_UP.as_secs_f64(),
+            drained.as_secs_f64()
         ),
     );
     report.row(Row::absolute(
         &format!("calls/s, {SCALE_SESSIONS} sessions x {IN_FLIGHT} in flight"),
-        vec![calls as f64 / elapsed.as_secs_f64()],
+        vec![calls as f64 / run_for.as_secs_f64()],
         "calls/s",
         "-",
         None,
@@ -611,6 +651,161 @@ async fn scale(
         None,
     ));
     Ok(())
+}
+
+/// One client process of the scale figure, spoken to a line at a time:
+/// it says `ready` once its sessions are open, starts on `go`, and ends
+/// with `calls N drained_ms M`.
+struct ScaleClient {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl ScaleClient {
+    /// This bench again, as a client of the gateway at `port` with
+    /// `sessions` hubs, counting for `run_for` after the warm-up.
+    fn start(port: u16, sessions: usize, run_for: Duration) -> Res<Self> {
+        let mut child = Command::new(std::env::current_exe()?)
+            .env(
+                SCALE_CLIENT_VAR,
+                format!("{port},{sessions},{}", run_for.as_millis()),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdin = child.stdin.take().ok_or("scale client: no stdin")?;
+        let stdout = std::io::BufReader::new(child.stdout.take().ok_or("scale client: no stdout")?);
+        Ok(ScaleClient {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    fn line(&mut self) -> Res<String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line)?;
+        if line.is_empty() {
+            let status = self.child.wait()?;
+            return Err(format!("scale client exited ({status}) early").into());
+        }
+        Ok(line.trim().to_owned())
+    }
+
+    fn expect(&mut self, word: &str) -> Res<()> {
+        let line = self.line()?;
+        if line != word {
+            return Err(format!("scale client said {line:?}, not {word:?}").into());
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, word: &str) -> Res<()> {
+        writeln!(self.stdin, "{word}")?;
+        Ok(self.stdin.flush()?)
+    }
+
+    /// The calls it counted, and how long its last calls ran past the end.
+    fn finish(&mut self) -> Res<(u64, Duration)> {
+        let line = self.line()?;
+        let status = self.child.wait()?;
+        if !status.success() {
+            return Err(format!("scale client failed ({status})").into());
+        }
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["calls", n, "drained_ms", ms] => Ok((n.parse()?, Duration::from_millis(ms.parse()?))),
+            _ => Err(format!("scale client said {line:?}").into()),
+        }
+    }
+}
+
+impl Drop for ScaleClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The client process of [`scale`] (`$MCPMUX_BENCH_SCALE_CLIENT` is
+/// `port,sessions,run_ms`): opens the sessions, says `ready`, waits for
+/// `go`, runs `IN_FLIGHT` calls per session until the warm-up and `run_ms`
+/// have passed, and says `calls N drained_ms M` (calls answered within the
+/// counted span; how long the last ones took past it).
+fn scale_client(spec: &str) -> Res<()> {
+    use std::io::BufRead;
+    let parts: Vec<u64> = spec
+        .split(',')
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("{SCALE_CLIENT_VAR}={spec:?}: want port,sessions,run_ms"))?;
+    let [port, sessions, run_ms] = parts[..] else {
+        return Err(format!("{SCALE_CLIENT_VAR}={spec:?}: want port,sessions,run_ms").into());
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut hubs = Vec::with_capacity(sessions as usize);
+        for _ in 0..sessions {
+            hubs.push(connect_gateway("gw", port as u16).await?);
+        }
+        println!("ready");
+        let mut go = String::new();
+        std::io::stdin().lock().read_line(&mut go)?;
+        let counted_from = Instant::now() + SCALE_WARM_UP;
+        let deadline = counted_from + Duration::from_millis(run_ms);
+        let args = std::sync::Arc::new(harness::echo_args());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for hub in &hubs {
+            for _ in 0..IN_FLIGHT {
+                let (hub, args, done) = (hub.clone(), args.clone(), done.clone());
+                tasks.push(tokio::spawn(async move {
+                    let opts = mcpmux_core::CallOptions::default();
+                    while Instant::now() < deadline {
+                        let r = hub.call_tool("mcp_gw_echo", Some(&args), &opts).await?;
+                        if r.is_error() {
+                            return Err::<(), BoxError>(format!("echo: {}", r.json()).into());
+                        }
+                        // Only calls answered within the counted span count.
+                        let now = Instant::now();
+                        if now >= counted_from && now <= deadline {
+                            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    Ok(())
+                }));
+            }
+        }
+        for t in tasks {
+            t.await??;
+        }
+        let drained = Instant::now().saturating_duration_since(deadline);
+        println!(
+            "calls {} drained_ms {}",
+            done.load(std::sync::atomic::Ordering::Relaxed),
+            drained.as_millis()
+        );
+        for hub in hubs {
+            hub.close().await;
+        }
+        Ok::<_, BoxError>(())
+    })
+}
+
+/// This process's soft limit on open files (its children inherit it).
+fn open_files_limit() -> Res<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is a valid rlimit for getrlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(format!("getrlimit: {}", std::io::Error::last_os_error()).into());
+    }
+    Ok(limit.rlim_cur as u64)
 }
 
 /// VmRSS of process `pid`, in KB.

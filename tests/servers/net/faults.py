@@ -36,6 +36,11 @@ with `--on all` every POST has the fault (so `initialize` fails).
   sse-linger  HTTP 200 text/event-stream: the whole JSON-RPC response event,
             then the stream is held open (never ended)
   notfound  HTTP 404 text/plain "no such path" to every request
+  sse-late-end  HTTP 200 text/event-stream: the whole JSON-RPC response
+            event, then the stream's end 20 ms later in a write of its own
+            (a busy server); connections are kept alive for the next
+            request, and every connection accepted is logged as
+            `method <connection>`
 
 Stateless (2026-07-28) faults: `server/discover` lists the revision, and
 tools/call answers `input_required` asking for `roots/list`, never complete:
@@ -298,6 +303,17 @@ async def fault_response(writer, reader, msg):
         await reader.read()
         log_method("<client gone>")
         return
+    elif fault == "sse-late-end":
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        done = result(msg.get("id"), {"content": [{"type": "text", "text": "answered"}]})
+        event = f"event: message\ndata: {json.dumps(done)}\n\n".encode()
+        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(b"0\r\n\r\n")
     elif fault == "sse-linger":
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -357,6 +373,8 @@ async def legacy_endless(reader, writer):
 
 
 async def http_client(reader, writer):
+    if args.fault == "sse-late-end":
+        log_method("<connection>")
     try:
         if args.fault == "sse-legacy-endless":
             await legacy_endless(reader, writer)
@@ -395,8 +413,11 @@ async def http_client(reader, writer):
             if args.fault == "ping-flood" and rpc_method in ("<response>", "tools/call"):
                 await ping_flood(reader, writer, rpc_method)
                 return
+            keep_alive = args.fault == "sse-late-end"
             if args.on == "all" or rpc_method == "tools/call":
                 await fault_response(writer, reader, msg)
+                if keep_alive:
+                    continue
                 return
             reply = answer(msg)
             if reply is None:
@@ -404,6 +425,8 @@ async def http_client(reader, writer):
             else:
                 writer.write(http_response(200, "OK", "application/json", json.dumps(reply).encode()))
             await writer.drain()
+            if keep_alive:
+                continue
             return
     except (ConnectionError, asyncio.IncompleteReadError):
         pass
@@ -509,7 +532,7 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "input-flood", "input-slow", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "sse-late-end", "input-flood", "input-slow", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
     parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
