@@ -18,10 +18,11 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use super::budget::{ClientBudget, Outgoing};
+use super::out::Out;
 use super::relay::{capability_for, RelayTarget};
 use super::{
     Gateway, GatewayMode, CALL_TOOL, DEFAULT_SEARCH_LIMIT, DESCRIBE_TOOL, MAX_SEARCH_LIMIT,
@@ -44,7 +45,7 @@ pub const OUTGOING_QUEUE: usize = 1024;
 /// the client's calls in flight.
 pub struct Connection {
     gateway: Gateway,
-    out: mpsc::Sender<Outgoing>,
+    out: Out,
     /// What this client's messages may hold.
     budget: ClientBudget,
     log_level: LogLevel,
@@ -57,9 +58,10 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// A connection whose outgoing messages go to `out` (the transport
-    /// drains it); starts forwarding the hub's notifications.
-    pub(crate) fn new(gateway: Gateway, out: mpsc::Sender<Outgoing>) -> Connection {
+    /// A connection whose outgoing messages go to `out` (a queue the
+    /// transport drains, or a router); starts forwarding the hub's
+    /// notifications.
+    pub(crate) fn new(gateway: Gateway, out: Out) -> Connection {
         let log_level = LogLevel::default();
         let budget = ClientBudget::new(
             gateway.inner.options.client_budget_bytes,
@@ -107,7 +109,7 @@ impl Connection {
     /// down, never dropped.
     pub async fn handle(&self, msg: Value) {
         if let Some(refusal) = self.dispatch(msg) {
-            let _ = self.out.send(refusal.into()).await;
+            self.out.send(refusal.into()).await;
         }
     }
 
@@ -212,7 +214,7 @@ impl Connection {
             };
             // Counted until its answer is queued: a client that stops
             // reading holds at most MAX_REQUESTS_IN_FLIGHT answers.
-            let _ = out.send(answer).await;
+            out.send(answer).await;
             table.lock().unwrap().remove(&task_key);
         });
         // The task removes its entry under the same lock, so it cannot do
@@ -255,7 +257,7 @@ type Waiters = HashMap<String, oneshot::Sender<Result<Value, Error>>>;
 
 /// One client as the target of relayed server requests.
 struct Downstream {
-    out: mpsc::Sender<Outgoing>,
+    out: Out,
     /// What the relayed requests may hold.
     budget: ClientBudget,
     /// Its `initialize` capabilities.
@@ -352,13 +354,15 @@ impl RelayTarget for Downstream {
             id,
         };
         let sent = match self.budget.hold(&msg) {
-            Ok(held) => self
-                .out
-                .try_send(Outgoing {
+            Ok(held) => {
+                let sent = self.out.try_send(Outgoing {
                     msg,
                     held: Some(held),
+                });
+                sent.then_some(()).ok_or_else(|| {
+                    Error::TransportClosed("the gateway's client is not reading".into())
                 })
-                .map_err(|_| Error::TransportClosed("the gateway's client is not reading".into())),
+            }
             Err(why) => Err(Error::LimitExceeded(why)),
         };
         Box::pin(async move {
@@ -378,7 +382,7 @@ async fn answer(
     gateway: &Gateway,
     method: &str,
     params: &Value,
-    out: &mpsc::Sender<Outgoing>,
+    out: &Out,
     log_level: &LogLevel,
 ) -> Result<Value, Error> {
     let hub = gateway.hub();
@@ -604,7 +608,7 @@ fn own(items: Vec<Value>) -> Vec<Value> {
 /// A `tools/call`: always a tool result; refusals and failures are results
 /// with `isError` and the error's code first in their text, so that a
 /// model sees them.
-async fn call(gateway: &Gateway, params: &Value, out: &mpsc::Sender<Outgoing>) -> Value {
+async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let arguments = params.get("arguments").filter(|a| !a.is_null());
     let progress = params
@@ -657,7 +661,7 @@ async fn call_hub_tool(
     name: &str,
     arguments: Option<&Value>,
     progress: Option<Value>,
-    out: &mpsc::Sender<Outgoing>,
+    out: &Out,
 ) -> Result<Value, Error> {
     // A name the policy does not offer still goes to the policy, which
     // refuses it (TOOL_NOT_ALLOWED) and audits the attempt. With prefixes
@@ -678,7 +682,7 @@ async fn call_hub_tool(
             if let Some(message) = update.message {
                 params["message"] = message.into();
             }
-            let _ = out.try_send(
+            out.try_send(
                 json!({
                     "jsonrpc": "2.0",
                     "method": "notifications/progress",
@@ -818,12 +822,7 @@ impl LogLevel {
 
 /// Forwards the hub's change notifications to one client until the hub
 /// closes or the client is gone.
-async fn forward_events(
-    gateway: Gateway,
-    out: mpsc::Sender<Outgoing>,
-    log_level: LogLevel,
-    budget: ClientBudget,
-) {
+async fn forward_events(gateway: Gateway, out: Out, log_level: LogLevel, budget: ClientBudget) {
     let mut events = gateway.hub().events();
     let search = gateway.inner.options.mode == GatewayMode::Search;
     let notify = |method: &str, params: Option<Value>| {
@@ -840,9 +839,7 @@ async fn forward_events(
         out.try_send(Outgoing {
             msg,
             held: Some(held),
-        })
-        .is_ok()
-            || !out.is_closed()
+        }) || !out.is_closed()
     };
     while let Some(event) = events.recv().await {
         let alive = match event {

@@ -26,10 +26,10 @@
 //! that takes longer than [`HttpOptions::idle_timeout`], or a response the
 //! client stops reading for that long, closes its connection.
 //!
-//! Each session owns one connection (`connection.rs`); a router task per session sends
-//! each answer to the `POST` that carried its request, progress to the
-//! stream of the request that asked for it, and everything else to the
-//! session's `GET` stream (dropped when none is open). All bounded. An
+//! Each session owns one connection (`connection.rs`) whose messages are
+//! routed where they are sent (`out.rs`): each answer to the `POST` that
+//! carried its request, progress to the stream of the request that asked
+//! for it, and everything else to the session's `GET` stream (dropped when none is open). All bounded. An
 //! answer holds its session's budget (`budget.rs`) until hyper has taken
 //! the last of it: a batch's answers are assembled as their parts, never
 //! copied into one buffer, and those past the budget are -32000 "gateway
@@ -54,7 +54,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
 use super::budget::{Held, Outgoing};
-use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
+use super::connection::{error_answer, Connection};
+use super::out::Out;
 use super::Gateway;
 use mcpmux_core::error::Error;
 use mcpmux_core::internal::stateless;
@@ -478,16 +479,13 @@ struct Routes {
 }
 
 impl Session {
-    /// A session whose connection's messages are routed by a new task.
+    /// A session whose connection's messages are routed where they are
+    /// sent (by the task that answered, or the engine thread reporting
+    /// progress).
     fn start(gateway: Gateway) -> Session {
-        let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let table = routes.clone();
-        tokio::spawn(async move {
-            while let Some(msg) = outgoing.recv().await {
-                route(&table, msg);
-            }
-        });
+        let out = Out::Route(Arc::new(move |msg| route(&table, msg)));
         Session {
             connection: Connection::new(gateway, out),
             routes,

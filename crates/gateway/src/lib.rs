@@ -13,6 +13,7 @@
 mod budget;
 mod connection;
 pub mod http;
+mod out;
 pub mod relay;
 pub mod stdio;
 

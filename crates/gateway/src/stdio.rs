@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 
 use super::budget::Outgoing;
 use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
+use super::out::Out;
 use super::Gateway;
 use mcpmux_core::error::Error;
 
@@ -29,7 +30,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (out, mut outgoing) = mpsc::channel::<Outgoing>(OUTGOING_QUEUE);
-    let connection = Connection::new(gateway, out.clone());
+    let connection = Connection::new(gateway, Out::Queue(out.clone()));
     let writing = tokio::spawn(async move {
         while let Some(msg) = outgoing.recv().await {
             let (mut line, held) = msg.into_bytes();
