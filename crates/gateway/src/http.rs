@@ -29,11 +29,11 @@
 //! Each session owns one connection (`connection.rs`) whose messages are
 //! routed where they are sent (`out.rs`): each answer to the `POST` that
 //! carried its request, progress to the stream of the request that asked
-//! for it, and everything else to the session's `GET` stream (dropped when none is open). All bounded. An
-//! answer holds its session's budget (`budget.rs`) until hyper has taken
-//! the last of it: a batch's answers are assembled as their parts, never
-//! copied into one buffer, and those past the budget are -32000 "gateway
-//! busy" errors.
+//! for it, and everything else to the session's `GET` stream (dropped
+//! when none is open). All bounded. An answer holds its session's budget
+//! (`budget.rs`) until hyper has taken the last of it: a batch's answers
+//! are assembled as their parts, never copied into one buffer, and those
+//! past the budget are -32000 "gateway busy" errors.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
