@@ -811,7 +811,7 @@ fn open_files_limit() -> Res<u64> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Err(format!("getrlimit: {}", std::io::Error::last_os_error()).into());
     }
-    Ok(limit.rlim_cur as u64)
+    Ok(limit.rlim_cur)
 }
 
 /// VmRSS of process `pid`, in KB.
