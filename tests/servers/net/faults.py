@@ -212,6 +212,19 @@ def http_response(status, reason, content_type, body, extra=()):
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
+async def answered_on_stream(writer, msg):
+    """Opens a chunked SSE response and sends the whole answer to `msg` as
+    one event; the stream is left open."""
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    done = result(msg.get("id"), {"content": [{"type": "text", "text": "answered"}]})
+    event = f"event: message\ndata: {json.dumps(done)}\n\n".encode()
+    writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+    await writer.drain()
+
+
 async def endless_chunks(writer, label):
     """Writes 64 KiB chunks of a chunked body until the client closes the
     connection, noting each 16 MiB sent on stderr (the tests look for it)."""
@@ -304,25 +317,11 @@ async def fault_response(writer, reader, msg):
         log_method("<client gone>")
         return
     elif fault == "sse-late-end":
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
-        )
-        done = result(msg.get("id"), {"content": [{"type": "text", "text": "answered"}]})
-        event = f"event: message\ndata: {json.dumps(done)}\n\n".encode()
-        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
-        await writer.drain()
+        await answered_on_stream(writer, msg)
         await asyncio.sleep(0.02)
         writer.write(b"0\r\n\r\n")
     elif fault == "sse-linger":
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
-        )
-        done = result(msg.get("id"), {"content": [{"type": "text", "text": "answered"}]})
-        event = f"event: message\ndata: {json.dumps(done)}\n\n".encode()
-        writer.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
-        await writer.drain()
+        await answered_on_stream(writer, msg)
         await reader.read()  # hold the stream until the client goes
         log_method("<client gone>")
         return
