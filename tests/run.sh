@@ -31,7 +31,39 @@ if [ -n "${CI:-}" ]; then
   export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 fi
 
-step() { printf '\n==> %s\n' "$*"; }
+step() {
+  printf '\n==> %s\n' "$*"
+  # A CI machine's disk is the limit this suite meets first: each step says
+  # what the target directory holds and what is left, so a failure names it.
+  if [ -n "${CI:-}" ]; then
+    printf '    (target %s, %s free)\n' \
+      "$(du -sh "$CARGO_TARGET_DIR" 2>/dev/null | cut -f1 || echo '?')" \
+      "$(df -h --output=avail "$ROOT" 2>/dev/null | tail -1 | tr -d ' ' || echo '?')"
+  fi
+}
+
+# cargo_test ARGS: `cargo test ARGS`. Under CI the test binaries it built are
+# deleted once they have run: there are about 140 of them at 40-60 MB each,
+# nothing later runs them again, and together they were the largest part of
+# the target directory. Locally they stay, so a rerun relinks nothing.
+cargo_test() {
+  if [ -z "${CI:-}" ]; then
+    cargo test "$@"
+    return
+  fi
+  local built
+  built="$(cargo test --no-run --message-format=json-render-diagnostics "$@" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg["profile"]["test"] and msg.get("executable"):
+        print(msg["executable"])
+')"
+  cargo test "$@"
+  if [ -n "$built" ]; then
+    xargs -d '\n' rm -f <<<"$built"
+  fi
+}
 
 QUICK=""
 case "${1:-}" in
@@ -59,7 +91,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 if [ -n "$QUICK" ]; then
   step "unit tests of every crate (cargo test --lib --bins)"
-  cargo test --workspace --lib --bins --locked
+  cargo_test --workspace --lib --bins --locked
   step "quick tier passed"
   exit 0
 fi
@@ -68,10 +100,10 @@ step "cargo build (the binaries the tests start: mcpmux, mcpmux-demo-server)"
 cargo build --workspace --locked
 
 step "cargo test"
-cargo test --workspace --locked
+cargo_test --workspace --locked
 
 step "fuzz corpus replay (mcpmux-sessions --features fuzzing: every target's corpus through the engine's, the policy's and the sessions' entry points)"
-cargo test -p mcpmux-sessions --features fuzzing --test fuzz_corpus_replay --locked
+cargo_test -p mcpmux-sessions --features fuzzing --test fuzz_corpus_replay --locked
 
 step "mcpmux-core --no-default-features (an MCP-only embedder's build: no ring, no tokio-tungstenite, no hyper server)"
 direct="$(cargo tree -p mcpmux-core --no-default-features -e normal --depth 1 --prefix none --locked)"
@@ -87,7 +119,7 @@ if cargo tree -p mcpmux-core --no-default-features -e features -i hyper --prefix
   exit 1
 fi
 cargo clippy -p mcpmux-core --no-default-features --all-targets --locked -- -D warnings
-cargo test -p mcpmux-core --no-default-features --locked
+cargo_test -p mcpmux-core --no-default-features --locked
 
 step "the C library and the Python and Node extensions do not compile the gateway"
 for front in mcpmux-ffi mcpmux-python mcpmux-node; do
