@@ -41,7 +41,10 @@
 //! seconds). Each session's client holds a connection per call in flight
 //! and one for its GET stream, so this gateway runs with
 //! `--max-connections` above all 16,640 of them, which needs a limit on
-//! open files above about 18,000.
+//! open files above about 18,000, and local ports for them and for the few
+//! thousand the clients close meanwhile (in `TIME_WAIT` for a minute): a
+//! connect that fails with "Cannot assign requested address" asks for a
+//! wider `net.ipv4.ip_local_port_range` (see docs/performance-runs.md).
 //!
 //! Informational: the program exits 0 whatever the figures, non-zero only
 //! when something fails. `$MCPMUX_BENCH_ROWS` appends the rows to a file for
