@@ -43,7 +43,7 @@ step() {
 }
 
 # cargo_test ARGS: `cargo test ARGS`. Under CI the test binaries it built are
-# deleted once they have run: there are about 140 of them at 40-60 MB each,
+# deleted once they have run: there are about 100 of them at 40-60 MB each,
 # nothing later runs them again, and together they were the largest part of
 # the target directory. Locally they stay, so a rerun relinks nothing.
 cargo_test() {
