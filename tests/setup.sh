@@ -112,7 +112,7 @@ fi
 
 # Fault servers are run directly by path too; keep them executable.
 for f in exit_during_init hang_in_init crash_mid_call hang garbage_stdout huge_line \
-         ignore_sigterm slow_init probe; do
+         ignore_sigterm slow_init probe closes_stdin; do
   [ -x "$TESTS/servers/$f.py" ] || chmod +x "$TESTS/servers/$f.py"
 done
 

@@ -130,6 +130,34 @@ async fn a_crash_quotes_only_the_stderr_of_the_call_under_way() {
     close_and_check(hub, &tag).await;
 }
 
+/// A server that stops reading its stdin before it exits: the next call's
+/// write fails at once (a broken pipe), and its error is the reader's
+/// account of the end (the exit status and the stderr), not a bare
+/// "connection closed".
+#[tokio::test]
+async fn a_write_to_a_server_that_stopped_reading_fails_with_why_it_ended() {
+    let tag = marker("closes-stdin");
+    let hub = hub_with(&tag, fault("quitter", "closes_stdin.py", &tag)).await;
+    let defaults = CallOptions::default();
+    let answered = hub.call_tool("mcp_quitter_quit", None, &defaults).await;
+    assert!(answered.is_ok(), "{answered:?}");
+    // Its stdin is closed by now; it exits 0.3 s after that.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let e = tokio::time::timeout(
+        Duration::from_secs(5),
+        hub.call_tool("mcp_quitter_quit", None, &defaults),
+    )
+    .await
+    .expect("no hang")
+    .unwrap_err();
+    assert_eq!(e.code(), "TRANSPORT_CLOSED", "{e}");
+    let message = e.to_string();
+    assert!(message.contains("stopped reading"), "{message}");
+    assert!(message.contains("exit status: 3"), "{message}");
+    assert_demo_works(&hub).await;
+    hub.close().await;
+}
+
 #[tokio::test]
 async fn demo_crash_fails_every_call_in_flight() {
     let tag = marker("inflight");

@@ -110,6 +110,12 @@ pub const MAX_SERVER_REQUESTS: usize = 64;
 /// user is asked.
 pub const MAX_SERVING_BYTES: usize = 64 << 20;
 
+/// How long a request whose send found the connection gone waits for the
+/// transport's account of the end ([`Transport::reports_its_end`]): the
+/// stdio reader waits up to 0.7 s for the process to exit and its stderr
+/// to drain.
+const END_REPORT_WAIT: Duration = Duration::from_secs(1);
+
 /// How a pending request ends, as its caller receives it.
 enum Answer {
     /// The response (or why there will be none).
@@ -346,7 +352,7 @@ impl Peer {
         line: Vec<u8>,
         opts: &RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let (tx, rx) = oneshot::channel();
+        let (tx, mut rx) = oneshot::channel();
         let progress = opts.track_progress.then(|| {
             Arc::new(ProgressState {
                 last_ms: AtomicU64::new(0),
@@ -383,10 +389,13 @@ impl Peer {
             cancellable: opts.cancellable,
             armed: true,
         };
-        if opts.headers.is_empty() {
-            self.shared.send(line)?;
+        let sent = if opts.headers.is_empty() {
+            self.shared.send(line)
         } else {
-            self.shared.send_with_headers(line, &opts.headers)?;
+            self.shared.send_with_headers(line, &opts.headers)
+        };
+        if let Err(e) = sent {
+            return Err(self.shared.explained(e, &mut rx).await);
         }
         let answer = if alone {
             self.shared.wait_alone(rx, start).await
@@ -465,6 +474,21 @@ impl Shared {
         // The connection may already be gone; then there is no one to tell.
         let _ = encode_notification("notifications/cancelled", Some(&params))
             .and_then(|line| self.send(line));
+    }
+
+    /// The error for a request whose send failed with `error`: when the
+    /// transport found the connection gone and reports its end, the
+    /// account that report fails the request with (`rx` is the request's),
+    /// if it comes within [`END_REPORT_WAIT`]; else `error`.
+    async fn explained(&self, error: Error, rx: &mut oneshot::Receiver<Answer>) -> Error {
+        let reports = self.transport.get().is_some_and(|t| t.reports_its_end());
+        if !reports || !matches!(error, Error::TransportClosed(_)) {
+            return error;
+        }
+        match tokio::time::timeout(END_REPORT_WAIT, rx).await {
+            Ok(Ok(Answer::Reply(Err(reported)))) => reported,
+            _ => error,
+        }
     }
 
     fn send(&self, line: Vec<u8>) -> Result<(), Error> {

@@ -87,6 +87,15 @@ pub trait Transport: Send + Sync + 'static {
     /// Returns [`Error::TransportClosed`] once the connection is gone.
     fn send(&self, message: Vec<u8>) -> Result<(), Error>;
 
+    /// Whether a [`send`](Transport::send) that fails with
+    /// [`Error::TransportClosed`] is soon followed by the sink's `on_closed`
+    /// with a fuller account of the end. Stdio: a write that finds the pipe
+    /// broken knows only that; the stdout reader, which sees the end
+    /// moments later, reports the exit status and the server's stderr.
+    fn reports_its_end(&self) -> bool {
+        false
+    }
+
     /// Like [`send`](Transport::send), with extra HTTP headers for this
     /// message (`Mcp-Param-*`); transports without headers ignore them.
     fn send_with_headers(

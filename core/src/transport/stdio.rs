@@ -247,6 +247,10 @@ impl Transport for StdioTransport {
         true
     }
 
+    fn reports_its_end(&self) -> bool {
+        true
+    }
+
     fn read_now(&self) {
         crate::runtime::ReadNow::read_now(&*self.stdout);
     }
