@@ -65,6 +65,9 @@ pub struct ClientOptions {
     /// Where the server's notifications go as [`HubEvent`]s (log messages,
     /// list changes, resource updates); the hub's sender.
     pub events: EventSender,
+    /// The host's roots, when it shares them: `roots/list` is answered
+    /// from them and the capability is declared with `listChanged: true`.
+    pub roots: Option<crate::roots::Roots>,
 }
 
 impl Default for ClientOptions {
@@ -75,6 +78,7 @@ impl Default for ClientOptions {
             on_tools_changed: None,
             auth: crate::auth::AuthOptions::default(),
             events: EventSender::default(),
+            roots: None,
         }
     }
 }
@@ -295,6 +299,7 @@ impl Client {
         let label = format!("server '{}'", config.name);
         let inbound = Arc::new(ClientInbound {
             server: config.name.clone(),
+            timeout: config.timeout,
             handlers: options.handlers.clone(),
             events: options.events.clone(),
             client: OnceLock::new(),
@@ -360,7 +365,7 @@ impl Client {
         options: &ClientOptions,
         peer: &Peer,
     ) -> Result<(InitializeResult, Option<RequestMeta>), Error> {
-        let capabilities = client_capabilities(&options.handlers);
+        let capabilities = client_capabilities(&options.handlers, options.roots.is_some());
         let pinned = config.protocol_version.as_deref();
         let http = matches!(config.transport, crate::config::TransportConfig::Http(_));
         let try_stateless = match pinned {
@@ -903,6 +908,23 @@ impl Client {
         Ok(answer)
     }
 
+    /// Tells the server the host's roots changed
+    /// (`notifications/roots/list_changed`), when it keeps a session; a
+    /// 2026-07-28 server has none to tell. A connection that is gone is
+    /// left to its supervisor.
+    pub(crate) fn notify_roots_changed(&self) {
+        if self.inner.stateless.is_some() {
+            return;
+        }
+        if let Err(e) = self
+            .inner
+            .peer
+            .notify::<Value>("notifications/roots/list_changed", None)
+        {
+            tracing::debug!(server = %self.name(), error = %e, "roots change not sent");
+        }
+    }
+
     /// Closes the connection (for stdio: stdin, then SIGTERM, then SIGKILL)
     /// and waits until the server is gone.
     pub async fn close(&self) {
@@ -987,11 +1009,15 @@ impl ListError {
     }
 }
 
-/// The capabilities to declare: one per handler the host set.
-fn client_capabilities(handlers: &ClientHandlers) -> Value {
+/// The capabilities to declare: one per handler the host set. Roots the
+/// host can change ([`crate::roots::Roots`]) are announced as such.
+fn client_capabilities(handlers: &ClientHandlers, roots_change: bool) -> Value {
     let mut capabilities = serde_json::Map::new();
     if handlers.roots.is_some() {
-        capabilities.insert("roots".into(), serde_json::json!({ "listChanged": false }));
+        capabilities.insert(
+            "roots".into(),
+            serde_json::json!({ "listChanged": roots_change }),
+        );
     }
     if handlers.sampling.is_some() {
         capabilities.insert("sampling".into(), serde_json::json!({}));
@@ -1012,6 +1038,9 @@ fn connect_failed(e: Error) -> Error {
 /// Answers the server's requests and notifications for one client.
 struct ClientInbound {
     server: String,
+    /// The server's `timeout_seconds`: how long a host's handler may take
+    /// (the server's own call waits meanwhile).
+    timeout: Duration,
     handlers: ClientHandlers,
     events: EventSender,
     client: OnceLock<Weak<ClientInner>>,
@@ -1044,8 +1073,20 @@ impl Inbound for ClientInbound {
         };
         let elicitation = (method == "elicitation/create").then(|| request.params.clone());
         let fut = handler(request);
+        let (timeout, method) = (self.timeout, method.to_owned());
         Box::pin(async move {
-            let mut answer = fut.await.map_err(RpcError::from)?;
+            let mut answer = tokio::time::timeout(timeout, fut)
+                .await
+                .map_err(|_| {
+                    RpcError::new(
+                        codes::INTERNAL_ERROR,
+                        format!(
+                            "the client's host did not answer {method:.100} within {:.1} s",
+                            timeout.as_secs_f64()
+                        ),
+                    )
+                })?
+                .map_err(RpcError::from)?;
             if let Some(params) = elicitation {
                 crate::elicitation::fill_defaults(&params, &mut answer);
             }

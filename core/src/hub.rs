@@ -50,6 +50,11 @@ pub struct HubOptions {
     /// they are up. For hosts that must answer quickly whatever one slow
     /// server does (the gateway's `initialize`, the CLI's listings).
     pub startup_wait: Option<std::time::Duration>,
+    /// The host's roots ([`crate::roots::Roots`]): given, every server may
+    /// ask `roots/list` (the capability is declared with `listChanged`) and
+    /// [`Hub::set_roots`] changes them. It answers `roots/list` in place of
+    /// [`ClientHandlers::roots`].
+    pub roots: Option<crate::roots::Roots>,
 }
 
 impl Default for HubOptions {
@@ -60,6 +65,7 @@ impl Default for HubOptions {
             auth: crate::auth::AuthOptions::default(),
             events: EventSender::default(),
             startup_wait: None,
+            roots: None,
         }
     }
 }
@@ -98,6 +104,12 @@ impl HubOptions {
     /// Sets [`HubOptions::startup_wait`].
     pub fn with_startup_wait(mut self, bound: std::time::Duration) -> Self {
         self.startup_wait = Some(bound);
+        self
+    }
+
+    /// Sets [`HubOptions::roots`].
+    pub fn with_roots(mut self, roots: crate::roots::Roots) -> Self {
+        self.roots = Some(roots);
         self
     }
 }
@@ -408,6 +420,10 @@ impl Hub {
         // Before any server starts: the config's `[telemetry]` table.
         crate::telemetry::configure(&config.telemetry);
         let startup_wait = options.startup_wait;
+        let mut handlers = options.handlers;
+        if let Some(roots) = &options.roots {
+            handlers.roots = Some(roots.handler());
+        }
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
@@ -426,9 +442,10 @@ impl Hub {
                 rebuilding: Mutex::new(()),
                 options: ClientOptions {
                     client_info: options.client_info,
-                    handlers: options.handlers,
+                    handlers,
                     auth: options.auth,
                     events: options.events,
+                    roots: options.roots,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();
@@ -1201,6 +1218,42 @@ impl Hub {
         self.inner.options.events.close();
         // Spans and metrics so far go out now (bounded; nothing when off).
         crate::telemetry::flush_async().await;
+    }
+
+    /// Replaces the host's roots (paths or `file://` URIs,
+    /// [`crate::roots::Root::parse`]) and sends
+    /// `notifications/roots/list_changed` to every connected server that
+    /// keeps a session (a 2026-07-28 server asks again with each request
+    /// that needs them). A hub connected without
+    /// [`HubOptions::roots`] declared no roots capability, so this is
+    /// `INVALID_INPUT` there; a bad root is `INVALID_INPUT` naming it and
+    /// changes nothing.
+    pub fn set_roots<S: AsRef<str>>(&self, roots: &[S]) -> Result<(), Error> {
+        let Some(store) = &self.inner.options.roots else {
+            return Err(Error::InvalidInput(
+                "set_roots: this hub was connected without roots, so its servers were told \
+                 it has none to share; pass roots when connecting"
+                    .into(),
+            ));
+        };
+        store.replace(crate::roots::Root::parse_all(roots)?);
+        for slot in self.inner.slots().iter() {
+            if let Some(client) = slot.client() {
+                client.notify_roots_changed();
+            }
+        }
+        Ok(())
+    }
+
+    /// The host's roots as servers see them now (empty when the hub was
+    /// connected without [`HubOptions::roots`]).
+    pub fn roots(&self) -> Vec<crate::roots::Root> {
+        self.inner
+            .options
+            .roots
+            .as_ref()
+            .map(|r| r.list().to_vec())
+            .unwrap_or_default()
     }
 
     /// Whether [`close`](Hub::close) was called.

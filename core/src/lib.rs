@@ -50,6 +50,7 @@ pub(crate) mod param_headers;
 pub mod protocol;
 pub(crate) mod raw_table;
 pub mod results;
+pub mod roots;
 pub mod runtime;
 pub(crate) mod secrets;
 pub(crate) mod stateless;
@@ -74,6 +75,7 @@ pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS};
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
+pub use roots::{Root, Roots};
 pub use tasks::{Task, TaskHandle, TaskStatus};
 pub use tool_format::ToolFormat;
 /// Most answers and notifications in flight to one server over Streamable
