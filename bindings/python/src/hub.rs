@@ -70,7 +70,12 @@ impl NativeHub {
     /// stream is subscribed before the servers start (taken by
     /// `events(initial=True)`).
     /// `startup_timeout` (seconds) is core's `HubOptions::startup_wait`.
-    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false, startup_timeout=None))]
+    /// `on_request(method, params) -> dict` answers the server requests of
+    /// the kinds in `requests` (`"elicitation"`, `"sampling"`; see
+    /// `requests.rs`); `roots` (paths or `file://` URIs) are shared with
+    /// every server.
+    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false, startup_timeout=None, on_request=None, requests=Vec::new(), roots=None))]
+    #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
         kind: &str,
@@ -79,6 +84,9 @@ impl NativeHub {
         authorize: Option<Py<PyAny>>,
         events: bool,
         startup_timeout: Option<&Bound<'_, PyAny>>,
+        on_request: Option<Py<PyAny>>,
+        requests: Vec<String>,
+        roots: Option<Vec<String>>,
     ) -> PyResult<Py<PyAny>> {
         let startup_wait = convert::opt_seconds(startup_timeout, "startup_timeout")?;
         let parsed = load_config(py, kind, config)?;
@@ -87,6 +95,14 @@ impl NativeHub {
             options.startup_wait = startup_wait;
             options
         };
+        if let Some(callback) = on_request {
+            options.handlers =
+                crate::requests::handlers(callback, &requests).map_err(|e| errors::to_py(py, &e))?;
+        }
+        if let Some(roots) = roots {
+            options.roots =
+                Some(mcpmux_core::Roots::new(&roots).map_err(|e| errors::to_py(py, &e))?);
+        }
         if let Some(callback) = authorize {
             options.auth.handler =
                 Some(Arc::new(crate::authorize::PyAuthorize(Arc::new(callback))));
@@ -97,6 +113,18 @@ impl NativeHub {
             Ok(Outcome::Hub(hub, first))
         });
         run(py, op, aio, Exec::Worker)
+    }
+
+    /// Replaces the roots shared with servers (`Hub::set_roots`).
+    fn set_roots(&self, py: Python<'_>, roots: Vec<String>) -> PyResult<()> {
+        let hub = self.hub_py(py)?;
+        hub.set_roots(&roots).map_err(|e| errors::to_py(py, &e))
+    }
+
+    /// The roots shared with servers now, as `{"uri", "name"}` dicts.
+    fn roots(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let hub = self.hub_py(py)?;
+        json_out(py, &hub.roots())
     }
 
     /// Whether `close()` was called (or the hub is unusable after fork()).

@@ -28,6 +28,7 @@ mod events;
 mod handle;
 mod hub;
 mod policy;
+mod requests;
 mod runtime;
 mod session;
 

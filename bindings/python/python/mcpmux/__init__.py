@@ -39,6 +39,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from . import _native
+from ._requests import RequestHandler, RootsArg, request_options, roots_list
 from ._errors import (
     AuthFailed,
     AuthRequired,
@@ -319,6 +320,9 @@ class Hub:
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
         startup_timeout: Optional[float] = None,
+        on_elicitation: Optional[RequestHandler] = None,
+        on_sampling: Optional[RequestHandler] = None,
+        roots: Optional[RootsArg] = None,
     ) -> "Hub":
         """Starts every enabled server of ``config`` at once and returns the hub.
 
@@ -340,6 +344,22 @@ class Hub:
         It is called on an engine thread. Without it, a server that needs a
         new authorization fails with :class:`AuthRequired`.
 
+        Servers may ask the host things. ``on_elicitation(params) -> dict``
+        answers ``elicitation/create`` (return ``{"action": "accept",
+        "content": {...}}``, ``{"action": "decline"}`` or ``{"action":
+        "cancel"}``); ``on_sampling(params) -> dict`` answers
+        ``sampling/createMessage`` with a ``CreateMessageResult``
+        (``role``, ``content``, ``model``, ``stopReason``). ``params`` is
+        the request's params as the server sent them. The same handlers
+        answer a 2026-07-28 server's ``input_required`` questions. They run
+        on an engine thread; an ``async def`` handler is run to completion
+        there. What a handler raises reaches the server as a JSON-RPC error;
+        one slower than the server's ``timeout_seconds`` is answered with an
+        error for it. ``roots`` (paths or ``file://`` URIs) are the
+        directories shared with servers (``roots/list``);
+        :meth:`set_roots` changes them. A capability is declared only when
+        its handler (or ``roots``) is given.
+
         ``config`` is a path (``str`` or ``pathlib.Path``) to a TOML or JSON
         file, TOML or JSON text, or a ``dict`` in either shape
         (``{"mcpServers": {...}}`` or ``{"mcp": {"servers": [...]}}``). A
@@ -352,9 +372,18 @@ class Hub:
         """
         kind, value = _config_args(config)
         _check_on_event(on_event)
+        on_request, requests = request_options(on_elicitation, on_sampling)
         hub = cls(
             _native.Hub.connect(
-                kind, value, None, authorize, on_event is not None, startup_timeout
+                kind,
+                value,
+                None,
+                authorize,
+                on_event is not None,
+                startup_timeout,
+                on_request=on_request,
+                requests=requests,
+                roots=None if roots is None else roots_list(roots),
             )
         )
         if on_event is not None:
@@ -365,6 +394,19 @@ class Hub:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._native.closed
+
+    def set_roots(self, roots: RootsArg) -> None:
+        """Replaces the roots shared with servers (paths or ``file://``
+        URIs) and tells every connected server
+        (``notifications/roots/list_changed``). A hub connected without
+        ``roots`` raises :class:`InvalidInput`; so does a bad root, which
+        changes nothing."""
+        self._native.set_roots(roots_list(roots))
+
+    @property
+    def roots(self) -> List[Dict[str, Any]]:
+        """The roots shared with servers now: ``{"uri", "name"}`` dicts."""
+        return self._native.roots()
 
     def servers(self) -> List[Dict[str, Any]]:
         """The status of every configured server, in config order.
@@ -824,6 +866,9 @@ class AsyncHub:
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
         startup_timeout: Optional[float] = None,
+        on_elicitation: Optional[RequestHandler] = None,
+        on_sampling: Optional[RequestHandler] = None,
+        roots: Optional[RootsArg] = None,
     ) -> _Connecting:
         """Starts every enabled server of ``config`` at once; gives the hub.
 
@@ -838,9 +883,17 @@ class AsyncHub:
         hub's ``mcpmux-events`` delivery thread hands each one over with
         ``loop.call_soon_threadsafe``); if it returns an awaitable, that
         runs as a task. ``startup_timeout`` as for :meth:`Hub.connect`.
+
+        ``on_elicitation``, ``on_sampling`` and ``roots`` as for
+        :meth:`Hub.connect`; a handler may be ``async def``: it then runs
+        on the event loop that connected the hub.
         """
         _check_on_event(on_event)
-        return _Connecting(cls._connect(config, authorize, on_event, startup_timeout))
+        return _Connecting(
+            cls._connect(
+                config, authorize, on_event, startup_timeout, on_elicitation, on_sampling, roots
+            )
+        )
 
     @classmethod
     async def _connect(
@@ -849,13 +902,22 @@ class AsyncHub:
         authorize: Optional[Callable[[str, str, str], str]] = None,
         on_event: Optional[EventCallback] = None,
         startup_timeout: Optional[float] = None,
+        on_elicitation: Optional[RequestHandler] = None,
+        on_sampling: Optional[RequestHandler] = None,
+        roots: Optional[RootsArg] = None,
     ) -> "AsyncHub":
         kind, value = _config_args(config)
+        on_request, requests = request_options(
+            on_elicitation, on_sampling, _get_running_loop()
+        )
         connect = functools.partial(
             _native.Hub.connect,
             authorize=authorize,
             events=on_event is not None,
             startup_timeout=startup_timeout,
+            on_request=on_request,
+            requests=requests,
+            roots=None if roots is None else roots_list(roots),
         )
         hub = cls(await _run(connect, kind, value))
         if on_event is not None:
@@ -879,6 +941,15 @@ class AsyncHub:
     def closed(self) -> bool:
         """Whether :meth:`close` was called."""
         return self._native.closed
+
+    async def set_roots(self, roots: RootsArg) -> None:
+        """See :meth:`Hub.set_roots`."""
+        self._native.set_roots(roots_list(roots))
+
+    @property
+    def roots(self) -> List[Dict[str, Any]]:
+        """See :attr:`Hub.roots`."""
+        return self._native.roots()
 
     async def servers(self) -> List[Dict[str, Any]]:
         """See :meth:`Hub.servers`."""

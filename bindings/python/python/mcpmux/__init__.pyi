@@ -9,6 +9,7 @@ from typing import (
     Coroutine,
     Dict,
     Generator,
+    Iterable,
     List,
     Literal,
     Mapping,
@@ -26,6 +27,10 @@ EXIT_GRACE_SECONDS: float
 Config = Union[str, os.PathLike[str], Mapping[str, Any]]
 #: ``on_progress(progress, total, message)``; for AsyncHub it may be a coroutine function.
 ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
+#: ``on_elicitation(params)`` / ``on_sampling(params)``: the result dict (or an awaitable of it).
+RequestHandler = Callable[[Dict[str, Any]], Any]
+#: Roots: paths or ``file://`` URIs.
+RootsArg = Iterable[Union[str, os.PathLike[str]]]
 #: ``tools_for`` formats.
 ToolFormat = Literal["anthropic", "openai", "openai-responses", "mcp"]
 
@@ -101,9 +106,15 @@ class Hub:
         authorize: Optional[Callable[[str, str, str], str]] = ...,
         on_event: Optional[EventCallback] = ...,
         startup_timeout: Optional[float] = ...,
+        on_elicitation: Optional[RequestHandler] = ...,
+        on_sampling: Optional[RequestHandler] = ...,
+        roots: Optional[RootsArg] = ...,
     ) -> Hub: ...
     @property
     def closed(self) -> bool: ...
+    def set_roots(self, roots: RootsArg) -> None: ...
+    @property
+    def roots(self) -> List[Dict[str, Any]]: ...
     def servers(self) -> List[ServerStatus]: ...
     def list_tools(self) -> List[HubTool]: ...
     def search_tools(self, query: str, limit: int = ...) -> List[HubTool]: ...
@@ -207,9 +218,15 @@ class AsyncHub:
         authorize: Optional[Callable[[str, str, str], str]] = ...,
         on_event: Optional[EventCallback] = ...,
         startup_timeout: Optional[float] = ...,
+        on_elicitation: Optional[RequestHandler] = ...,
+        on_sampling: Optional[RequestHandler] = ...,
+        roots: Optional[RootsArg] = ...,
     ) -> _Connecting: ...
     @property
     def closed(self) -> bool: ...
+    async def set_roots(self, roots: RootsArg) -> None: ...
+    @property
+    def roots(self) -> List[Dict[str, Any]]: ...
     async def servers(self) -> List[ServerStatus]: ...
     async def list_tools(self) -> List[HubTool]: ...
     async def search_tools(self, query: str, limit: int = ...) -> List[HubTool]: ...
