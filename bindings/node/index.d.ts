@@ -336,6 +336,35 @@ export interface ConnectOptions {
    * the background (a `tools_changed` event lists their tools).
    */
   startupTimeoutMs?: number
+  /**
+   * Answers a server's `elicitation/create` (params as the server sent
+   * them): `{action: 'accept', content: {...}}`, `{action: 'decline'}` or
+   * `{action: 'cancel'}`. Declares the `elicitation` capability.
+   */
+  onElicitation?: (params: Record<string, any>) => ElicitResult | Promise<ElicitResult>
+  /**
+   * Answers a server's `sampling/createMessage` with a `CreateMessageResult`.
+   * Declares the `sampling` capability.
+   */
+  onSampling?: (params: Record<string, any>) => Record<string, any> | Promise<Record<string, any>>
+  /**
+   * Directories shared with servers (`roots/list`): paths, `file://` URIs
+   * or file: URLs. Declares the `roots` capability (`listChanged`).
+   */
+  roots?: Array<string | URL>
+}
+
+/** What an `onElicitation` handler returns. */
+export interface ElicitResult {
+  action: 'accept' | 'decline' | 'cancel'
+  content?: Record<string, unknown>
+  [key: string]: unknown
+}
+
+/** One root shared with servers. */
+export interface Root {
+  uri: string
+  name?: string
 }
 
 /** A server's connection state changed. */
@@ -451,6 +480,15 @@ export declare class Hub {
 
   /** Whether {@link Hub.close} was called. */
   readonly closed: boolean
+
+  /**
+   * Replaces the roots shared with servers and tells every connected
+   * server. Throws `INVALID_INPUT` on a hub connected without `roots`.
+   */
+  setRoots(roots: Array<string | URL>): void
+
+  /** The roots shared with servers now. */
+  readonly roots: Root[]
 
   /** The status of every configured server, in config order. */
   servers(): Promise<ServerStatus[]>

@@ -650,6 +650,17 @@ class Hub extends EventEmitter {
    *   so it also sees each server's first `server_state`.
    *   `startupTimeoutMs` bounds how long it waits for the servers: those not
    *   up by then show as `starting` and come up in the background.
+   *   `onElicitation(params)` answers a server's `elicitation/create`
+   *   (`{action: 'accept', content: {...}}`, `{action: 'decline'}` or
+   *   `{action: 'cancel'}`); `onSampling(params)` answers
+   *   `sampling/createMessage` with a `CreateMessageResult`. Either may
+   *   return a Promise; they run on the JavaScript thread. What one throws
+   *   or rejects with reaches the server as a JSON-RPC error; one slower
+   *   than the server's `timeout_seconds` is answered with an error for it.
+   *   The same handlers answer a 2026-07-28 server's `input_required`
+   *   questions. `roots` (paths, `file://` URIs or file: URLs) are shared
+   *   with servers (`roots/list`); {@link Hub#setRoots} changes them. A
+   *   capability is declared only when its handler (or `roots`) is given.
    * @returns {Promise<Hub>}
    */
   static async connect(config, options) {
@@ -672,7 +683,13 @@ class Hub extends EventEmitter {
       startupTimeoutMs = options.startupTimeoutMs
       if (typeof startupTimeoutMs !== 'number') throw invalid('options.startupTimeoutMs', 'must be a number of milliseconds')
     }
-    const nativeHub = await run((id) => dispatcher.connect(id, text, kind, authorize, withEvents, startupTimeoutMs))
+    const { onRequest, requests } = requestHandlers(options)
+    const roots = options !== undefined && options !== null && options.roots !== undefined && options.roots !== null
+      ? rootsList(options.roots, 'options.roots')
+      : null
+    const nativeHub = await run((id) =>
+      dispatcher.connect(id, text, kind, authorize, withEvents, startupTimeoutMs, onRequest, requests, roots)
+    )
     const hub = new Hub(nativeHub, withEvents)
     if (withEvents) hub.on('event', onEvent)
     return hub
@@ -681,6 +698,27 @@ class Hub extends EventEmitter {
   /** Whether {@link Hub#close} was called. */
   get closed() {
     return this._closed
+  }
+
+  /**
+   * Replaces the roots shared with servers (paths, `file://` URIs or file:
+   * URLs) and tells every connected server
+   * (`notifications/roots/list_changed`). A hub connected without `roots`
+   * throws `INVALID_INPUT`; so does a bad root, which changes nothing.
+   * @param {Array<string | URL>} roots
+   */
+  setRoots(roots) {
+    const list = rootsList(roots, 'roots')
+    try {
+      this._native.setRoots(list)
+    } catch (err) {
+      throw nativeThrow(err)
+    }
+  }
+
+  /** The roots shared with servers now: `[{uri, name}]`. */
+  get roots() {
+    return JSON.parse(this._native.roots())
   }
 
   /**
@@ -1393,6 +1431,49 @@ function paramsJson(v) {
 }
 
 /** An McpmuxError from the `{code, message}` JSON a native constructor threw. */
+// ---------------------------------------------------------------------------
+// Requests servers send to the host (elicitation, sampling) and roots.
+
+const REQUEST_KINDS = { 'elicitation/create': 'elicitation', 'sampling/createMessage': 'sampling' }
+
+/**
+ * The native `onRequest(method, paramsJson)` built from `options.onElicitation`
+ * and `options.onSampling`, and the request kinds it answers. It resolves to
+ * the handler's result as JSON text; a handler that throws, rejects or gives
+ * no object rejects, which answers the server with an error.
+ */
+function requestHandlers(options) {
+  const handlers = {}
+  for (const [name, kind] of [['onElicitation', 'elicitation'], ['onSampling', 'sampling']]) {
+    const fn = options === undefined || options === null ? undefined : options[name]
+    if (fn === undefined || fn === null) continue
+    if (typeof fn !== 'function') throw invalid(`options.${name}`, 'must be a function')
+    handlers[kind] = fn
+  }
+  const requests = Object.keys(handlers)
+  if (requests.length === 0) return { onRequest: null, requests: null }
+  const onRequest = (method, paramsJson) =>
+    Promise.resolve()
+      .then(() => handlers[REQUEST_KINDS[method]](JSON.parse(paramsJson)))
+      .then((result) => {
+        if (result === null || typeof result !== 'object' || Array.isArray(result)) {
+          throw new TypeError(`the ${method} handler gave ${result === null ? 'null' : typeof result}, not an object`)
+        }
+        return JSON.stringify(result)
+      })
+  return { onRequest, requests }
+}
+
+/** Roots as the engine takes them: strings (a file: URL becomes its href). */
+function rootsList(roots, argument) {
+  if (!Array.isArray(roots)) throw invalid(argument, 'must be an array of paths or file:// URIs')
+  return roots.map((root, i) => {
+    if (root instanceof URL) return root.href
+    if (typeof root !== 'string') throw invalid(`${argument}[${i}]`, 'must be a path or file:// URI')
+    return root
+  })
+}
+
 function nativeThrow(err) {
   try {
     const e = JSON.parse(err.message)

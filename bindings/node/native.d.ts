@@ -79,7 +79,7 @@ export declare class Dispatcher {
    * With `events`, an event stream is subscribed before the servers
    * start (taken by `NativeHub.events(true)`).
    */
-  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null): void
+  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null, onRequest?: ((method: string, paramsJson: string) => Promise<string>) | undefined | null, requests?: Array<string> | undefined | null, roots?: Array<string> | undefined | null): void
 }
 
 /**
@@ -108,6 +108,13 @@ export declare class NativeHub {
    * `mcpmux servers --json`). Synchronous: it only reads memory.
    */
   servers(): string
+  /**
+   * Replaces the roots shared with servers (`Hub::set_roots`).
+   * Synchronous: it only changes memory and queues notifications.
+   */
+  setRoots(roots: Array<string>): void
+  /** The roots shared with servers now, as JSON text (`[{uri, name}]`). */
+  roots(): string
   /**
    * One line naming the servers that failed (their tools are missing
    * from the lists), with their error codes; null when none did.

@@ -60,6 +60,7 @@ mod authorize;
 mod error;
 mod events;
 mod policy;
+mod requests;
 mod session;
 
 /// The addon's allocator (for the Rust code in the addon only; Node keeps
@@ -606,15 +607,24 @@ impl Dispatcher {
         authorize: Option<authorize::JsFunction<'_>>,
         events: Option<bool>,
         startup_timeout_ms: Option<f64>,
+        #[napi(ts_arg_type = "((method: string, paramsJson: string) => Promise<string>) | undefined | null")]
+        on_request: Option<requests::JsFunction<'_>>,
+        requests: Option<Vec<String>>,
+        roots: Option<Vec<String>>,
     ) -> napi::Result<()> {
         let mut options = mcpmux_core::HubOptions::default();
         let startup_wait = millis_option(startup_timeout_ms, "startupTimeoutMs");
         if let Some(f) = authorize {
             options.auth.handler = Some(Arc::new(authorize::JsAuthorize::new(f)?));
         }
+        if let Some(f) = on_request {
+            options.handlers = requests::handlers(f, &requests.unwrap_or_default())?;
+        }
+        let roots = roots.map(|r| mcpmux_core::Roots::new(&r)).transpose();
         let first = events.unwrap_or(false).then(|| options.events.subscribe());
         spawn_op(&self.sink, id, async move {
             options.startup_wait = startup_wait?;
+            options.roots = roots?;
             let config = load_config(&kind, config)?;
             Ok(Outcome::Hub(
                 Hub::connect_with(config, options).await?,
@@ -708,6 +718,21 @@ impl NativeHub {
     #[napi]
     pub fn servers(&self) -> String {
         serde_json::to_string(&self.hub().servers()).unwrap_or_else(|_| "[]".into())
+    }
+
+    /// Replaces the roots shared with servers (`Hub::set_roots`).
+    /// Synchronous: it only changes memory and queues notifications.
+    #[napi]
+    pub fn set_roots(&self, roots: Vec<String>) -> napi::Result<()> {
+        self.hub()
+            .set_roots(&roots)
+            .map_err(|e| napi::Error::new(napi::Status::GenericFailure, error_json(&e)))
+    }
+
+    /// The roots shared with servers now, as JSON text (`[{uri, name}]`).
+    #[napi]
+    pub fn roots(&self) -> String {
+        serde_json::to_string(&self.hub().roots()).unwrap_or_else(|_| "[]".into())
     }
 
     /// One line naming the servers that failed (their tools are missing
