@@ -239,6 +239,12 @@ typedef struct mcpmux_hub mcpmux_hub;
 typedef struct mcpmux_policy mcpmux_policy;
 
 /**
+ * The answer slot of one mcpmux_request_fn call. Owned by mcpmux; valid
+ * only during that call.
+ */
+typedef struct mcpmux_request_reply mcpmux_request_reply;
+
+/**
  * A session context: the configuration whose servers and `[session]`
  * table review sessions use, and the host reviewer. Created by
  * mcpmux_sessions_new(), owned by the caller, freed with
@@ -329,6 +335,29 @@ typedef void (*mcpmux_host_fn)(void *user_data, const char *request_json, struct
  * many). Blocking mcpmux functions fail there with INVALID_INPUT.
  */
 typedef void (*mcpmux_event_fn)(void *user_data, const char *event_json);
+
+/**
+ * Answers one request a server sent to the host: `method` is
+ * `"elicitation/create"` or `"sampling/createMessage"`, `params_json` the
+ * request's params as the server sent them, `server` the configured name
+ * of the server that asked.
+ *
+ * It answers before it returns by calling mcpmux_request_reply_ok() with the
+ * result the specification defines (`{"action": "accept", "content":
+ * {...}}`, a `CreateMessageResult`), or mcpmux_request_reply_error(); no
+ * call answers the server with an error. The return value is ignored.
+ * `params_json` and `reply` belong to mcpmux and are valid only until the
+ * callback returns.
+ *
+ * Thread: an engine thread set aside for blocking work (never the caller
+ * of a blocking mcpmux function), so it may wait for a person; several may
+ * run at once. Blocking mcpmux functions fail there with INVALID_INPUT.
+ * An answer slower than the server's `timeout_seconds` is answered for it
+ * with an error. `user_data` is passed as given to
+ * mcpmux_hub_connect_with_requests() and must stay valid until
+ * mcpmux_hub_free() returned, which waits for running callbacks.
+ */
+typedef int (*mcpmux_request_fn)(void *user_data, const char *server, const char *method, const char *params_json, struct mcpmux_request_reply *reply);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1318,6 +1347,68 @@ enum mcpmux_status mcpmux_hub_cancel_task(const struct mcpmux_hub *hub, const ch
  * `err` are NULL or valid for one pointer write.
  */
 enum mcpmux_status mcpmux_hub_list_tasks(const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Like mcpmux_hub_connect_with_options(), with `on_request` answering the
+ * servers' requests to the host (see mcpmux_request_fn). `options_json`
+ * (nullable) takes, besides the startup timeout, `"requests"`: which
+ * requests `on_request` answers, `["elicitation", "sampling"]` by default;
+ * only those capabilities are declared to servers. And `"roots"`: an
+ * array of paths or `file://` URIs shared with servers (declares `roots`;
+ * mcpmux_hub_set_roots() changes them). `on_request` may be NULL (then
+ * nothing but roots is declared). Blocking.
+ *
+ * # Safety
+ * As for mcpmux_hub_connect_with_options(); `on_request` is NULL or a
+ * function safe to call from any thread with `user_data`.
+ */
+enum mcpmux_status mcpmux_hub_connect_with_requests(struct mcpmux_engine *engine, const char *config_text, const char *options_json, mcpmux_request_fn on_request, void *user_data, struct mcpmux_hub **out, struct mcpmux_error **err);
+
+/**
+ * Answers a request callback with its result: `result_json` is a JSON
+ * object (copied). Text that is not a JSON object is INVALID_INPUT and
+ * leaves the reply unanswered. Only inside the callback that received
+ * `reply`; the last answer wins.
+ *
+ * # Safety
+ * `reply` is the reply of the running callback; `result_json` a
+ * NUL-terminated string; `err` NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_request_reply_ok(struct mcpmux_request_reply *reply, const char *result_json, struct mcpmux_error **err);
+
+/**
+ * Answers a request callback with a failure: the server gets a JSON-RPC
+ * error carrying `message` (copied). Only inside the callback that
+ * received `reply`; the last answer wins.
+ *
+ * # Safety
+ * As for mcpmux_request_reply_ok(), with `message` a NUL-terminated string.
+ */
+enum mcpmux_status mcpmux_request_reply_error(struct mcpmux_request_reply *reply, const char *message, struct mcpmux_error **err);
+
+/**
+ * Replaces the roots shared with servers: `roots_json` is a JSON array of
+ * paths or `file://` URIs. Every connected server is told
+ * (`notifications/roots/list_changed`). A hub connected without `"roots"`
+ * is INVALID_INPUT; so is a bad root, which changes nothing. Does not
+ * block; any thread, callbacks included.
+ *
+ * # Safety
+ * `hub` is a live hub; `roots_json` a NUL-terminated string; `err` NULL
+ * or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_set_roots(const struct mcpmux_hub *hub, const char *roots_json, struct mcpmux_error **err);
+
+/**
+ * Writes the roots shared with servers now to `*out_json`: a JSON array
+ * of `{"uri", "name"}` (empty for a hub connected without roots), owned by
+ * the caller (mcpmux_string_free()). Does not block; any thread.
+ *
+ * # Safety
+ * `hub` is a live hub; `out_json` and `err` are NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_hub_roots(const struct mcpmux_hub *hub, char **out_json, struct mcpmux_error **err);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -23,6 +23,8 @@ pub struct mcpmux_hub {
     id: u64,
     /// The task delivering events to the C listener, if one is set.
     events: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
+    /// The host's request callback, closed when the hub is freed.
+    requests: Option<Arc<crate::requests::RequestGate>>,
 }
 
 impl mcpmux_hub {
@@ -199,6 +201,17 @@ pub(crate) fn connect_with(
     config: Result<Config, Error>,
     options: mcpmux_core::HubOptions,
 ) -> Result<*mut mcpmux_hub, Error> {
+    connect_with_gate(args, engine, config, options, None)
+}
+
+/// [`connect_with`], keeping the host's request callback with the hub.
+pub(crate) fn connect_with_gate(
+    args: Args,
+    engine: &mcpmux_engine,
+    config: Result<Config, Error>,
+    options: mcpmux_core::HubOptions,
+    requests: Option<Arc<crate::requests::RequestGate>>,
+) -> Result<*mut mcpmux_hub, Error> {
     let shared = engine.shared().clone();
     let config = config?;
     let hub = shared.block_on(args, Hub::connect_with(config, options))??;
@@ -208,6 +221,7 @@ pub(crate) fn connect_with(
         shared,
         id,
         events: std::sync::Mutex::new(None),
+        requests,
     })))
 }
 
@@ -286,8 +300,9 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
 }
 
 /// Reads `options_json` of a connect: `startup_timeout_ms` /
-/// `startup_timeout_seconds` (core's `HubOptions::startup_wait`).
-fn connect_options(
+/// `startup_timeout_seconds` (core's `HubOptions::startup_wait`) and
+/// `roots` (core's `HubOptions::roots`).
+pub(crate) fn connect_options(
     args: Args,
     options: Option<Map<String, Value>>,
 ) -> Result<mcpmux_core::HubOptions, Error> {
@@ -296,12 +311,20 @@ fn connect_options(
         let unit = match key.as_str() {
             "startup_timeout_ms" => Unit::Millis,
             "startup_timeout_seconds" => Unit::Seconds,
+            "roots" => {
+                let roots = crate::requests::roots_list(args, "options_json 'roots'", &value)?;
+                hub_options.roots = Some(
+                    mcpmux_core::Roots::new(&roots)
+                        .map_err(|e| args.invalid("options_json", format!("option {e}")))?,
+                );
+                continue;
+            }
             other => {
                 return Err(args.invalid(
                     "options_json",
                     format!(
                         "has unknown option '{other}' (known: startup_timeout_ms, \
-                         startup_timeout_seconds)"
+                         startup_timeout_seconds, roots)"
                     ),
                 ))
             }
@@ -385,6 +408,9 @@ pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
             // SAFETY: the caller gives back ownership of the Box from connect.
             let hub = unsafe { Box::from_raw(hub) };
             hub.set_event_task(None);
+            if let Some(gate) = &hub.requests {
+                gate.close();
+            }
             let mcpmux_hub {
                 hub, shared, id, ..
             } = *hub;

@@ -39,6 +39,8 @@ pub mod events;
 
 pub mod tasks;
 
+pub mod requests;
+
 mod boundary;
 mod util;
 
@@ -52,6 +54,7 @@ pub use events::mcpmux_event_fn;
 pub use hub::mcpmux_hub;
 pub use policy::{mcpmux_audit_fn, mcpmux_policy};
 pub use progress::mcpmux_progress_fn;
+pub use requests::{mcpmux_request_fn, mcpmux_request_reply};
 pub use session::{mcpmux_host_fn, mcpmux_host_reply, mcpmux_sessions};
 
 /// The number of tools mcpmux_hub_search_tools() returns by default in

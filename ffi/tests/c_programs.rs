@@ -167,6 +167,11 @@ fn c_tasks_against_server_everything() {
 }
 
 #[test]
+fn c_server_requests_and_roots() {
+    c_test("test_requests");
+}
+
+#[test]
 fn c_hub_reload() {
     c_test("test_reload");
 }
