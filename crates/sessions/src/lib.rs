@@ -31,6 +31,7 @@ mod config_layer;
 pub mod fuzzing;
 mod generations;
 mod input;
+mod key_dir;
 pub mod llm;
 pub mod mcp_tools;
 pub mod params;
