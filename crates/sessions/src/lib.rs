@@ -38,6 +38,7 @@ pub mod params;
 mod process;
 mod providers;
 mod review;
+mod reviewer;
 mod runner;
 mod settings;
 mod state;
