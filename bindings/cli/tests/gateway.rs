@@ -248,6 +248,80 @@ fn search_mode_offers_three_tools_that_find_describe_and_call_the_rest() {
     }
 }
 
+/// The text of a `tools/call` answer that is an error result.
+fn error_text(answer: &Value) -> &str {
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_name_no_server_has_is_unknown_tool_naming_only_offered_tools() {
+    // `hidden` offers nothing: its tools exist but the policy hides them.
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        demo_entry("demo", "allow_all = true\ndeny_tools = [\"crash\"]"),
+        demo_entry("hidden", "")
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let mut call = |name: &str| {
+        gw.request(
+            "tools/call",
+            json!({"name": name, "arguments": {"text": "x"}}),
+        )
+    };
+    // A server's own name, and a typo: the offered tool meant, as every
+    // front end says it; never the hidden server's tool of that name.
+    for name in ["echo", "mcp_demo_ehco"] {
+        let answer = call(name);
+        let text = error_text(&answer);
+        assert!(
+            text.starts_with(&format!(
+                "UNKNOWN_TOOL: unknown tool '{name}' (did you mean 'mcp_demo_echo'"
+            )) && !text.contains("mcp_hidden"),
+            "{name}: {answer}"
+        );
+    }
+    // A typo of a hidden tool: nothing offered is close, and the hidden
+    // one is not named.
+    let answer = call("mcp_hidden_ech");
+    assert_eq!(
+        error_text(&answer),
+        "UNKNOWN_TOOL: unknown tool 'mcp_hidden_ech'",
+        "{answer}"
+    );
+    // Real tools the policy refuses stay TOOL_NOT_ALLOWED, naming nothing.
+    for name in ["mcp_hidden_echo", "mcp_demo_crash"] {
+        let answer = call(name);
+        let text = error_text(&answer);
+        assert!(
+            text.starts_with("TOOL_NOT_ALLOWED: ") && !text.contains("did you mean"),
+            "{name}: {answer}"
+        );
+    }
+}
+
+#[test]
+fn with_no_prefix_an_unknown_name_is_unknown_tool_naming_the_server_s_own_name() {
+    let sb = Sandbox::with_config(&demo_entry(
+        "demo",
+        "allow_all = true\ndeny_tools = [\"crash\"]",
+    ));
+    let mut gw = Raw::start(&sb, &["--no-prefix"]);
+    let answer = gw.request("tools/call", json!({"name": "eccho", "arguments": {}}));
+    assert!(
+        error_text(&answer)
+            .starts_with("UNKNOWN_TOOL: unknown tool 'eccho' (did you mean 'echo'?)"),
+        "{answer}"
+    );
+    let answer = gw.request("tools/call", json!({"name": "crash", "arguments": {}}));
+    assert!(
+        error_text(&answer).starts_with("TOOL_NOT_ALLOWED: "),
+        "{answer}"
+    );
+}
+
 #[test]
 fn no_prefix_serves_one_server_under_its_own_names() {
     let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
@@ -598,6 +672,16 @@ fn a_config_with_a_session_table_adds_the_review_tools_unless_told_not_to() {
             .unwrap()
             .contains("INVALID_INPUT"),
         "{ended}"
+    );
+    // A typo of a review tool is UNKNOWN_TOOL naming it, as for any tool listed.
+    let typo = gw.request(
+        "tools/call",
+        json!({"name": "review_begn", "arguments": {}}),
+    );
+    let text = error_text(&typo);
+    assert!(
+        text.starts_with("UNKNOWN_TOOL: ") && text.contains("did you mean 'review_begin'"),
+        "{typo}"
     );
     drop(gw);
     let mut gw = Raw::start(&sb, &["--no-review-tools"]);

@@ -633,13 +633,7 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let inner_args = arguments.and_then(|a| a.get("arguments")).filter(|a| !a.is_null());
-                // A name no server has is UNKNOWN_TOOL, as describe_tool
-                // says; a known one the policy does not offer goes on to be
-                // refused (and audited) by the policy.
-                match gateway.resolve(inner_name) {
-                    Some(_) => call_hub_tool(gateway, inner_name, inner_args, progress, out).await,
-                    None => Err(not_offered(gateway, inner_name)),
-                }
+                call_hub_tool(gateway, inner_name, inner_args, progress, out).await
             }
             other => Err(Error::UnknownTool(format!(
                 "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
@@ -663,13 +657,12 @@ async fn call_hub_tool(
     progress: Option<Value>,
     out: &Out,
 ) -> Result<Value, Error> {
-    // A name the policy does not offer still goes to the policy, which
-    // refuses it (TOOL_NOT_ALLOWED) and audits the attempt. With prefixes
-    // the client's name is the hub's (no lookup on the hot path).
-    let hub_name = if gateway.inner.options.no_prefix {
-        gateway.resolve(name).unwrap_or_else(|| name.to_owned())
-    } else {
-        name.to_owned()
+    // A name no server has is UNKNOWN_TOOL, naming the offered tools meant
+    // (as describe_tool and every other front end do); a tool the hub has
+    // goes to the policy, which refuses one it does not offer
+    // (TOOL_NOT_ALLOWED, naming no other tool) and audits the attempt.
+    let Some(hub_name) = gateway.resolve(name) else {
+        return Err(unknown_tool(gateway, name));
     };
     let mut options = CallOptions::default();
     if let Some(token) = progress {
@@ -748,20 +741,37 @@ fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
     })
 }
 
-/// UNKNOWN_TOOL for a name no server has, with the offered names meant.
-fn not_offered(gateway: &Gateway, name: &str) -> Error {
+/// UNKNOWN_TOOL for a name no server has, with the names meant among the
+/// tools this client is offered only: a tool the policy hides is never
+/// named. In search mode, the offered hub tools; else every tool it lists
+/// (the review tools too).
+fn unknown_tool(gateway: &Gateway, name: &str) -> Error {
     let offered = gateway.offered();
-    let shown: Vec<(String, &str)> = offered
+    #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
+    let mut shown: Vec<(String, String)> = offered
         .iter()
-        .map(|t| (gateway.shown_name(t), t.tool.as_str()))
+        .map(|t| (gateway.shown_name(t), t.tool.clone()))
         .collect();
+    let search = matches!(gateway.inner.options.mode, GatewayMode::Search);
+    #[cfg(feature = "sessions")]
+    if !search && gateway.review().is_some() {
+        for tool in mcpmux_sessions::mcp_tools::review_tools() {
+            if let Some(review) = tool["name"].as_str() {
+                shown.push((review.to_owned(), review.to_owned()));
+            }
+        }
+    }
     let hint = mcpmux_core::internal::tool_names::did_you_mean(
         name,
-        shown.iter().map(|(n, t)| (n.as_str(), *t)),
+        shown.iter().map(|(n, t)| (n.as_str(), t.as_str())),
     );
-    Error::UnknownTool(format!(
-        "no tool '{name}' is offered{hint} (search with {SEARCH_TOOLS})"
-    ))
+    if search {
+        Error::UnknownTool(format!(
+            "no tool '{name}' is offered{hint} (search with {SEARCH_TOOLS})"
+        ))
+    } else {
+        Error::UnknownTool(format!("unknown tool '{name}'{hint}"))
+    }
 }
 
 /// `describe_tool {name}`: one offered tool in MCP form.
@@ -772,7 +782,7 @@ fn describe(gateway: &Gateway, arguments: Option<&Value>) -> Result<Value, Error
         .unwrap_or("");
     let hub_name = gateway
         .resolve(name)
-        .ok_or_else(|| not_offered(gateway, name))?;
+        .ok_or_else(|| unknown_tool(gateway, name))?;
     let tool = gateway
         .offered()
         .into_iter()

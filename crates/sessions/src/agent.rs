@@ -17,7 +17,7 @@ use std::time::Instant;
 use futures::future::join_all;
 use serde_json::{json, Value};
 
-use super::runner::{Finish, Progress};
+use super::reviewer::{Finish, Progress};
 use super::state::{self, Paths, RoundState, Spec};
 use super::{providers, review, store, SessionContext};
 use crate::llm::provider::{

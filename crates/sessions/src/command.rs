@@ -13,7 +13,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 use super::review;
-use super::runner::{set_thread_id, Finish, Progress};
+use super::reviewer::{set_thread_id, Finish, Progress};
 use super::settings::Settings;
 use super::state::{self, Spec};
 use mcpmux_core::error::Error;

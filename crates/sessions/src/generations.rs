@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::key_dir::{check_private_dir, euid, key_path};
+
 /// The store's directory name, beside the key.
 const DIR: &str = "generations";
 /// The lock every signed write holds.
@@ -56,17 +58,12 @@ pub struct Record {
     pub files: BTreeMap<String, u64>,
 }
 
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
 /// The store's directory; with `create`, made (0700) when missing (its
 /// parent, the key's directory, exists once a key was made). `None` when
 /// it does not exist and `create` is false. A directory that is not this
 /// user's own, or that others can write, is refused.
 pub fn dir(create: bool) -> Result<Option<PathBuf>, String> {
-    let key = super::trust::key_path()?;
+    let key = key_path()?;
     let base = key
         .parent()
         .ok_or_else(|| format!("{} has no directory", key.display()))?;
@@ -86,24 +83,7 @@ pub fn dir(create: bool) -> Result<Option<PathBuf>, String> {
         Err(e) => return Err(format!("{}: {e}", dir.display())),
     }
     let md = std::fs::symlink_metadata(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if !md.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
-    }
-    if md.uid() != euid() {
-        return Err(format!(
-            "{} is owned by uid {}, not by this user (uid {})",
-            dir.display(),
-            md.uid(),
-            euid()
-        ));
-    }
-    if md.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} can be written by group or others (mode {:o}); run `chmod 700` on it",
-            dir.display(),
-            md.mode() & 0o777
-        ));
-    }
+    check_private_dir(&dir, &md)?;
     Ok(Some(dir))
 }
 

@@ -1,14 +1,16 @@
 //! Running one round to its end: the runner lock, the stall and timeout
-//! watchdog, and the final write of `result.json` + `state.json`.
+//! watchdog, and the final write of `result.json` + `state.json`. The
+//! reviewers it runs (`agent`, `command`) report through
+//! [`super::reviewer`].
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::params::RoundStatus;
+use super::reviewer::{Finish, Progress};
 use super::state::{self, RoundResult, RoundState, Spec};
 use super::store::{self, RunnerLock};
 use super::{agent, command, SessionContext};
@@ -17,47 +19,6 @@ use mcpmux_core::error::Error;
 /// How many times a round is resumed after its runner died before it is
 /// given up as failed (`failure_reason = "runner_died"`).
 const MAX_RESUMES: u32 = 5;
-
-/// Progress seen by the watchdog: stream bytes, events, finished tool calls.
-#[derive(Default)]
-pub struct Progress {
-    last_ms: AtomicU64,
-    observed: AtomicBool,
-}
-
-impl Progress {
-    /// Records progress now.
-    pub fn tick(&self) {
-        self.last_ms
-            .store((store::now() * 1000.0) as u64, Ordering::Relaxed);
-        self.observed.store(true, Ordering::Relaxed);
-    }
-    fn idle_seconds(&self) -> f64 {
-        store::now() - self.last_ms.load(Ordering::Relaxed) as f64 / 1000.0
-    }
-    /// Whether any progress was seen by this runner.
-    pub fn observed(&self) -> bool {
-        self.observed.load(Ordering::Relaxed)
-    }
-}
-
-/// What the reviewer work produced.
-pub enum Finish {
-    /// The reviewer answered.
-    Completed {
-        /// `{verdict, blocks, summary?}`.
-        review: Value,
-        /// Its final text.
-        text: String,
-    },
-    /// The round failed.
-    Failed {
-        /// The error message.
-        error: String,
-        /// `turn_failed`, `reviewer_process_exit`, `max_turns`, ...
-        reason: String,
-    },
-}
 
 /// The context a round runs in: a runner without a config of its own
 /// (started by a `wait` from a process that has none) uses the config the
@@ -211,9 +172,7 @@ pub async fn run_round(ctx: &SessionContext, dir: &Path) -> Result<(), Error> {
 
     let progress = Arc::new(Progress::default());
     progress.tick();
-    progress
-        .observed
-        .store(st.progress_observed, Ordering::Relaxed);
+    progress.set_observed(st.progress_observed);
     let deadline = st.started_at + spec.settings.timeout_seconds;
     let stall = spec.settings.stall_seconds;
 
@@ -278,15 +237,5 @@ pub fn finish(
         ev["error"] = Value::String(e.clone());
     }
     state::event(dir, n, ev);
-    Ok(())
-}
-
-/// Stores the thread id the reviewer reported in `session.json`.
-pub fn set_thread_id(dir: &Path, thread_id: &str) -> Result<(), Error> {
-    let mut spec: Spec = state::read_spec(dir)?;
-    if spec.thread_id.as_deref() != Some(thread_id) {
-        spec.thread_id = Some(thread_id.to_owned());
-        state::write_spec(dir, &spec)?;
-    }
     Ok(())
 }

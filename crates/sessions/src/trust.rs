@@ -48,13 +48,12 @@ use ring::hmac;
 use serde::Serialize;
 
 use super::generations;
+use super::key_dir::{check_dir, euid};
 use super::store;
 use mcpmux_core::error::Error;
 
 /// Bytes of the key.
 const KEY_LEN: usize = 32;
-/// The key's file name in the state directory.
-const KEY_FILE: &str = "session.key";
 /// Prefixes the MAC input, so a MAC of a session file means nothing elsewhere.
 const DOMAIN: &[u8] = b"mcpmux session file v1\0";
 /// The MAC field as written: `SUFFIX_HEAD` + 64 hex digits + `SUFFIX_TAIL`
@@ -67,56 +66,7 @@ const TAG_HEX: usize = 64;
 /// the generation's decimal digits.
 const GENERATION_HEAD: &str = ",\n  \"generation\": ";
 
-/// Where this user's session key lives: `$XDG_STATE_HOME/mcpmux/session.key`,
-/// else `$HOME/.local/state/mcpmux/session.key`. A relative
-/// `XDG_STATE_HOME` is ignored (the XDG rule).
-pub fn key_path() -> Result<PathBuf, String> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .map(|h| h.join(".local").join("state"))
-        })
-        .ok_or_else(|| {
-            "neither XDG_STATE_HOME nor HOME is set (an absolute path), so there is no \
-             per-user session key"
-                .to_owned()
-        })?;
-    Ok(base.join("mcpmux").join(KEY_FILE))
-}
-
-fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Refuses a key directory that another user owns or that others can write
-/// (they could swap the key).
-pub(super) fn check_dir(dir: &Path) -> Result<(), String> {
-    let md = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    if !md.is_dir() {
-        return Err(format!("{} is not a directory", dir.display()));
-    }
-    if md.uid() != euid() {
-        return Err(format!(
-            "{} is owned by uid {}, not by this user (uid {})",
-            dir.display(),
-            md.uid(),
-            euid()
-        ));
-    }
-    if md.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} can be written by group or others (mode {:o}); run `chmod 700` on it",
-            dir.display(),
-            md.mode() & 0o777
-        ));
-    }
-    Ok(())
-}
+pub use super::key_dir::key_path;
 
 /// Reads the key file, refusing one that is not this user's private
 /// 32-byte regular file. `Ok(None)` when it does not exist.
