@@ -65,9 +65,10 @@ pub struct ClientOptions {
     /// Where the server's notifications go as [`HubEvent`]s (log messages,
     /// list changes, resource updates); the hub's sender.
     pub events: EventSender,
-    /// The host's roots, when it shares them: `roots/list` is answered
-    /// from them and the capability is declared with `listChanged: true`.
-    pub roots: Option<crate::roots::Roots>,
+    /// Whether the host may change its roots (and says so with
+    /// `notifications/roots/list_changed`): the `roots` capability is then
+    /// declared with `listChanged: true`. The hub sets it with its roots.
+    pub roots_list_changed: bool,
 }
 
 impl Default for ClientOptions {
@@ -78,7 +79,7 @@ impl Default for ClientOptions {
             on_tools_changed: None,
             auth: crate::auth::AuthOptions::default(),
             events: EventSender::default(),
-            roots: None,
+            roots_list_changed: false,
         }
     }
 }
@@ -365,7 +366,7 @@ impl Client {
         options: &ClientOptions,
         peer: &Peer,
     ) -> Result<(InitializeResult, Option<RequestMeta>), Error> {
-        let capabilities = client_capabilities(&options.handlers, options.roots.is_some());
+        let capabilities = client_capabilities(&options.handlers, options.roots_list_changed);
         let pinned = config.protocol_version.as_deref();
         let http = matches!(config.transport, crate::config::TransportConfig::Http(_));
         let try_stateless = match pinned {
@@ -1010,7 +1011,7 @@ impl ListError {
 }
 
 /// The capabilities to declare: one per handler the host set. Roots the
-/// host can change ([`crate::roots::Roots`]) are announced as such.
+/// host can change are announced as such.
 fn client_capabilities(handlers: &ClientHandlers, roots_change: bool) -> Value {
     let mut capabilities = serde_json::Map::new();
     if handlers.roots.is_some() {

@@ -388,6 +388,8 @@ struct HubInner {
     /// saw a change (a connect, a restart, a `list_changed` refresh), and
     /// without it one built from older state could be stored last.
     rebuilding: Mutex<()>,
+    /// The host's roots ([`HubOptions::roots`]), which `set_roots` changes.
+    roots: Option<crate::roots::Roots>,
     options: ClientOptions,
 }
 
@@ -424,6 +426,7 @@ impl Hub {
         if let Some(roots) = &options.roots {
             handlers.roots = Some(roots.handler());
         }
+        let roots_list_changed = options.roots.is_some();
         let kept = config.clone();
         let inner = Arc::new_cyclic(|me: &Weak<HubInner>| {
             let me = me.clone();
@@ -440,12 +443,13 @@ impl Hub {
                 reloading: tokio::sync::Mutex::new(()),
                 index: RwLock::new(Arc::default()),
                 rebuilding: Mutex::new(()),
+                roots: options.roots,
                 options: ClientOptions {
                     client_info: options.client_info,
                     handlers,
                     auth: options.auth,
                     events: options.events,
-                    roots: options.roots,
+                    roots_list_changed,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();
@@ -1229,7 +1233,7 @@ impl Hub {
     /// `INVALID_INPUT` there; a bad root is `INVALID_INPUT` naming it and
     /// changes nothing.
     pub fn set_roots<S: AsRef<str>>(&self, roots: &[S]) -> Result<(), Error> {
-        let Some(store) = &self.inner.options.roots else {
+        let Some(store) = &self.inner.roots else {
             return Err(Error::InvalidInput(
                 "set_roots: this hub was connected without roots, so its servers were told \
                  it has none to share; pass roots when connecting"
@@ -1249,7 +1253,6 @@ impl Hub {
     /// connected without [`HubOptions::roots`]).
     pub fn roots(&self) -> Vec<crate::roots::Root> {
         self.inner
-            .options
             .roots
             .as_ref()
             .map(|r| r.list().to_vec())

@@ -23,8 +23,9 @@ pub struct mcpmux_hub {
     id: u64,
     /// The task delivering events to the C listener, if one is set.
     events: std::sync::Mutex<Option<tokio::task::AbortHandle>>,
-    /// The host's request callback, closed when the hub is freed.
-    requests: Option<Arc<crate::requests::RequestGate>>,
+    /// Runs when the hub is freed, before its servers go: closes the host's
+    /// request callback (no call starts after it, running ones end first).
+    on_free: Option<Box<dyn FnOnce() + Send + Sync>>,
 }
 
 impl mcpmux_hub {
@@ -204,13 +205,13 @@ pub(crate) fn connect_with(
     connect_with_gate(args, engine, config, options, None)
 }
 
-/// [`connect_with`], keeping the host's request callback with the hub.
+/// [`connect_with`], with what must run when the hub is freed.
 pub(crate) fn connect_with_gate(
     args: Args,
     engine: &mcpmux_engine,
     config: Result<Config, Error>,
     options: mcpmux_core::HubOptions,
-    requests: Option<Arc<crate::requests::RequestGate>>,
+    on_free: Option<Box<dyn FnOnce() + Send + Sync>>,
 ) -> Result<*mut mcpmux_hub, Error> {
     let shared = engine.shared().clone();
     let config = config?;
@@ -221,7 +222,7 @@ pub(crate) fn connect_with_gate(
         shared,
         id,
         events: std::sync::Mutex::new(None),
-        requests,
+        on_free,
     })))
 }
 
@@ -312,7 +313,12 @@ pub(crate) fn connect_options(
             "startup_timeout_ms" => Unit::Millis,
             "startup_timeout_seconds" => Unit::Seconds,
             "roots" => {
-                let roots = crate::requests::roots_list(args, "options_json 'roots'", &value)?;
+                let roots = crate::util::string_list(
+                    args,
+                    "options_json 'roots'",
+                    &value,
+                    "a JSON array of paths or file:// URIs",
+                )?;
                 hub_options.roots = Some(
                     mcpmux_core::Roots::new(&roots)
                         .map_err(|e| args.invalid("options_json", format!("option {e}")))?,
@@ -406,10 +412,10 @@ pub unsafe extern "C" fn mcpmux_hub_free(hub: *mut mcpmux_hub) {
     guard_value((), || {
         if !hub.is_null() {
             // SAFETY: the caller gives back ownership of the Box from connect.
-            let hub = unsafe { Box::from_raw(hub) };
+            let mut hub = unsafe { Box::from_raw(hub) };
             hub.set_event_task(None);
-            if let Some(gate) = &hub.requests {
-                gate.close();
+            if let Some(on_free) = hub.on_free.take() {
+                on_free();
             }
             let mcpmux_hub {
                 hub, shared, id, ..

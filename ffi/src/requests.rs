@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::engine::mcpmux_engine;
 use crate::error::{mcpmux_error, mcpmux_status};
 use crate::hub::{connect_options, connect_with_gate, hub_ref, mcpmux_hub};
-use crate::util::{guard_status, json_string, panic_error, write_out, Args};
+use crate::util::{guard_status, json_string, panic_error, string_list, write_out, Args};
 
 /// Answers one request a server sent to the host: `method` is
 /// `"elicitation/create"` or `"sampling/createMessage"`, `params_json` the
@@ -240,12 +240,14 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_requests(
                 }
                 options.handlers = handlers;
             }
+            let on_free =
+                gate.map(|gate| Box::new(move || gate.close()) as Box<dyn FnOnce() + Send + Sync>);
             let hub = connect_with_gate(
                 args,
                 &*engine,
                 crate::util::load_config(ConfigSource::Text(text.to_owned())),
                 options,
-                gate,
+                on_free,
             )?;
             write_out(out, hub);
             Ok(())
@@ -332,7 +334,12 @@ pub unsafe extern "C" fn mcpmux_hub_set_roots(
     unsafe {
         guard_status(args.func, err, || {
             let hub = hub_ref(args, hub)?;
-            let roots = roots_list(args, "roots_json", &args.json("roots_json", roots_json)?)?;
+            let roots = string_list(
+                args,
+                "roots_json",
+                &args.json("roots_json", roots_json)?,
+                "a JSON array of paths or file:// URIs",
+            )?;
             hub.hub.set_roots(&roots)
         })
     }
@@ -363,15 +370,4 @@ pub unsafe extern "C" fn mcpmux_hub_roots(
             Ok(())
         })
     }
-}
-
-/// A JSON array of strings, as roots.
-pub(crate) fn roots_list(args: Args, arg: &str, value: &Value) -> Result<Vec<String>, Error> {
-    let bad = || args.invalid(arg, "must be a JSON array of paths or file:// URIs");
-    value
-        .as_array()
-        .ok_or_else(bad)?
-        .iter()
-        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
-        .collect()
 }

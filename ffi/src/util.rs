@@ -221,3 +221,20 @@ pub(crate) fn load_config(source: mcpmux_core::ConfigSource) -> Result<mcpmux_co
     ::mcpmux_sessions::register_config_layers();
     mcpmux_core::Config::from_source(source)
 }
+
+/// A JSON array of strings; else INVALID_INPUT naming `arg` and `what` it
+/// must be.
+pub(crate) fn string_list(
+    args: Args,
+    arg: &str,
+    value: &Value,
+    what: &str,
+) -> Result<Vec<String>, Error> {
+    let bad = || args.invalid(arg, format!("must be {what}"));
+    value
+        .as_array()
+        .ok_or_else(bad)?
+        .iter()
+        .map(|v| v.as_str().map(str::to_owned).ok_or_else(bad))
+        .collect()
+}

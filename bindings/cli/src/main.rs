@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod auth;
 mod config_loop;
+mod elicit;
 mod gateway;
 mod human;
 mod policy_cmd;
@@ -53,6 +54,9 @@ struct Cli {
     /// How long listing commands (servers, tools, resources, prompts, policy, watch, and read/prompt/complete without --server) wait for servers to come up before they list what is up [default: 10]; `call` waits for its server, the gateway answers within 5 s.
     #[arg(long, global = true, value_name = "SECONDS")]
     startup_timeout: Option<f64>,
+    /// A directory (or file:// URI) shared with every server as a root (`roots/list`); repeatable. Declares the roots capability.
+    #[arg(long = "roots", global = true, value_name = "DIR")]
+    roots: Vec<String>,
     /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -407,13 +411,21 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             handlers
         }
         (Some(relay), _) => relay.handlers(),
-        (None, _) => Default::default(),
+        // A server may ask the person at the terminal (or is declined).
+        (None, _) => mcpmux_core::ClientHandlers {
+            elicitation: Some(elicit::handler()),
+            ..Default::default()
+        },
     };
     let options = {
         let mut options = mcpmux_core::HubOptions::default()
             .with_events(events)
             .with_handlers(handlers);
         options.startup_wait = startup_wait;
+        // `--roots` answers `roots/list` itself, a gateway's clients' included.
+        if !cli.roots.is_empty() {
+            options = options.with_roots(mcpmux_core::Roots::new(&cli.roots)?);
+        }
         options
     };
     let hub = tokio::select! {

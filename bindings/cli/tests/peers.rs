@@ -110,3 +110,94 @@ fn fastmcp_tool_error_exits_1() {
     assert!(out.stdout.starts_with("error:"), "{out}");
     out.stdout_has(&["boom: this tool always fails"]);
 }
+
+/// A server's `elicitation/create` with nobody at a terminal is declined
+/// (the CLI declares elicitation, so server-everything offers its tool).
+#[test]
+fn everything_elicitation_without_a_terminal_is_declined() {
+    let out = everything()
+        .mcpmux(&["call", "mcp_everything_trigger-elicitation-request"])
+        .run();
+    out.ok();
+    assert!(
+        out.stdout.contains("User declined") && out.stdout.contains("\"decline\""),
+        "{out}"
+    );
+}
+
+/// On a terminal (a pty made by util-linux `script`), the person is asked
+/// field by field; empty answers keep defaults.
+#[test]
+fn everything_elicitation_on_a_terminal_asks_field_by_field() {
+    let sandbox = everything();
+    let command = format!(
+        "{} --config {} call mcp_everything_trigger-elicitation-request",
+        qp(&mcpmux_bin()),
+        qp(&sandbox.path().join("mcpmux.toml"))
+    );
+    let mut child = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(sandbox.path())
+        .env("XDG_STATE_HOME", state_home())
+        .env("XDG_CONFIG_HOME", sandbox.path().join(".xdg-config"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs the CLI on a pty");
+    use std::io::Write;
+    // The name (required), the terms (a boolean), then Enter for the rest.
+    let answers = format!("Ada from a terminal\ny\n{}", "\n".repeat(16));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.contains("server 'everything' asks: Please provide inputs"),
+        "{shown}"
+    );
+    assert!(shown.contains("Your full, legal name"), "{shown}");
+    assert!(shown.contains("- Name: Ada from a terminal"), "{shown}");
+    assert!(shown.contains("- Agreed to terms: true"), "{shown}");
+    assert!(
+        shown.contains("- Favorite Integer: 42"),
+        "a default kept\n{shown}"
+    );
+}
+
+/// `--roots DIR` (repeatable) shares directories with every server;
+/// without it no roots capability is declared.
+#[test]
+fn everything_sees_the_roots_given_with_roots() {
+    let sandbox = everything();
+    let dir = sandbox.path().join("project");
+    let out = sandbox
+        .mcpmux(&[
+            "--roots",
+            dir.to_str().unwrap(),
+            "--roots",
+            "file:///srv/other",
+            "call",
+            "mcp_everything_get-roots-list",
+        ])
+        .run();
+    out.ok();
+    let uri = format!("file://{}", dir.display());
+    assert!(out.stdout.contains(&uri), "{out}");
+    assert!(out.stdout.contains("file:///srv/other"), "{out}");
+    assert!(out.stdout.contains("project"), "the root's name\n{out}");
+    let without = sandbox
+        .mcpmux(&["call", "mcp_everything_get-roots-list"])
+        .run();
+    without.fails_with("UNKNOWN_TOOL");
+    let bad = sandbox
+        .mcpmux(&["--roots", "https://example.com/", "tools"])
+        .run();
+    let message = bad.fails_with("INVALID_INPUT");
+    assert!(message.contains("file://"), "{message}");
+}

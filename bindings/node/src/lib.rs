@@ -607,7 +607,9 @@ impl Dispatcher {
         authorize: Option<authorize::JsFunction<'_>>,
         events: Option<bool>,
         startup_timeout_ms: Option<f64>,
-        #[napi(ts_arg_type = "((method: string, paramsJson: string) => Promise<string>) | undefined | null")]
+        #[napi(
+            ts_arg_type = "((method: string, paramsJson: string) => Promise<string>) | undefined | null"
+        )]
         on_request: Option<requests::JsFunction<'_>>,
         requests: Option<Vec<String>>,
         roots: Option<Vec<String>>,

@@ -96,8 +96,8 @@ impl NativeHub {
             options
         };
         if let Some(callback) = on_request {
-            options.handlers =
-                crate::requests::handlers(callback, &requests).map_err(|e| errors::to_py(py, &e))?;
+            options.handlers = crate::requests::handlers(callback, &requests)
+                .map_err(|e| errors::to_py(py, &e))?;
         }
         if let Some(roots) = roots {
             options.roots =
