@@ -77,7 +77,9 @@ export declare class Dispatcher {
    * `authorize(url, redirectUri, server)` resolves to the redirect URL
    * of an OAuth authorization (the person in the loop; see authorize.rs).
    * With `events`, an event stream is subscribed before the servers
-   * start (taken by `NativeHub.events(true)`).
+   * start (taken by `NativeHub.events(true)`). `onRequest(method,
+   * paramsJson)` answers the server requests of the kinds in `requests`
+   * (see requests.rs); `roots` are shared with every server.
    */
   connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null, onRequest?: ((method: string, paramsJson: string) => Promise<string>) | undefined | null, requests?: Array<string> | undefined | null, roots?: Array<string> | undefined | null): void
 }

@@ -594,8 +594,11 @@ impl Dispatcher {
     /// `authorize(url, redirectUri, server)` resolves to the redirect URL
     /// of an OAuth authorization (the person in the loop; see authorize.rs).
     /// With `events`, an event stream is subscribed before the servers
-    /// start (taken by `NativeHub.events(true)`).
+    /// start (taken by `NativeHub.events(true)`). `onRequest(method,
+    /// paramsJson)` answers the server requests of the kinds in `requests`
+    /// (see requests.rs); `roots` are shared with every server.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &self,
         id: u32,
