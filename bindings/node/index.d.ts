@@ -95,6 +95,8 @@ export interface ServerStatus {
   state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' | 'starting'
   protocol_version: string | null
   server_info: { name: string; version: string; [key: string]: unknown } | null
+  /** The capabilities the server declared, its `extensions` included; null until connected. */
+  capabilities: { extensions?: Record<string, unknown>; [key: string]: unknown } | null
   tool_count: number
   /** Why it failed, when it did. */
   error: string | null

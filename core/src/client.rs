@@ -374,7 +374,13 @@ impl Client {
             None => http,
         };
         if try_stateless {
-            let meta = RequestMeta::new(stateless::VERSION, &capabilities, &options.client_info);
+            // The tasks extension is declared with every request of this
+            // revision (SEP-2663): a task answer is always understood.
+            let meta = RequestMeta::new(
+                stateless::VERSION,
+                &crate::tasks::declare_extension(&capabilities),
+                &options.client_info,
+            );
             match Self::discover(config, peer, &meta).await {
                 Ok(Some(init)) => return Ok((init, Some(meta))),
                 Ok(None) if pinned.is_some() => {
@@ -575,6 +581,10 @@ impl Client {
             return Box::pin(self.call_as_task(name, arguments, opts)).await;
         }
         let raw = self.send_tools_call(name, arguments, None, opts).await?;
+        if self.inner.stateless.is_some() && task_calls::is_task_answer(&raw) {
+            // A 2026-07-28 server decides which calls become tasks.
+            return Box::pin(self.follow_created_task(raw, name, opts)).await;
+        }
         ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
     }
 
@@ -1130,7 +1140,9 @@ impl Inbound for ClientInbound {
                     refresh_after_change(weak.clone());
                 }
             }
-            "notifications/tasks/status" => {
+            // 2025-11-25's push, then the 2026-07-28 extension's (the
+            // whole task as `tasks/get` would answer it).
+            "notifications/tasks/status" | "notifications/tasks" => {
                 match crate::tasks::Task::from_wire(&self.server, &value()) {
                     Ok(task) => match self.client.get().and_then(Weak::upgrade) {
                         Some(inner) => Client { inner }.note_task(&task),

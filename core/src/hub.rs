@@ -135,6 +135,10 @@ pub struct ServerStatus {
     pub protocol_version: Option<String>,
     /// The server's `serverInfo`.
     pub server_info: Option<Value>,
+    /// The capabilities the server declared (in `initialize` or
+    /// `server/discover`) as it sent them, its `extensions` included
+    /// (whether mcpmux implements them or not); `None` until connected.
+    pub capabilities: Option<Value>,
     /// Number of tools it offers.
     pub tool_count: usize,
     /// Why it failed, when it did.
@@ -511,6 +515,7 @@ impl Hub {
                     state: ServerState::Disabled,
                     protocol_version: None,
                     server_info: None,
+                    capabilities: None,
                     tool_count: 0,
                     error: None,
                     error_code: None,
@@ -525,6 +530,7 @@ impl Hub {
                         status.state = ServerState::Connected;
                         status.protocol_version = Some(c.init().protocol_version.clone());
                         status.server_info = Some(c.init().server_info.clone());
+                        status.capabilities = Some(c.init().capabilities.clone());
                         status.tool_count = c.tools().len();
                         if let Some(e) = c.closed_error() {
                             fail(&mut status, &e);

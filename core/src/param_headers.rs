@@ -73,8 +73,9 @@ pub fn headers(input_schema: &Value, arguments: &Value) -> Vec<(String, String)>
 }
 
 /// A string as a header value: as is when it is plain visible ASCII without
-/// surrounding whitespace, else `=?base64?...?=`.
-fn encode_text(s: &str) -> String {
+/// surrounding whitespace, else `=?base64?...?=` (the `Mcp-Name` and
+/// `Mcp-Param-*` rule of the 2026-07-28 revision).
+pub(crate) fn encode_text(s: &str) -> String {
     let plain = s.bytes().all(|b| (0x20..=0x7e).contains(&b)) && s.trim() == s;
     if plain {
         s.to_owned()

@@ -10,6 +10,16 @@
 //! cancelled task, `tasks/list {cursor?}` answers `{tasks, nextCursor?}`, and
 //! the server may send `notifications/tasks/status` with the task as params.
 //!
+//! The 2026-07-28 revision has them as the tasks extension (SEP-2663,
+//! [`EXTENSION`]): the client declares it in every request's capabilities,
+//! the server in `server/discover`; `tools/call` may answer a flat
+//! `CreateTaskResult` (`{resultType: "task", taskId, status, ..., ttlMs,
+//! pollIntervalMs?}`), `tasks/get` answers the task with its `result`,
+//! `error` or `inputRequests` inline, `tasks/update {taskId,
+//! inputResponses}` answers those, and `tasks/cancel` is acknowledged
+//! (`tasks/result` and `tasks/list` are gone). Status pushes are
+//! `notifications/tasks`.
+//!
 //! Everything here comes from a server and is treated as hostile: task ids
 //! and messages are bounded, unknown statuses are refused, and the poll
 //! interval a server asks for is clamped.
@@ -56,6 +66,42 @@ pub fn task_support(execution: Option<&Value>) -> TaskSupport {
         Some("optional") => TaskSupport::Optional,
         _ => TaskSupport::Forbidden,
     }
+}
+
+/// The tasks extension's name (2026-07-28, SEP-2663): a key of
+/// `capabilities.extensions`.
+pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Whether a `server/discover` result's capabilities offer the tasks
+/// extension.
+pub fn offers_extension(capabilities: &Value) -> bool {
+    capabilities
+        .get("extensions")
+        .and_then(|e| e.get(EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+/// Client capabilities with the tasks extension declared (2026-07-28).
+pub fn declare_extension(capabilities: &Value) -> Value {
+    let mut capabilities = capabilities.clone();
+    if let Value::Object(map) = &mut capabilities {
+        let extensions = map
+            .entry("extensions")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Value::Object(extensions) = extensions {
+            extensions.insert(EXTENSION.into(), Value::Object(Default::default()));
+        }
+    }
+    capabilities
+}
+
+/// The task a 2026-07-28 `tools/call` answered (`resultType: "task"`), or
+/// `None` for any other result.
+pub fn created_task_flat(server: &str, result: &Value) -> Option<Result<Task, Error>> {
+    if result.get("resultType").and_then(Value::as_str) != Some("task") {
+        return None;
+    }
+    Some(Task::from_wire(server, result))
 }
 
 /// Whether a server's capabilities accept task-augmented `tools/call`
@@ -200,8 +246,15 @@ impl Task {
             message: text("statusMessage", MAX_STATUS_MESSAGE_CHARS),
             created_at: text("createdAt", 64),
             last_updated_at: text("lastUpdatedAt", 64),
-            ttl_ms: v.get("ttl").and_then(Value::as_u64),
-            poll_interval_ms: v.get("pollInterval").and_then(Value::as_u64),
+            // 2025-11-25 names, then the 2026-07-28 extension's.
+            ttl_ms: v
+                .get("ttl")
+                .or_else(|| v.get("ttlMs"))
+                .and_then(Value::as_u64),
+            poll_interval_ms: v
+                .get("pollInterval")
+                .or_else(|| v.get("pollIntervalMs"))
+                .and_then(Value::as_u64),
         })
     }
 
@@ -271,6 +324,25 @@ mod tests {
             serde_json::to_value(&t).unwrap()["status"],
             "input_required"
         );
+    }
+
+    #[test]
+    fn reads_the_extensions_flat_task_and_declares_the_extension() {
+        let created = json!({"resultType": "task", "taskId": "t9", "status": "working",
+            "ttlMs": 60000, "pollIntervalMs": 250, "createdAt": "2026-01-01T00:00:00Z"});
+        let t = created_task_flat("s", &created).unwrap().unwrap();
+        assert_eq!(
+            (t.task_id.as_str(), t.ttl_ms, t.poll_interval_ms),
+            ("t9", Some(60000), Some(250))
+        );
+        assert!(
+            created_task_flat("s", &json!({"content": [], "resultType": "complete"})).is_none()
+        );
+        let caps = declare_extension(&json!({"roots": {}}));
+        assert_eq!(caps["extensions"][EXTENSION], json!({}));
+        assert_eq!(caps["roots"], json!({}));
+        assert!(offers_extension(&json!({"extensions": {EXTENSION: {}}})));
+        assert!(!offers_extension(&json!({"tasks": {}})));
     }
 
     #[test]

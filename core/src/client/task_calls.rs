@@ -12,10 +12,18 @@
 //! is bounded by the call's total time (`max_total_timeout`); past it, or
 //! when the caller drops the call, the task is cancelled with `tasks/cancel`.
 //!
-//! Every status seen (a poll or `notifications/tasks/status`) becomes one
-//! `task_status` event per change.
+//! On the 2026-07-28 revision the tasks extension replaces all of that
+//! (SEP-2663): the server decides which `tools/call` becomes a task and
+//! answers `resultType: "task"`; the client polls `tasks/get`, which carries
+//! the task's `result` or `error` once it ended, answers its
+//! `inputRequests` through the host's handlers with `tasks/update` (each key
+//! once), and cancels with `tasks/cancel` (acknowledged only). There is no
+//! `tasks/list`, so listing is refused naming the revision.
+//!
+//! Every status seen (a poll, `notifications/tasks/status` or
+//! `notifications/tasks`) becomes one `task_status` event per change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -27,6 +35,24 @@ use crate::error::Error;
 use crate::events::HubEvent;
 use crate::jsonrpc::RequestOptions;
 use crate::tasks::{self, Task, TaskStatus, TaskSupport};
+
+/// Most `inputRequests` keys one 2026-07-28 task may have answered over its
+/// life: each is a host handler's call, perhaps a person's prompt.
+const MAX_TASK_INPUTS: usize = 256;
+
+/// Longest error message of a failed task kept (the server chose it).
+const MAX_TASK_ERROR_CHARS: usize = 4096;
+
+/// Whether a 2026-07-28 `tools/call` answer is a task (`resultType:
+/// "task"`), read without parsing the rest.
+pub(super) fn is_task_answer(raw: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe<'a> {
+        #[serde(rename = "resultType", borrow)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Probe>(raw.get()).is_ok_and(|p| p.result_type.as_deref() == Some("task"))
+}
 
 /// Most tasks whose last status a client remembers (for one event per
 /// change); past it the memory starts again, costing at most a repeated event.
@@ -101,9 +127,19 @@ impl Drop for CancelOnDrop {
 
 impl Client {
     /// Whether the server accepts task-augmented `tools/call`
-    /// (`capabilities.tasks.requests.tools.call`).
+    /// (`capabilities.tasks.requests.tools.call`), or on the 2026-07-28
+    /// revision offers the tasks extension in `server/discover`.
     pub fn accepts_tool_tasks(&self) -> bool {
-        tasks::accepts_tool_tasks(&self.init().capabilities)
+        let capabilities = &self.init().capabilities;
+        if self.is_stateless() {
+            return tasks::offers_extension(capabilities);
+        }
+        tasks::accepts_tool_tasks(capabilities)
+    }
+
+    /// Whether this connection speaks the stateless 2026-07-28 revision.
+    pub(super) fn is_stateless(&self) -> bool {
+        self.inner.stateless.is_some()
     }
 
     /// How tool `name` (the server's own name) may run as a task, from its
@@ -120,11 +156,16 @@ impl Client {
     /// Whether the host can call tool `name` at all: a tool that requires a
     /// task on a server that does not accept task calls cannot be.
     pub fn can_call(&self, name: &str) -> bool {
-        self.task_support(name) != TaskSupport::Required || self.accepts_tool_tasks()
+        // On 2026-07-28 `execution.taskSupport` is not used: the server
+        // decides, and the client always understands a task answer.
+        self.is_stateless()
+            || self.task_support(name) != TaskSupport::Required
+            || self.accepts_tool_tasks()
     }
 
     pub(super) fn wants_task(&self, name: &str, opts: &CallOptions) -> bool {
-        self.accepts_tool_tasks()
+        !self.is_stateless()
+            && self.accepts_tool_tasks()
             && match self.task_support(name) {
                 TaskSupport::Required => true,
                 TaskSupport::Optional => opts.task,
@@ -197,6 +238,9 @@ impl Client {
         arguments: Option<&Value>,
         opts: &CallOptions,
     ) -> Result<Task, Error> {
+        if self.is_stateless() {
+            return self.create_task_flat(name, arguments, opts).await;
+        }
         if self.task_support(name) == TaskSupport::Forbidden {
             return Err(Error::InvalidInput(format!(
                 "tool '{name}' of server '{}' cannot run as a task (its execution.taskSupport is not 'optional' or 'required')",
@@ -230,6 +274,65 @@ impl Client {
         Ok(task)
     }
 
+    /// [`create_task`](Self::create_task) on 2026-07-28: the call is sent
+    /// as it is and the server decides; one it answers at once is
+    /// `PROTOCOL_ERROR` saying so (its result is not kept).
+    async fn create_task_flat(
+        &self,
+        name: &str,
+        arguments: Option<&Value>,
+        opts: &CallOptions,
+    ) -> Result<Task, Error> {
+        let empty = Value::Object(Default::default());
+        let arguments = arguments.unwrap_or(&empty);
+        if !arguments.is_object() {
+            return Err(Error::InvalidInput(format!(
+                "arguments of tool '{name}' must be a JSON object"
+            )));
+        }
+        let raw = self.send_tools_call(name, arguments, None, opts).await?;
+        let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let task = tasks::created_task_flat(self.name(), &value).unwrap_or_else(|| {
+            Err(Error::ProtocolError(format!(
+                "server '{}' ({}): tool '{name}' answered at once instead of creating a task \
+                 (on this revision the server decides which calls become tasks; use call_tool)",
+                self.name(),
+                crate::stateless::VERSION
+            )))
+        })?;
+        self.note_task(&task);
+        Ok(task)
+    }
+
+    /// Waits for the task a 2026-07-28 `tools/call` answered with (`raw`),
+    /// as [`call_as_task`](Self::call_as_task) does for one it asked for:
+    /// cancelled when the wait times out or is dropped.
+    pub(super) async fn follow_created_task(
+        &self,
+        raw: Box<RawValue>,
+        name: &str,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
+        let deadline = crate::runtime::deadline_after(self.total_time(opts));
+        let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let task = tasks::created_task_flat(self.name(), &value)
+            .unwrap_or_else(|| Err(Error::ProtocolError("not a task".into())))
+            .map_err(|e| e.context(format!("tool '{name}'")))?;
+        let task_id = task.task_id.clone();
+        let mut guard = CancelOnDrop {
+            client: self.clone(),
+            state: Guard::Waiting(task_id.clone()),
+        };
+        let result = self.wait_flat(task, None, deadline, name).await;
+        guard.state = Guard::Done;
+        if let Err(Error::Timeout(_)) = &result {
+            if let Err(e) = self.cancel_task(&task_id).await {
+                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel after a timeout failed");
+            }
+        }
+        result
+    }
+
     /// The task's current status (`tasks/get`).
     pub async fn get_task(&self, task_id: &str) -> Result<Task, Error> {
         let deadline = Instant::now() + self.inner.config.timeout;
@@ -258,6 +361,10 @@ impl Client {
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
         let deadline = crate::runtime::deadline_after(self.total_time(opts));
+        if self.is_stateless() {
+            let (task, detailed) = self.get_detailed(task_id, deadline).await?;
+            return self.wait_flat(task, Some(detailed), deadline, "").await;
+        }
         let task = self.get_task_within(task_id, deadline).await?;
         self.wait_task(task, deadline, "").await
     }
@@ -271,6 +378,10 @@ impl Client {
         let raw = self
             .rpc("tasks/cancel", Some(json!({ "taskId": task_id })), &ropts)
             .await?;
+        if self.is_stateless() {
+            // Only acknowledged on 2026-07-28: the task as it is now.
+            return self.get_task_within(task_id, deadline).await;
+        }
         let task = self.read_task(task_id, raw.get())?;
         self.note_task(&task);
         Ok(task)
@@ -279,6 +390,14 @@ impl Client {
     /// Every task the server keeps for this connection (`tasks/list`,
     /// following pagination, bounded as every listing).
     pub async fn list_tasks(&self) -> Result<Vec<Task>, Error> {
+        if self.is_stateless() {
+            return Err(Error::InvalidInput(format!(
+                "server '{}' speaks {}, whose tasks extension has no tasks/list: \
+                 keep the ids of the tasks you start (task, task_result and cancel_task take them)",
+                self.name(),
+                crate::stateless::VERSION
+            )));
+        }
         let items = self.list_all("tasks/list", "tasks").await?;
         items
             .iter()
@@ -294,6 +413,9 @@ impl Client {
         deadline: Instant,
         tool: &str,
     ) -> Result<ToolResult, Error> {
+        if self.is_stateless() {
+            return Box::pin(self.wait_flat(task, None, deadline, tool)).await;
+        }
         let of = if tool.is_empty() {
             String::new()
         } else {
@@ -354,6 +476,176 @@ impl Client {
                 Err(e) => return Err(e),
             };
         }
+    }
+
+    /// `tasks/get` on 2026-07-28: the task and the whole answer (its
+    /// `result`, `error` or `inputRequests`).
+    async fn get_detailed(&self, task_id: &str, deadline: Instant) -> Result<(Task, Value), Error> {
+        tasks::check_task_id(task_id)?;
+        let ropts = self.task_request_options(deadline, false);
+        let raw = self
+            .rpc("tasks/get", Some(json!({ "taskId": task_id })), &ropts)
+            .await?;
+        let task = self.read_task(task_id, raw.get())?;
+        let detailed = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        Ok((task, detailed))
+    }
+
+    /// Polls a 2026-07-28 task until it ends and returns its result
+    /// (`detailed`: the last `tasks/get` answer, when there is one). Input it
+    /// asks for is answered through the host's handlers with `tasks/update`,
+    /// each key once. `tool` names the tool in errors (empty when unknown).
+    async fn wait_flat(
+        &self,
+        mut task: Task,
+        mut detailed: Option<Value>,
+        deadline: Instant,
+        tool: &str,
+    ) -> Result<ToolResult, Error> {
+        let of = if tool.is_empty() {
+            String::new()
+        } else {
+            format!(" of tool '{tool}'")
+        };
+        let label = format!(
+            "server '{}': task '{}'{of}",
+            self.name(),
+            task_id_short(&task.task_id)
+        );
+        let mut answered: HashSet<String> = HashSet::new();
+        let mut polls = 0u32;
+        loop {
+            self.note_task(&task);
+            // What `tasks/get` said; a `CreateTaskResult` carries none of it.
+            let told = detailed.as_ref();
+            match task.status {
+                TaskStatus::Completed => {
+                    if let Some(result) = told.and_then(|d| d.get("result")) {
+                        let raw = serde_json::value::to_raw_value(result)
+                            .map_err(|e| Error::Internal(format!("{label}: {e}")))?;
+                        return ToolResult::new(raw).map_err(|e| e.context(label.clone()));
+                    }
+                    if told.is_some() {
+                        return Err(Error::ProtocolError(format!(
+                            "{label} completed without a result"
+                        )));
+                    }
+                }
+                TaskStatus::Failed => {
+                    if let Some(error) = told.and_then(|d| d.get("error")) {
+                        return Err(task_error(error).context(format!("{label} failed")));
+                    }
+                    if told.is_some() {
+                        let why = task
+                            .message
+                            .as_deref()
+                            .map(|m| format!(": {}", crate::secrets::redact(m)))
+                            .unwrap_or_default();
+                        return Err(Error::ServerError {
+                            code: crate::jsonrpc::codes::INTERNAL_ERROR,
+                            message: format!("{label} failed{why}"),
+                            data: None,
+                        });
+                    }
+                }
+                TaskStatus::Cancelled => {
+                    let why = task
+                        .message
+                        .as_deref()
+                        .map(|m| format!(": {}", crate::secrets::redact(m)))
+                        .unwrap_or_default();
+                    return Err(Error::Cancelled(format!("{label} was cancelled{why}")));
+                }
+                TaskStatus::InputRequired => {
+                    if let Some(requests) = told.and_then(|d| d.get("inputRequests")) {
+                        self.answer_task_inputs(&task, requests, &mut answered, deadline, &label)
+                            .await?;
+                    }
+                }
+                TaskStatus::Working => {}
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || polls >= tasks::MAX_POLLS {
+                return Err(Error::Timeout(format!(
+                    "{label} did not finish within the call's total time (max_total_timeout_seconds) after {polls} polls"
+                )));
+            }
+            // The first look after creation is at once when the task is
+            // already past `working` (its result or questions are there).
+            if detailed.is_some() || task.status == TaskStatus::Working {
+                tokio::time::sleep(task.poll_interval().min(left)).await;
+            }
+            polls += 1;
+            if Instant::now() >= deadline {
+                continue;
+            }
+            (task, detailed) = match self.get_detailed(&task.task_id, deadline).await {
+                Ok((task, value)) => (task, Some(value)),
+                Err(Error::Timeout(_)) if Instant::now() >= deadline => continue,
+                Err(e) => return Err(e),
+            };
+        }
+    }
+
+    /// Answers the `inputRequests` of a 2026-07-28 task not answered yet
+    /// (`answered` holds the keys sent), with one `tasks/update`.
+    async fn answer_task_inputs(
+        &self,
+        task: &Task,
+        requests: &Value,
+        answered: &mut HashSet<String>,
+        deadline: Instant,
+        label: &str,
+    ) -> Result<(), Error> {
+        let requests = requests.as_object().ok_or_else(|| {
+            Error::ProtocolError(format!("{label}: 'inputRequests' is not an object"))
+        })?;
+        let fresh: Vec<(&String, &Value)> = requests
+            .iter()
+            .filter(|(key, _)| !answered.contains(key.as_str()))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        if fresh.len() > crate::stateless::MAX_INPUT_REQUESTS
+            || answered.len() + fresh.len() > MAX_TASK_INPUTS
+        {
+            return Err(Error::ProtocolError(format!(
+                "{label} asked for {} inputs at once, {} before (at most {} at once, {MAX_TASK_INPUTS} in all)",
+                fresh.len(),
+                answered.len(),
+                crate::stateless::MAX_INPUT_REQUESTS
+            )));
+        }
+        let mut responses = serde_json::Map::new();
+        for (key, question) in fresh {
+            if key.len() > tasks::MAX_TASK_ID_BYTES {
+                return Err(Error::ProtocolError(format!(
+                    "{label}: an inputRequests key of {} bytes",
+                    key.len()
+                )));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer = tokio::time::timeout(left, self.answer(question.clone()))
+                .await
+                .map_err(|_| {
+                    Error::Timeout(format!(
+                        "{label}: the host did not answer its input within the call's total time"
+                    ))
+                })??;
+            responses.insert(key.clone(), answer);
+        }
+        let keys: Vec<String> = responses.keys().cloned().collect();
+        let ropts = self.task_request_options(deadline, false);
+        self.rpc(
+            "tasks/update",
+            Some(json!({ "taskId": task.task_id, "inputResponses": responses })),
+            &ropts,
+        )
+        .await
+        .map_err(|e| e.context(format!("{label}: tasks/update")))?;
+        answered.extend(keys);
+        Ok(())
     }
 
     /// `tasks/result`: blocks until the task ends (up to `deadline`).
@@ -449,4 +741,25 @@ fn task_params(opts: &CallOptions) -> Value {
 /// kept short).
 fn task_id_short(task_id: &str) -> String {
     task_id.chars().take(80).collect()
+}
+
+/// A failed 2026-07-28 task's `error` (`{code, message, data?}`) as the
+/// server error it stands for; its message cut to a bound.
+fn task_error(error: &Value) -> Error {
+    let code = error
+        .get("code")
+        .and_then(Value::as_i64)
+        .unwrap_or(crate::jsonrpc::codes::INTERNAL_ERROR);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("no message")
+        .chars()
+        .take(MAX_TASK_ERROR_CHARS)
+        .collect::<String>();
+    Error::ServerError {
+        code,
+        message: crate::secrets::redact(&message).into_owned(),
+        data: error.get("data").cloned(),
+    }
 }

@@ -124,7 +124,8 @@ struct State {
 struct Outgoing {
     id: Option<u64>,
     method: Option<String>,
-    /// `params.name` (tools, prompts) or `params.uri` (resources).
+    /// `params.name` (tools, prompts), `params.uri` (resources) or
+    /// `params.taskId` (the tasks extension's `tasks/*`).
     name: Option<String>,
     /// Extra headers for this message.
     headers: Vec<(String, String)>,
@@ -136,6 +137,8 @@ impl Outgoing {
         struct Params {
             name: Option<String>,
             uri: Option<String>,
+            #[serde(rename = "taskId")]
+            task_id: Option<String>,
         }
         #[derive(serde::Deserialize)]
         struct Probe {
@@ -150,7 +153,7 @@ impl Outgoing {
             // Only a request's id is ours: an answer carries the server's.
             id: p.id.filter(|_| p.method.is_some()).and_then(|v| v.as_u64()),
             method: p.method,
-            name: p.params.and_then(|p| p.name.or(p.uri)),
+            name: p.params.and_then(|p| p.name.or(p.uri).or(p.task_id)),
             headers: Vec::new(),
         }
     }
@@ -617,12 +620,21 @@ impl Inner {
             if let Some(method) = &out.method {
                 add(MCP_METHOD, method);
             }
+            // The tasks extension names its task (SEP-2663), so that a
+            // balancer can route it to the replica that holds it.
             let named = matches!(
                 out.method.as_deref(),
-                Some("tools/call" | "prompts/get" | "resources/read")
+                Some(
+                    "tools/call"
+                        | "prompts/get"
+                        | "resources/read"
+                        | "tasks/get"
+                        | "tasks/update"
+                        | "tasks/cancel"
+                )
             );
             if let Some(name) = out.name.as_deref().filter(|_| named) {
-                add(MCP_NAME, name);
+                add(MCP_NAME, &crate::param_headers::encode_text(name));
             }
             for (name, value) in &out.headers {
                 add(name, value);

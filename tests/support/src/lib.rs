@@ -85,6 +85,44 @@ pub fn demo_server() -> String {
     require(exe).display().to_string()
 }
 
+/// The rmcp-based test server of the 2026-07-28 tasks extension
+/// (`tests/servers/rmcp-tasks`, outside the workspace), built into this
+/// build's target directory once per test binary (tests/setup.sh builds
+/// it too).
+pub fn rmcp_tasks_server() -> String {
+    static BUILD: Once = Once::new();
+    let exe = target_dir()
+        .join("debug")
+        .join(format!("rmcp-tasks-server{}", std::env::consts::EXE_SUFFIX));
+    BUILD.call_once(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = std::process::Command::new(cargo)
+            .args(["build", "-q", "--locked", "--manifest-path"])
+            .arg(root().join("tests/servers/rmcp-tasks/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", target_dir())
+            .current_dir(root())
+            .output()
+            .expect("run cargo build");
+        assert!(
+            out.status.success(),
+            "building tests/servers/rmcp-tasks failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    require(exe).display().to_string()
+}
+
+/// A `[[mcp.servers]]` entry for the rmcp tasks server on the 2026-07-28
+/// revision.
+pub fn rmcp_tasks_entry(name: &str, extra: &str) -> String {
+    stdio_entry(
+        name,
+        &rmcp_tasks_server(),
+        &[],
+        &format!("protocol_version = \"2026-07-28\"\n{extra}"),
+    )
+}
+
 /// The venv Python with the official `mcp` SDK (from tests/setup.sh).
 pub fn python() -> String {
     require(root().join(".deps/venv/bin/python"))

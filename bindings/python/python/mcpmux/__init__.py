@@ -414,7 +414,8 @@ class Hub:
         The same objects as ``mcpmux servers --json``: ``name``, ``type``,
         ``state`` (``connected``, ``failed``, ``restarting``, ``disabled``,
         or ``idle``: ``lazy = true`` and not used yet),
-        ``protocol_version``, ``server_info``, ``tool_count``, ``error``,
+        ``protocol_version``, ``server_info``, ``capabilities`` (as the server
+        declared them, ``extensions`` included), ``tool_count``, ``error``,
         ``error_code``.
         """
         return self._native.servers()
