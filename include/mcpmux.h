@@ -484,7 +484,8 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
  * `*out_json`: a JSON array of `{"name", "type", "state" ("connected",
  * "failed", "restarting", "disabled", "idle": lazy, not started yet, or
  * "starting": a bounded connect returned before it came up),
- * "protocol_version", "server_info", "tool_count",
+ * "protocol_version", "server_info", "capabilities" (as the server
+ * declared them, "extensions" included), "tool_count",
  * "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
  * block; any thread, callbacks included.
  *
