@@ -33,6 +33,7 @@
 //! LLM providers) and `mcpmux-gateway` (mcpmux as one MCP server). They
 //! register the config keys they own with [`config::register_layer`].
 
+pub mod apps;
 pub mod auth;
 pub mod client;
 pub mod config;

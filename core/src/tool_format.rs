@@ -128,7 +128,16 @@ pub fn render_as(tools: &[HubTool], format: ToolFormat) -> Value {
             Value::Object(o)
         },
     };
-    Value::Array(tools.iter().map(one).collect())
+    // A model is never offered a tool only its app may call (MCP Apps);
+    // the MCP form is a host's, which hides them from its model itself.
+    let for_model = format != ToolFormat::Mcp;
+    Value::Array(
+        tools
+            .iter()
+            .filter(|t| !(for_model && t.is_app_only()))
+            .map(one)
+            .collect(),
+    )
 }
 
 fn function_body(t: &HubTool) -> Map<String, Value> {

@@ -40,6 +40,19 @@ pub struct HubTool {
     pub meta: Option<Value>,
 }
 
+impl HubTool {
+    /// The `ui://` resource of this tool's app (MCP Apps), if it has one.
+    pub fn ui_resource_uri(&self) -> Option<&str> {
+        crate::apps::resource_uri(self.meta.as_ref())
+    }
+
+    /// Whether only its app may call it (MCP Apps `visibility` without
+    /// `"model"`): never offered to a model.
+    pub fn is_app_only(&self) -> bool {
+        crate::apps::is_app_only(self.meta.as_ref())
+    }
+}
+
 /// Longest tool name the LLM APIs accept.
 pub const MAX_LEN: usize = 64;
 

@@ -77,8 +77,15 @@ pub fn resources(resources: &[Value], templates: &[Value]) -> String {
     let mut lines: Vec<String> = resources
         .iter()
         .map(|r| {
+            let app = match r["app_of"].as_array() {
+                Some(tools) if !tools.is_empty() => {
+                    let names: Vec<&str> = tools.iter().filter_map(Value::as_str).collect();
+                    format!("  app of {}", names.join(", "))
+                }
+                _ => String::new(),
+            };
             format!(
-                "{}  {}  ({})",
+                "{}  {}  ({}){app}",
                 text(&r["uri"]),
                 text(&r["name"]),
                 text(&r["server"])

@@ -32,7 +32,7 @@ use mcpmux_core::client::CallOptions;
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
 use mcpmux_core::protocol;
-use mcpmux_core::ProgressUpdate;
+use mcpmux_core::{HubTool, ProgressUpdate};
 use mcpmux_policy::output;
 
 /// Most requests of one client running at once; past it a request is
@@ -404,14 +404,20 @@ async fn answer(
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
         "tools/call" => Ok(call(gateway, params, out).await),
-        "resources/list" => Ok(json!({ "resources": own(hub.list_resources(None).await?) })),
+        "resources/list" => Ok(json!({
+            "resources": super::apps::listed_resources(gateway, hub.list_resources(None).await?)
+        })),
         "resources/templates/list" => Ok(json!({
             "resourceTemplates": own(hub.list_resource_templates(None).await?)
         })),
-        "resources/read" => hub
-            .read_resource(string("uri")?, None)
-            .await
-            .map(Value::from),
+        "resources/read" => {
+            let uri = string("uri")?;
+            if uri.starts_with(mcpmux_core::apps::SCHEME) {
+                super::apps::read(gateway, uri).await
+            } else {
+                hub.read_resource(uri, None).await.map(Value::from)
+            }
+        }
         "resources/subscribe" => {
             hub.subscribe(string("uri")?, None).await?;
             Ok(json!({}))
@@ -722,7 +728,12 @@ fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
         .map_or(DEFAULT_SEARCH_LIMIT, |n| {
             (n as usize).clamp(1, MAX_SEARCH_LIMIT)
         });
-    let offered = gateway.offered();
+    // Search mode's caller is a model: no app-only tool (MCP Apps).
+    let offered: Vec<HubTool> = gateway
+        .offered()
+        .into_iter()
+        .filter(|t| !t.is_app_only())
+        .collect();
     let found: Vec<Value> = mcpmux_core::internal::tool_search::rank(&offered, query, limit)
         .into_iter()
         .map(|t| {

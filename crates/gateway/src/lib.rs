@@ -10,6 +10,7 @@
 //! holds for its clients is counted against a budget per client and a
 //! total one (`budget.rs`).
 
+mod apps;
 mod budget;
 mod connection;
 pub mod http;
@@ -294,7 +295,10 @@ impl Gateway {
     /// The tools the policy offers now, in hub order (of those the hub can
     /// call: see `Hub::callable_tools`).
     fn offered(&self) -> Vec<HubTool> {
-        self.inner.policy.offered(&self.inner.hub.callable_tools())
+        // Its clients are hosts: app-only tools are theirs to hide.
+        self.inner
+            .policy
+            .offered_to_host(&self.inner.hub.callable_tools())
     }
 
     /// The `tools` of a `tools/list` answer.
@@ -329,6 +333,9 @@ impl Gateway {
         };
         for (tool, hub_tool) in listed.iter_mut().zip(tools) {
             tool["name"] = self.shown_name(hub_tool).into();
+            if let Some(meta) = tool.get_mut("_meta") {
+                apps::rename_in_meta(meta, &hub_tool.server);
+            }
             if let Some(Value::Object(execution)) = tool.get_mut("execution") {
                 if execution.get("taskSupport").and_then(Value::as_str) == Some("required") {
                     execution.remove("taskSupport");

@@ -233,12 +233,26 @@ impl SessionPolicy {
             .collect()
     }
 
-    /// The tools the model may be offered, in hub order. Later calls are
-    /// limited to these (and still checked again against the current hints).
+    /// The tools the model may be offered, in hub order: never a tool only
+    /// its app may call (MCP Apps `visibility` without `"model"`). Later
+    /// calls are limited to these (and still checked again against the
+    /// current hints).
     pub fn offered(&self, tools: &[HubTool]) -> Vec<HubTool> {
+        self.offer(tools, false)
+    }
+
+    /// [`offered`](Self::offered) for a host that shows tools to its model
+    /// itself (the gateway's clients): the app-only tools the rules allow
+    /// are kept, since the host's app calls them (the MCP Apps text has the
+    /// host hide them from its model). Later calls are limited to these.
+    pub fn offered_to_host(&self, tools: &[HubTool]) -> Vec<HubTool> {
+        self.offer(tools, true)
+    }
+
+    fn offer(&self, tools: &[HubTool], app_only_too: bool) -> Vec<HubTool> {
         let offered: Vec<HubTool> = tools
             .iter()
-            .filter(|t| self.decide(t) == Decision::Offered)
+            .filter(|t| (app_only_too || !t.is_app_only()) && self.decide(t) == Decision::Offered)
             .cloned()
             .collect();
         let pairs = offered

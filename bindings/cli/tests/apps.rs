@@ -1,0 +1,179 @@
+//! MCP Apps (ext-apps 2026-01-26) through `mcpmux gateway` and in the
+//! tool formats, against `tests/servers/apps_server.py` (written from the
+//! text): two servers with the same `ui://` URIs are served under names of
+//! the gateway's that keep the scheme, every tool's UI URI points at them,
+//! reading one gives the server's HTML with its MIME type and `_meta`, an
+//! app-only tool is listed to the host and callable but never offered to a
+//! model, and a denied tool's UI is not served.
+
+mod common;
+
+use common::raw_gateway::Raw;
+use common::*;
+use serde_json::{json, Value};
+
+fn tool<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
+    list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+}
+
+#[test]
+fn apps_keep_their_scheme_are_named_per_server_and_read_back_whole() {
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        stdio_server(
+            "north",
+            &python(),
+            &[fault_server("apps_server.py").to_str().unwrap(), "north"],
+            "allow_all = true\nconfirm_read_only = [\"*\"]\ndeny_tools = [\"secret_panel\"]",
+        ),
+        stdio_server(
+            "south",
+            &python(),
+            &[fault_server("apps_server.py").to_str().unwrap(), "south"],
+            "allow_all = true\nconfirm_read_only = [\"*\"]\ndeny_tools = [\"secret_panel\"]",
+        ),
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let list = gw.request("tools/list", json!({}));
+    let north = tool(&list, "mcp_north_show_weather").unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(
+        north["_meta"]["ui"]["resourceUri"], "ui://north/widget/view.html",
+        "{north}"
+    );
+    assert_eq!(north["_meta"]["ui"]["visibility"], json!(["model", "app"]));
+    let south = tool(&list, "mcp_south_show_weather").unwrap();
+    assert_eq!(
+        south["_meta"]["ui"]["resourceUri"],
+        "ui://south/widget/view.html"
+    );
+    let legacy = tool(&list, "mcp_north_legacy_view").unwrap();
+    assert_eq!(
+        legacy["_meta"]["ui/resourceUri"],
+        "ui://north/widget/legacy.html"
+    );
+    // The app-only tool is the host's: listed, and callable.
+    let app_only = tool(&list, "mcp_north_refresh_widget").unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(app_only["_meta"]["ui"]["visibility"], json!(["app"]));
+    let called = gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_refresh_widget", "arguments": {}}),
+    );
+    assert_eq!(
+        called["result"]["content"][0]["text"], "north: refresh_widget done",
+        "{called}"
+    );
+    assert!(tool(&list, "mcp_north_secret_panel").is_none());
+
+    // resources/list: the gateway's names, the denied tool's UI left out.
+    let resources = gw.request("resources/list", json!({}));
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    for uri in [
+        "ui://north/widget/view.html",
+        "ui://south/widget/view.html",
+        "ui://north/widget/legacy.html",
+        "file:///north/readme.txt",
+    ] {
+        assert!(uris.contains(&uri), "{uri} listed: {uris:?}");
+    }
+    assert!(
+        !uris.iter().any(|u| u.contains("secret")),
+        "a denied tool's UI is not listed: {uris:?}"
+    );
+    assert!(!uris.contains(&"ui://widget/view.html"), "{uris:?}");
+
+    // resources/read: each server's own HTML, MIME type and _meta as sent.
+    for (label, uri) in [
+        ("north", "ui://north/widget/view.html"),
+        ("south", "ui://south/widget/view.html"),
+    ] {
+        let read = gw.request("resources/read", json!({"uri": uri}));
+        let item = &read["result"]["contents"][0];
+        assert_eq!(item["uri"], uri, "{read}");
+        assert_eq!(item["mimeType"], "text/html;profile=mcp-app");
+        assert!(
+            item["text"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("<title>{label} weather</title>")),
+            "{read}"
+        );
+        assert_eq!(
+            item["_meta"]["ui"]["csp"]["connectDomains"],
+            json!(["https://api.example.com"])
+        );
+    }
+    let denied = gw.request(
+        "resources/read",
+        json!({"uri": "ui://north/secret/panel.html"}),
+    );
+    assert!(denied.get("error").is_some(), "{denied}");
+    assert!(
+        denied["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not offered"),
+        "{denied}"
+    );
+    let plain = gw.request("resources/read", json!({"uri": "file:///south/readme.txt"}));
+    assert_eq!(plain["result"]["contents"][0]["text"], "south", "{plain}");
+}
+
+/// A model is never offered an app-only tool: absent from every LLM format
+/// (the MCP form keeps it, for hosts).
+#[test]
+fn app_only_tools_are_absent_from_the_llm_formats() {
+    let sb = Sandbox::with_config(&stdio_server(
+        "north",
+        &python(),
+        &[fault_server("apps_server.py").to_str().unwrap(), "north"],
+        "",
+    ));
+    for format in ["anthropic", "openai", "openai-responses"] {
+        let out = sb.mcpmux(&["--json", "tools", "--format", format]).run();
+        out.ok();
+        assert!(
+            out.stdout.contains("mcp_north_show_weather"),
+            "{format}: {out}"
+        );
+        assert!(
+            !out.stdout.contains("refresh_widget"),
+            "{format} offers the app-only tool: {out}"
+        );
+    }
+    let mcp = sb.mcpmux(&["--json", "tools", "--format", "mcp"]).run();
+    mcp.ok();
+    assert!(mcp.stdout.contains("mcp_north_refresh_widget"), "{mcp}");
+    // `tools --json` shows each tool's UI resource in its `_meta`.
+    let tools = sb.mcpmux(&["--json", "tools"]).run();
+    tools.ok();
+    let list = tools.json();
+    let weather = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp_north_show_weather")
+        .unwrap();
+    assert_eq!(
+        weather["_meta"]["ui"]["resourceUri"],
+        "ui://widget/view.html"
+    );
+    // `resources` names the tools whose app each UI resource is.
+    let resources = sb.mcpmux(&["resources"]).run();
+    resources.ok();
+    assert!(
+        resources
+            .stdout
+            .lines()
+            .any(|l| l.contains("ui://widget/view.html") && l.contains("mcp_north_show_weather")),
+        "{resources}"
+    );
+}
