@@ -16,6 +16,10 @@
 #
 #   node tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
 #
+# The tasks extension's peer (tests/servers/rmcp-tasks, official Rust SDK):
+#
+#   $CARGO_TARGET_DIR/debug/rmcp-tasks-server   (target/ by default)
+#
 # FastMCP peer (official Python SDK):
 #
 #   .deps/venv/bin/python tests/servers/fastmcp_server.py
@@ -116,6 +120,16 @@ for f in exit_during_init hang_in_init crash_mid_call hang garbage_stdout huge_l
   [ -x "$TESTS/servers/$f.py" ] || chmod +x "$TESTS/servers/$f.py"
 done
 
+# ---------------------------------------------------------------- rmcp tasks server
+# The 2026-07-28 tasks extension's peer, on the official Rust SDK (rmcp),
+# outside the workspace: built into the one target directory. Cargo's own
+# fingerprints make a second run a no-op.
+RMCP_TASKS="${CARGO_TARGET_DIR:-$ROOT/target}/debug/rmcp-tasks-server"
+log "building tests/servers/rmcp-tasks (rmcp-tasks-server)"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}" \
+  cargo build --quiet --locked --manifest-path "$TESTS/servers/rmcp-tasks/Cargo.toml" >&2
+[ -x "$RMCP_TASKS" ] || die "cargo build finished but $RMCP_TASKS is missing"
+
 # ---------------------------------------------------------------- verify
 if [ "$verify" = 1 ]; then
   log "verifying server-everything over stdio"
@@ -136,4 +150,5 @@ python venv:           $VENV
   python:              $VENV_PY (mcp $mcp_version)
 fastmcp server:        $VENV_PY $TESTS/servers/fastmcp_server.py
 fault servers:         $VENV_PY $TESTS/servers/<name>.py   (stdlib only; any python3 works)
+rmcp tasks server:     $RMCP_TASKS   (add protocol_version = "2026-07-28")
 SUMMARY
