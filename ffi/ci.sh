@@ -74,6 +74,7 @@ export MCPMUX_PYTHON="$ROOT/.deps/venv/bin/python"
 export MCPMUX_SERVERS_DIR="$ROOT/tests/servers"
 export MCPMUX_EVERYTHING="$ROOT/tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 export MCPMUX_NODE="$(command -v node)"
+export MCPMUX_RMCP_TASKS="$CARGO_TARGET_DIR/debug/rmcp-tasks-server"
 export MCPMUX_TEST_TMP="$WORK/tmp"
 export MCPMUX_TEST_SLOW=20
 

@@ -54,6 +54,7 @@ fn run(program: &Path, args: &[&str], tmp: &Path) -> String {
         .env("MCPMUX_SERVERS_DIR", root.join("tests/servers"))
         .env("MCPMUX_EVERYTHING", everything_js())
         .env("MCPMUX_NODE", node())
+        .env("MCPMUX_RMCP_TASKS", rmcp_tasks_server())
         .env("MCPMUX_TEST_TMP", tmp)
         .current_dir(&root)
         .stdin(Stdio::null())
@@ -169,6 +170,11 @@ fn c_tasks_against_server_everything() {
 #[test]
 fn c_server_requests_and_roots() {
     c_test("test_requests");
+}
+
+#[test]
+fn c_tasks_extension_against_rmcp() {
+    c_test("test_tasks_ext");
 }
 
 #[test]

@@ -11,6 +11,7 @@
  *   MCPMUX_SERVERS_DIR   tests/servers
  *   MCPMUX_EVERYTHING    server-everything's dist/index.js
  *   MCPMUX_NODE          node
+ *   MCPMUX_RMCP_TASKS    the rmcp tasks server (tests/servers/rmcp-tasks)
  *   MCPMUX_TEST_TMP      a scratch directory
  *   MCPMUX_TEST_SLOW     a factor for time limits (valgrind runs set 20)
  */

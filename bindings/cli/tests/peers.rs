@@ -201,3 +201,59 @@ fn everything_sees_the_roots_given_with_roots() {
     let message = bad.fails_with("INVALID_INPUT");
     assert!(message.contains("file://"), "{message}");
 }
+
+fn rmcp_tasks() -> Sandbox {
+    Sandbox::with_config(&stdio_server(
+        "tasks",
+        std::path::Path::new(&mcpmux_test_support::rmcp_tasks_server()),
+        &[],
+        "protocol_version = \"2026-07-28\"",
+    ))
+}
+
+/// A 2026-07-28 server (rmcp) that answers `tools/call` with a task:
+/// `call` follows it and prints the tool's result, never the raw handle;
+/// `--task` does the same; a task that fails or never ends fails the call.
+#[test]
+fn rmcp_tasks_extension_through_call() {
+    let sandbox = rmcp_tasks();
+    for extra in [&[][..], &["--task"][..]] {
+        let mut args = vec!["--json", "call"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["mcp_tasks_slow_sum", r#"{"a":2,"b":40,"ms":200}"#]);
+        let out = sandbox.mcpmux(&args).run();
+        out.ok();
+        assert_eq!(out.json()["content"][0]["text"], "sum: 42", "{out}");
+        assert!(!out.stdout.contains("resultType\":\"task"), "{out}");
+    }
+    let servers = sandbox.mcpmux(&["--json", "servers"]).run();
+    servers.ok();
+    assert!(
+        servers.json()[0]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object(),
+        "{servers}"
+    );
+    let failed = sandbox.mcpmux(&["call", "mcp_tasks_fails"]).run();
+    let message = failed.fails_with("SERVER_ERROR");
+    assert!(message.contains("failed on purpose"), "{message}");
+    let endless = sandbox
+        .mcpmux(&[
+            "--timeout",
+            "1",
+            "call",
+            "--max-total-timeout",
+            "1",
+            "mcp_tasks_never_ends",
+        ])
+        .run();
+    endless.fails_with("TIMEOUT");
+    // Without a terminal the elicitation the task asks for is declined.
+    let declined = sandbox
+        .mcpmux(&["--json", "call", "mcp_tasks_ask_name"])
+        .run();
+    assert_eq!(
+        declined.json()["content"][0]["text"],
+        "declined",
+        "{declined}"
+    );
+}

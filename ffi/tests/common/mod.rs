@@ -64,6 +64,11 @@ pub fn python() -> PathBuf {
     PathBuf::from(mcpmux_test_support::python())
 }
 
+/// The rmcp tasks server (tests/servers/rmcp-tasks), built once.
+pub fn rmcp_tasks_server() -> PathBuf {
+    PathBuf::from(mcpmux_test_support::rmcp_tasks_server())
+}
+
 /// server-everything's entry point.
 pub fn everything_js() -> PathBuf {
     let path = workspace_root()
