@@ -69,6 +69,11 @@ pub struct ClientOptions {
     /// `notifications/roots/list_changed`): the `roots` capability is then
     /// declared with `listChanged: true`. The hub sets it with its roots.
     pub roots_list_changed: bool,
+    /// Extensions the host declares to every server
+    /// (`capabilities.extensions`: name to settings), such as MCP Apps'
+    /// `io.modelcontextprotocol/ui` for a host that renders apps. The tasks
+    /// extension is declared by the engine itself on 2026-07-28.
+    pub extensions: serde_json::Map<String, Value>,
 }
 
 impl Default for ClientOptions {
@@ -80,6 +85,7 @@ impl Default for ClientOptions {
             auth: crate::auth::AuthOptions::default(),
             events: EventSender::default(),
             roots_list_changed: false,
+            extensions: serde_json::Map::new(),
         }
     }
 }
@@ -366,7 +372,10 @@ impl Client {
         options: &ClientOptions,
         peer: &Peer,
     ) -> Result<(InitializeResult, Option<RequestMeta>), Error> {
-        let capabilities = client_capabilities(&options.handlers, options.roots_list_changed);
+        let mut capabilities = client_capabilities(&options.handlers, options.roots_list_changed);
+        if !options.extensions.is_empty() {
+            capabilities["extensions"] = Value::Object(options.extensions.clone());
+        }
         let pinned = config.protocol_version.as_deref();
         let http = matches!(config.transport, crate::config::TransportConfig::Http(_));
         let try_stateless = match pinned {

@@ -55,6 +55,9 @@ pub struct HubOptions {
     /// [`Hub::set_roots`] changes them. It answers `roots/list` in place of
     /// [`ClientHandlers::roots`].
     pub roots: Option<crate::roots::Roots>,
+    /// Extensions declared to every server (`capabilities.extensions`),
+    /// see [`ClientOptions::extensions`]: only those the host implements.
+    pub extensions: serde_json::Map<String, Value>,
 }
 
 impl Default for HubOptions {
@@ -66,6 +69,7 @@ impl Default for HubOptions {
             events: EventSender::default(),
             startup_wait: None,
             roots: None,
+            extensions: serde_json::Map::new(),
         }
     }
 }
@@ -104,6 +108,12 @@ impl HubOptions {
     /// Sets [`HubOptions::startup_wait`].
     pub fn with_startup_wait(mut self, bound: std::time::Duration) -> Self {
         self.startup_wait = Some(bound);
+        self
+    }
+
+    /// Declares extension `name` with `settings` to every server.
+    pub fn with_extension(mut self, name: &str, settings: Value) -> Self {
+        self.extensions.insert(name.to_owned(), settings);
         self
     }
 
@@ -454,6 +464,7 @@ impl Hub {
                     auth: options.auth,
                     events: options.events,
                     roots_list_changed,
+                    extensions: options.extensions,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();

@@ -422,6 +422,14 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             .with_events(events)
             .with_handlers(handlers);
         options.startup_wait = startup_wait;
+        // The gateway passes apps through to its clients (MCP Apps): its
+        // servers are told so, or they may offer text-only tools.
+        if matches!(cli.command, Command::Gateway(_)) {
+            options = options.with_extension(
+                mcpmux_core::apps::EXTENSION,
+                serde_json::json!({ "mimeTypes": [mcpmux_core::apps::MIME_TYPE] }),
+            );
+        }
         // `--roots` answers `roots/list` itself, a gateway's clients' included.
         if !cli.roots.is_empty() {
             options = options.with_roots(mcpmux_core::Roots::new(&cli.roots)?);

@@ -38,6 +38,25 @@ fn apps_keep_their_scheme_are_named_per_server_and_read_back_whole() {
         ),
     ));
     let mut gw = Raw::start(&sb, &[]);
+    // The gateway implements apps for its clients and tells both sides.
+    assert_eq!(
+        gw.initialize_answer()["result"]["capabilities"]["extensions"]
+            ["io.modelcontextprotocol/ui"],
+        json!({}),
+        "{}",
+        gw.initialize_answer()
+    );
+    let declared = gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_client_extensions", "arguments": {}}),
+    );
+    let declared: Value =
+        serde_json::from_str(declared["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        declared["io.modelcontextprotocol/ui"]["mimeTypes"],
+        json!(["text/html;profile=mcp-app"]),
+        "{declared}"
+    );
     let list = gw.request("tools/list", json!({}));
     let north = tool(&list, "mcp_north_show_weather").unwrap_or_else(|| panic!("{list}"));
     assert_eq!(

@@ -395,12 +395,17 @@ async fn answer(
     match method {
         "initialize" => {
             let mut answer = initialize(params);
+            advertise_extensions(gateway, &mut answer);
             if let Some(text) = merged_instructions(&hub.instructions()) {
                 answer["instructions"] = text.into();
             }
             Ok(answer)
         }
-        "server/discover" => Ok(discover()),
+        "server/discover" => {
+            let mut answer = discover();
+            advertise_extensions(gateway, &mut answer);
+            Ok(answer)
+        }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
         "tools/call" => Ok(call(gateway, params, out).await),
@@ -499,6 +504,23 @@ fn initialize(params: &Value) -> Value {
         },
         "serverInfo": {"name": "mcpmux-gateway", "version": env!("CARGO_PKG_VERSION")},
     })
+}
+
+/// The extensions the gateway implements for its clients, declared in its
+/// capabilities when a server behind it has them: MCP Apps (the gateway
+/// serves apps under its own names). An extension the gateway does not
+/// implement is never claimed.
+fn advertise_extensions(gateway: &Gateway, answer: &mut Value) {
+    let apps = gateway.hub().servers().iter().any(|s| {
+        s.capabilities
+            .as_ref()
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(mcpmux_core::apps::EXTENSION))
+            .is_some()
+    });
+    if apps {
+        answer["capabilities"]["extensions"] = json!({ mcpmux_core::apps::EXTENSION: {} });
+    }
 }
 
 /// The instructions the gateway gives its clients: one server's as it sent
