@@ -119,6 +119,16 @@ pub struct CallOptions {
     /// The `ttl` asked for a task this call creates (how long the server
     /// keeps it); the server chooses when `None`.
     pub task_ttl: Option<Duration>,
+    /// Called once when the call becomes an MCP task (the server created
+    /// one, of either revision), on the calling task; the call goes on
+    /// waiting for it. For a host that hands out tasks of its own (the
+    /// gateway).
+    pub on_task: Option<Arc<dyn Fn(&crate::tasks::Task) + Send + Sync>>,
+    /// Answers the questions asked within this call (a 2026-07-28
+    /// `input_required` result, a 2026-07-28 task's `inputRequests`) in
+    /// place of the hub's handlers; a kind it lacks falls back to them.
+    /// Requests a 2025-11-25 server sends on its own still go to the hub's.
+    pub handlers: Option<ClientHandlers>,
 }
 
 impl CallOptions {
@@ -163,6 +173,23 @@ impl CallOptions {
         self.task_ttl = Some(ttl);
         self
     }
+
+    /// Sets [`CallOptions::on_task`].
+    pub fn with_on_task(mut self, on_task: Arc<dyn Fn(&crate::tasks::Task) + Send + Sync>) -> Self {
+        self.on_task = Some(on_task);
+        self
+    }
+
+    /// Sets [`CallOptions::handlers`].
+    pub fn with_handlers(mut self, handlers: ClientHandlers) -> Self {
+        self.handlers = Some(handlers);
+        self
+    }
+}
+
+tokio::task_local! {
+    /// The handlers of the call running on this task ([`CallOptions::handlers`]).
+    static CALL_HANDLERS: ClientHandlers;
 }
 
 /// What a [`CallPolicy`] calls through: hub-wide names resolved to tools,
@@ -584,6 +611,23 @@ impl Client {
                 "arguments of tool '{name}' must be a JSON object"
             )));
         }
+        if let Some(handlers) = &opts.handlers {
+            let mut opts = opts.clone();
+            let handlers = opts.handlers.take().unwrap_or_else(|| handlers.clone());
+            return Box::pin(
+                CALL_HANDLERS.scope(handlers, self.call_tool_inner(name, arguments, &opts)),
+            )
+            .await;
+        }
+        self.call_tool_inner(name, arguments, opts).await
+    }
+
+    async fn call_tool_inner(
+        &self,
+        name: &str,
+        arguments: &Value,
+        opts: &CallOptions,
+    ) -> Result<ToolResult, Error> {
         if self.wants_task(name, opts) {
             // Boxed: a task's polling loop would make every call's future
             // (moved into its task whole) several times larger.
@@ -899,13 +943,18 @@ impl Client {
             .unwrap_or("")
             .to_owned();
         let params = question.get("params").cloned().unwrap_or(Value::Null);
-        let handlers = &self.inner.handlers;
-        let handler = match method.as_str() {
+        let pick = |handlers: &ClientHandlers| match method.as_str() {
             "elicitation/create" => handlers.elicitation.clone(),
             "sampling/createMessage" => handlers.sampling.clone(),
             "roots/list" => handlers.roots.clone(),
             _ => None,
         };
+        // The call's own handlers first (CallOptions::handlers), then the hub's.
+        let handler = CALL_HANDLERS
+            .try_with(|h| pick(h))
+            .ok()
+            .flatten()
+            .or_else(|| pick(&self.inner.handlers));
         let Some(handler) = handler else {
             return match method.as_str() {
                 "elicitation/create" => Ok(serde_json::json!({ "action": "decline" })),

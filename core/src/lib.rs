@@ -102,7 +102,9 @@ pub mod internal {
     }
     /// The stateless protocol revision's constants and completion result.
     pub mod stateless {
-        pub use crate::stateless::{complete_result, META_PROTOCOL_VERSION, VERSION};
+        pub use crate::stateless::{
+            complete_result, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, VERSION,
+        };
     }
     /// Hub-wide tool names and their suggestions.
     pub mod tool_names {

@@ -214,6 +214,9 @@ impl Client {
             }
             Some(task) => task?,
         };
+        if let Some(on_task) = &opts.on_task {
+            on_task(&task);
+        }
         let task_id = task.task_id.clone();
         guard.state = Guard::Waiting(task_id.clone());
         let result = self.wait_task(task, deadline, name).await;
@@ -318,6 +321,9 @@ impl Client {
         let task = tasks::created_task_flat(self.name(), &value)
             .unwrap_or_else(|| Err(Error::ProtocolError("not a task".into())))
             .map_err(|e| e.context(format!("tool '{name}'")))?;
+        if let Some(on_task) = &opts.on_task {
+            on_task(&task);
+        }
         let task_id = task.task_id.clone();
         let mut guard = CancelOnDrop {
             client: self.clone(),

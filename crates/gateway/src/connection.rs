@@ -406,6 +406,17 @@ async fn answer(
             advertise_extensions(gateway, &mut answer);
             Ok(answer)
         }
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            if !super::tasks::declared(params) {
+                return Err(super::tasks::missing_capability());
+            }
+            let tasks = &gateway.inner.tasks;
+            match method {
+                "tasks/get" => tasks.get_detailed(params),
+                "tasks/update" => tasks.update(params),
+                _ => tasks.cancel(params),
+            }
+        }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
         "tools/call" => Ok(call(gateway, params, out).await),
@@ -518,8 +529,18 @@ fn advertise_extensions(gateway: &Gateway, answer: &mut Value) {
             .and_then(|e| e.get(mcpmux_core::apps::EXTENSION))
             .is_some()
     });
+    let mut extensions = Map::new();
     if apps {
-        answer["capabilities"]["extensions"] = json!({ mcpmux_core::apps::EXTENSION: {} });
+        extensions.insert(mcpmux_core::apps::EXTENSION.into(), json!({}));
+    }
+    // Tasks: to 2026-07-28 clients only (the extension is not defined on
+    // the older revisions), when a server behind can run tasks.
+    let stateless = answer.get("supportedVersions").is_some();
+    if stateless && super::tasks::any_server_has_tasks(gateway) {
+        extensions.insert(super::tasks::EXTENSION.into(), json!({}));
+    }
+    if !extensions.is_empty() {
+        answer["capabilities"]["extensions"] = Value::Object(extensions);
     }
 }
 
@@ -667,6 +688,21 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
                 "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
             ))),
         },
+        // A client of the tasks extension gets a task when the call becomes one.
+        GatewayMode::Full if super::tasks::declared(params) => {
+            let (gw, name, arguments, out) = (
+                gateway.clone(),
+                name.to_owned(),
+                arguments.cloned(),
+                out.clone(),
+            );
+            super::tasks::call(gateway, move |opts| {
+                Box::pin(async move {
+                    call_hub_tool_with(&gw, &name, arguments.as_ref(), progress, &out, opts).await
+                })
+            })
+            .await
+        }
         GatewayMode::Full => call_hub_tool(gateway, name, arguments, progress, out).await,
     };
     result.unwrap_or_else(|e| {
@@ -685,6 +721,26 @@ async fn call_hub_tool(
     progress: Option<Value>,
     out: &Out,
 ) -> Result<Value, Error> {
+    call_hub_tool_with(
+        gateway,
+        name,
+        arguments,
+        progress,
+        out,
+        CallOptions::default(),
+    )
+    .await
+}
+
+/// [`call_hub_tool`] with the call's options to start from (a task's).
+async fn call_hub_tool_with(
+    gateway: &Gateway,
+    name: &str,
+    arguments: Option<&Value>,
+    progress: Option<Value>,
+    out: &Out,
+    mut options: CallOptions,
+) -> Result<Value, Error> {
     // A name no server has is UNKNOWN_TOOL, naming the offered tools meant
     // (as describe_tool and every other front end do); a tool the hub has
     // goes to the policy, which refuses one it does not offer
@@ -692,7 +748,6 @@ async fn call_hub_tool(
     let Some(hub_name) = gateway.resolve(name) else {
         return Err(unknown_tool(gateway, name));
     };
-    let mut options = CallOptions::default();
     if let Some(token) = progress {
         let out = out.clone();
         options.on_progress = Some(Arc::new(move |update: ProgressUpdate| {
@@ -941,7 +996,21 @@ fn error_of(id: &Value, e: &Error) -> Value {
         Error::ServerError { message, .. } => message.clone(),
         other => other.to_string(),
     };
-    error_answer(id, code, &message, Some(e.code()))
+    let mut answer = error_answer(id, code, &message, Some(e.code()));
+    // An error's own data (a server's, or the gateway's -32021 naming the
+    // capability) goes along; `code` stays mcpmux's.
+    if let Error::ServerError {
+        data: Some(Value::Object(data)),
+        ..
+    } = e
+    {
+        if let Some(Value::Object(ours)) = answer["error"].get_mut("data") {
+            for (k, v) in data {
+                ours.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    answer
 }
 
 /// A JSON-RPC error answer.

@@ -17,6 +17,7 @@ pub mod http;
 mod out;
 pub mod relay;
 pub mod stdio;
+mod tasks;
 
 use std::sync::Arc;
 
@@ -168,6 +169,8 @@ struct Shared {
     /// Relays the servers' requests to clients, when the hub was connected
     /// with its handlers.
     relay: Option<Relay>,
+    /// The tasks handed out to 2026-07-28 clients (`tasks.rs`).
+    tasks: tasks::Tasks,
     /// Where the review tools run, when offered.
     #[cfg(feature = "sessions")]
     review: Option<mcpmux_sessions::SessionContext>,
@@ -208,6 +211,7 @@ impl Gateway {
                 total: budget::Total::new(options.total_budget_bytes),
                 options,
                 relay: None,
+                tasks: Default::default(),
                 #[cfg(feature = "sessions")]
                 review: None,
             }),

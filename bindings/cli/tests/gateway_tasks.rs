@@ -1,0 +1,227 @@
+//! Tasks through `mcpmux gateway` to a 2026-07-28 client (the tasks
+//! extension, SEP-2663): the gateway advertises the extension, hands out
+//! tasks of its own when a call becomes a task upstream (an rmcp server on
+//! 2026-07-28, or server-everything's 2025-11-25 task tool: the gateway
+//! bridges), serves tasks/get, tasks/update and tasks/cancel, and refuses
+//! them to a request that did not declare the extension.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::raw_gateway::Raw;
+use common::*;
+use serde_json::{json, Value};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn meta(declare: bool) -> Value {
+    let caps = if declare {
+        json!({"extensions": {TASKS: {}}})
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "0"},
+    })
+}
+
+fn request(gw: &mut Raw, method: &str, mut params: Value, declare: bool) -> Value {
+    params["_meta"] = meta(declare);
+    gw.request(method, params)
+}
+
+fn call(gw: &mut Raw, name: &str, arguments: Value, declare: bool) -> Value {
+    request(
+        gw,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+        declare,
+    )
+}
+
+/// Polls tasks/get until `done` says so (or 30 s pass).
+fn poll(gw: &mut Raw, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = request(gw, "tasks/get", json!({"taskId": id}), true);
+        if done(&got["result"]) || Instant::now() > deadline {
+            return got["result"].clone();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn terminal(task: &Value) -> bool {
+    ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or(""))
+}
+
+fn sandbox(log: &std::path::Path) -> Sandbox {
+    let js = everything_server();
+    Sandbox::with_config(&format!(
+        "{}{}",
+        stdio_server(
+            "tasks",
+            std::path::Path::new(&mcpmux_test_support::rmcp_tasks_server()),
+            &[],
+            &format!(
+                "protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]\nenv = {{ RMCP_TASKS_LOG = {} }}",
+                q(log.display().to_string())
+            ),
+        ),
+        stdio_server(
+            "every",
+            std::path::Path::new("node"),
+            &[js.to_str().unwrap(), "stdio"],
+            "allow_all = true\nconfirm_read_only = [\"*\"]",
+        ),
+    ))
+}
+
+#[test]
+fn a_2026_client_gets_the_gateways_tasks_for_servers_of_either_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rmcp.log");
+    let sb = sandbox(&log);
+    let mut gw = Raw::start(&sb, &[]);
+
+    let discovered = request(&mut gw, "server/discover", json!({}), false);
+    assert!(
+        discovered["result"]["capabilities"]["extensions"][TASKS].is_object(),
+        "{discovered}"
+    );
+    assert!(discovered["result"]["capabilities"].get("tasks").is_none());
+
+    // A call that becomes a task upstream: a task of the gateway's.
+    let created = call(
+        &mut gw,
+        "mcp_tasks_slow_sum",
+        json!({"a": 2, "b": 40, "ms": 300}),
+        true,
+    );
+    let created = &created["result"];
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("mcpmux-"), "the gateway's own id: {id}");
+    assert!(created.get("task").is_none() && created.get("result").is_none());
+    assert!(created["ttlMs"].as_u64().is_some() && created["pollIntervalMs"].as_u64().is_some());
+    let done = poll(&mut gw, &id, terminal);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(done["result"]["content"][0]["text"], "sum: 42", "{done}");
+
+    // A call that stays plain is answered plainly.
+    let quick = call(&mut gw, "mcp_tasks_quick", json!({"text": "hi"}), true);
+    assert_eq!(
+        quick["result"]["content"][0]["text"], "quick: hi",
+        "{quick}"
+    );
+    assert!(quick["result"].get("taskId").is_none());
+    // Without the extension the gateway waits for the task itself.
+    let plain = call(
+        &mut gw,
+        "mcp_tasks_slow_sum",
+        json!({"a": 1, "b": 1, "ms": 100}),
+        false,
+    );
+    assert_eq!(plain["result"]["content"][0]["text"], "sum: 2", "{plain}");
+
+    // tasks/* need the extension; an unknown id is -32602.
+    let refused = request(&mut gw, "tasks/get", json!({"taskId": id}), false);
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
+        json!({})
+    );
+    let unknown = request(&mut gw, "tasks/get", json!({"taskId": "mcpmux-nope"}), true);
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // Input the server asks for reaches the client as inputRequests.
+    let asking = call(&mut gw, "mcp_tasks_ask_name", json!({}), true);
+    let ask_id = asking["result"]["taskId"].as_str().unwrap().to_owned();
+    let waiting = poll(&mut gw, &ask_id, |t| {
+        t["status"] == "input_required" || terminal(t)
+    });
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let (key, question) = waiting["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    assert_eq!(question["method"], "elicitation/create");
+    assert_eq!(question["params"]["message"], "What is your name?");
+    let ack = request(
+        &mut gw,
+        "tasks/update",
+        json!({"taskId": ask_id, "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}),
+        true,
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let answered = poll(&mut gw, &ask_id, terminal);
+    assert_eq!(
+        answered["result"]["content"][0]["text"], "Hello, Ada",
+        "{answered}"
+    );
+
+    // A failing task is failed with the server's error.
+    let failing = call(&mut gw, "mcp_tasks_fails", json!({}), true);
+    let failed = poll(
+        &mut gw,
+        failing["result"]["taskId"].as_str().unwrap(),
+        terminal,
+    );
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(failed["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("failed on purpose"));
+    assert!(failed.get("result").is_none());
+
+    // Cancelling one cancels the server's task too; cancelling again is the same ack.
+    let endless = call(&mut gw, "mcp_tasks_never_ends", json!({}), true);
+    let endless_id = endless["result"]["taskId"].as_str().unwrap().to_owned();
+    for _ in 0..2 {
+        let ack = request(&mut gw, "tasks/cancel", json!({"taskId": endless_id}), true);
+        assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    }
+    let cancelled = poll(&mut gw, &endless_id, terminal);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("cancel ")
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        std::fs::read_to_string(&log).unwrap().contains("cancel "),
+        "the server's task was cancelled"
+    );
+
+    // Bridged: a 2025-11-25 server's task tool, to this 2026-07-28 client.
+    let research = call(
+        &mut gw,
+        "mcp_every_simulate-research-query",
+        json!({"topic": "gateways", "ambiguous": false}),
+        true,
+    );
+    assert_eq!(research["result"]["resultType"], "task", "{research}");
+    let researched = poll(
+        &mut gw,
+        research["result"]["taskId"].as_str().unwrap(),
+        terminal,
+    );
+    assert_eq!(researched["status"], "completed", "{researched}");
+    assert!(
+        researched["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("gateways"),
+        "{researched}"
+    );
+}

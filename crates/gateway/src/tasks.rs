@@ -1,0 +1,419 @@
+//! Tasks the gateway hands out to its 2026-07-28 clients: the tasks
+//! extension (SEP-2663, `io.modelcontextprotocol/tasks`), server side.
+//!
+//! A client that declares the extension on a `tools/call` gets a task when
+//! the call becomes one upstream (a 2026-07-28 server answered with a task,
+//! or a 2025-11-25 server ran the tool as a task): the hub's call goes on in
+//! the background, following the server's task to its end, and the client
+//! gets a `CreateTaskResult` under an id of the gateway's, which it polls
+//! with `tasks/get` (the result, or the error, inline once it ended),
+//! answers with `tasks/update` (the questions the server asks within the
+//! call, as `inputRequests`), and cancels with `tasks/cancel` (the server's
+//! task is cancelled with it). A call that ends without becoming a task is
+//! answered as a plain call. So a client of this revision can run a task of
+//! a server of either revision.
+//!
+//! Ids are 128 random bits: the extension has no `tasks/list`, so only who
+//! was given an id can use it. At most [`MAX_TASKS`] are kept; a finished
+//! one is kept [`TTL`] after its creation, then forgotten. Past the bound a
+//! call is answered as a plain call. The gateway's tasks live in this
+//! replica's memory.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use mcpmux_core::client::{CallOptions, ClientHandlers, RequestHandler, ServerRequest};
+use mcpmux_core::error::Error;
+use serde_json::{json, Map, Value};
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use super::Gateway;
+
+/// The extension's name.
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Most tasks the gateway keeps at once.
+pub(crate) const MAX_TASKS: usize = 1024;
+
+/// How long a task is kept after its creation once it ended (`ttlMs`).
+pub(crate) const TTL: Duration = Duration::from_secs(300);
+
+/// The poll interval the gateway suggests (`pollIntervalMs`).
+const POLL_INTERVAL_MS: u64 = 250;
+
+/// Most questions one task may have open at once.
+const MAX_OPEN_INPUTS: usize = 16;
+
+/// JSON-RPC: a capability the request needed was not declared.
+const MISSING_CAPABILITY: i64 = -32021;
+
+/// The gateway's tasks, shared by every client.
+#[derive(Default)]
+pub(crate) struct Tasks {
+    map: Mutex<HashMap<String, Arc<GatewayTask>>>,
+}
+
+/// One task handed out.
+pub(crate) struct GatewayTask {
+    id: String,
+    created: Instant,
+    created_at: String,
+    state: Mutex<TaskState>,
+    /// The background call; aborting it cancels the server's task.
+    call: Mutex<Option<AbortHandle>>,
+}
+
+struct TaskState {
+    /// Handed to the client yet (questions before that have nobody to ask).
+    published: bool,
+    status: &'static str,
+    message: Option<String>,
+    last_updated_at: String,
+    result: Option<Value>,
+    error: Option<Value>,
+    /// Open questions: key, `{method, params}`, who waits for the answer.
+    inputs: Vec<(String, Value, oneshot::Sender<Value>)>,
+    next_key: u64,
+}
+
+fn now() -> String {
+    mcpmux_policy::audit::rfc3339(SystemTime::now())
+}
+
+fn terminal(status: &str) -> bool {
+    matches!(status, "completed" | "failed" | "cancelled")
+}
+
+/// Whether this request's `_meta` declares the tasks extension (it is
+/// negotiated per request on this revision).
+pub(crate) fn declared(params: &Value) -> bool {
+    params
+        .get("_meta")
+        .and_then(|m| m.get(mcpmux_core::internal::stateless::META_CLIENT_CAPABILITIES))
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(EXTENSION))
+        .is_some_and(Value::is_object)
+}
+
+/// Whether a server behind the gateway can run tools as tasks (either
+/// revision's), so that the gateway advertises the extension.
+pub(crate) fn any_server_has_tasks(gateway: &Gateway) -> bool {
+    gateway.hub().servers().iter().any(|s| {
+        s.capabilities.as_ref().is_some_and(|c| {
+            c.get("extensions").and_then(|e| e.get(EXTENSION)).is_some()
+                || mcpmux_core::tasks::accepts_tool_tasks(c)
+        })
+    })
+}
+
+/// The error of a `tasks/*` request that did not declare the extension.
+pub(crate) fn missing_capability() -> Error {
+    Error::ServerError {
+        code: MISSING_CAPABILITY,
+        message: "Missing required client capability: the tasks extension".into(),
+        data: Some(json!({ "requiredCapabilities": { "extensions": { EXTENSION: {} } } })),
+    }
+}
+
+fn unknown_task(id: &str) -> Error {
+    Error::ServerError {
+        code: -32602,
+        message: format!("unknown task: {id:.200}"),
+        data: None,
+    }
+}
+
+impl GatewayTask {
+    fn new() -> Option<Arc<GatewayTask>> {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).ok()?;
+        let id = format!(
+            "mcpmux-{}",
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let at = now();
+        Some(Arc::new(GatewayTask {
+            id,
+            created: Instant::now(),
+            created_at: at.clone(),
+            state: Mutex::new(TaskState {
+                published: false,
+                status: "working",
+                message: None,
+                last_updated_at: at,
+                result: None,
+                error: None,
+                inputs: Vec::new(),
+                next_key: 0,
+            }),
+            call: Mutex::new(None),
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The task as `tasks/get` answers it (`DetailedTask`).
+    fn detailed(&self) -> Value {
+        let state = self.lock();
+        let mut task = Map::new();
+        task.insert("taskId".into(), self.id.clone().into());
+        task.insert("status".into(), state.status.into());
+        if let Some(m) = &state.message {
+            task.insert("statusMessage".into(), m.clone().into());
+        }
+        task.insert("createdAt".into(), self.created_at.clone().into());
+        task.insert("lastUpdatedAt".into(), state.last_updated_at.clone().into());
+        task.insert("ttlMs".into(), (TTL.as_millis() as u64).into());
+        task.insert("pollIntervalMs".into(), POLL_INTERVAL_MS.into());
+        match state.status {
+            "completed" => {
+                if let Some(r) = &state.result {
+                    task.insert("result".into(), r.clone());
+                }
+            }
+            "failed" => {
+                if let Some(e) = &state.error {
+                    task.insert("error".into(), e.clone());
+                }
+            }
+            "input_required" => {
+                let asked: Map<String, Value> = state
+                    .inputs
+                    .iter()
+                    .map(|(key, question, _)| (key.clone(), question.clone()))
+                    .collect();
+                task.insert("inputRequests".into(), Value::Object(asked));
+            }
+            _ => {}
+        }
+        Value::Object(task)
+    }
+
+    /// The `CreateTaskResult` that hands it out.
+    fn created(&self) -> Value {
+        let mut v = self.detailed();
+        if let Value::Object(o) = &mut v {
+            o.retain(|k, _| !matches!(k.as_str(), "result" | "error" | "inputRequests"));
+            o.insert("resultType".into(), "task".into());
+        }
+        v
+    }
+
+    fn set_status(&self, status: &'static str, message: Option<String>) {
+        let mut state = self.lock();
+        if terminal(state.status) {
+            return;
+        }
+        state.status = status;
+        state.message = message;
+        state.last_updated_at = now();
+    }
+
+    /// The call's outcome, once it ended (a cancelled task stays so).
+    fn finish(&self, outcome: Result<Value, Error>) {
+        let mut state = self.lock();
+        if terminal(state.status) {
+            return;
+        }
+        state.inputs.clear();
+        state.last_updated_at = now();
+        match outcome {
+            Ok(result) => {
+                state.status = "completed";
+                state.result = Some(result);
+            }
+            Err(Error::Cancelled(m)) => {
+                state.status = "cancelled";
+                state.message = Some(m);
+            }
+            Err(e) => {
+                let code = match &e {
+                    Error::ServerError { code, .. } => *code,
+                    _ => -32603,
+                };
+                let message = match &e {
+                    Error::ServerError { message, .. } => message.clone(),
+                    other => format!("{}: {other}", other.code()),
+                };
+                state.status = "failed";
+                state.message = Some(message.clone());
+                state.error = Some(json!({ "code": code, "message": message }));
+            }
+        }
+    }
+
+    /// A question the server asks within the call: shown as
+    /// `inputRequests` until `tasks/update` answers it.
+    async fn ask(self: Arc<Self>, request: ServerRequest) -> Result<Value, Error> {
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = self.lock();
+            if !state.published || terminal(state.status) {
+                return Err(Error::InvalidInput(format!(
+                    "{} asked before its task was handed out; nobody to ask",
+                    request.method
+                )));
+            }
+            if state.inputs.len() >= MAX_OPEN_INPUTS {
+                return Err(Error::LimitExceeded(format!(
+                    "task {} already has {MAX_OPEN_INPUTS} open questions",
+                    self.id
+                )));
+            }
+            state.next_key += 1;
+            let key = format!("q{}", state.next_key);
+            let question = json!({ "method": request.method, "params": request.params });
+            state.inputs.push((key, question, tx));
+            state.status = "input_required";
+            state.last_updated_at = now();
+        }
+        // Answered by tasks/update; dropped (an error) when the task ends.
+        rx.await.map_err(|_| {
+            Error::Cancelled(format!("task {}: the question was not answered", self.id))
+        })
+    }
+
+    /// Handlers that ask the client through this task.
+    fn handlers(self: &Arc<Self>) -> ClientHandlers {
+        let handler = |task: Arc<GatewayTask>| -> RequestHandler {
+            Arc::new(move |request| Box::pin(task.clone().ask(request)))
+        };
+        ClientHandlers {
+            roots: Some(handler(self.clone())),
+            sampling: Some(handler(self.clone())),
+            elicitation: Some(handler(self.clone())),
+        }
+    }
+}
+
+impl Tasks {
+    fn get(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
+        self.map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
+            .ok_or_else(|| unknown_task(id))
+    }
+
+    /// Keeps `task`, unless [`MAX_TASKS`] are kept even after forgetting
+    /// the ended ones past their [`TTL`].
+    fn insert(&self, task: &Arc<GatewayTask>) -> bool {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= MAX_TASKS {
+            map.retain(|_, t| !(terminal(t.lock().status) && t.created.elapsed() > TTL));
+        }
+        if map.len() >= MAX_TASKS {
+            return false;
+        }
+        map.insert(task.id.clone(), task.clone());
+        true
+    }
+
+    /// `tasks/get`.
+    pub(crate) fn get_detailed(&self, params: &Value) -> Result<Value, Error> {
+        Ok(self.get(task_id(params)?)?.detailed())
+    }
+
+    /// `tasks/update`: answers the open questions it names (others are
+    /// ignored, as the extension says).
+    pub(crate) fn update(&self, params: &Value) -> Result<Value, Error> {
+        let task = self.get(task_id(params)?)?;
+        let responses = params
+            .get("inputResponses")
+            .and_then(Value::as_object)
+            .ok_or_else(|| Error::InvalidInput("tasks/update: no inputResponses object".into()))?;
+        let mut state = task.lock();
+        let mut open = Vec::new();
+        for (key, question, tx) in state.inputs.drain(..) {
+            match responses.get(&key) {
+                Some(answer) => {
+                    let _ = tx.send(answer.clone());
+                }
+                None => open.push((key, question, tx)),
+            }
+        }
+        state.inputs = open;
+        if state.inputs.is_empty() && state.status == "input_required" {
+            state.status = "working";
+        }
+        state.last_updated_at = now();
+        Ok(json!({}))
+    }
+
+    /// `tasks/cancel`: the task is cancelled, and with it the server's
+    /// (an ended one is left as it is; the answer is the same).
+    pub(crate) fn cancel(&self, params: &Value) -> Result<Value, Error> {
+        let task = self.get(task_id(params)?)?;
+        task.set_status("cancelled", Some("cancelled by the client".into()));
+        task.lock().inputs.clear();
+        if let Some(call) = task.call.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            call.abort();
+        }
+        Ok(json!({}))
+    }
+}
+
+fn task_id(params: &Value) -> Result<&str, Error> {
+    params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty() && id.len() <= mcpmux_core::tasks::MAX_TASK_ID_BYTES)
+        .ok_or_else(|| Error::ServerError {
+            code: -32602,
+            message: "a taskId string is required".into(),
+            data: None,
+        })
+}
+
+/// Runs a `tools/call` of a client that declared the extension: the call's
+/// result when it ends without becoming a task upstream, else a
+/// `CreateTaskResult` of the gateway's. `call` runs the hub's call with the
+/// options given (the policy's path) and gives the client's result.
+pub(crate) async fn call<C>(gateway: &Gateway, call: C) -> Result<Value, Error>
+where
+    C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
+{
+    let Some(task) = GatewayTask::new() else {
+        return call(CallOptions::default()).await;
+    };
+    let (became_tx, became_rx) = oneshot::channel::<()>();
+    let became_tx = Mutex::new(Some(became_tx));
+    let mut opts = CallOptions::default()
+        .with_task(true)
+        .with_handlers(task.handlers());
+    opts.on_task = Some(Arc::new(move |_| {
+        if let Some(tx) = became_tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = tx.send(());
+        }
+    }));
+    let mut running = tokio::spawn(call(opts));
+    tokio::select! {
+        outcome = &mut running => {
+            outcome.map_err(|e| Error::Internal(format!("tools/call: {e}")))?
+        }
+        Ok(()) = became_rx => {
+            if !gateway.inner.tasks.insert(&task) {
+                // Past the bound: the client waits for the call instead.
+                return running.await.map_err(|e| Error::Internal(format!("tools/call: {e}")))?;
+            }
+            task.lock().published = true;
+            *task.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(running.abort_handle());
+            let created = task.created();
+            let task = task.clone();
+            tokio::spawn(async move {
+                let outcome = match running.await {
+                    Ok(outcome) => outcome,
+                    Err(e) if e.is_cancelled() => Err(Error::Cancelled("cancelled by the client".into())),
+                    Err(e) => Err(Error::Internal(format!("tools/call: {e}"))),
+                };
+                task.finish(outcome);
+            });
+            Ok(created)
+        }
+    }
+}
