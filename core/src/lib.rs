@@ -101,6 +101,10 @@ pub mod internal {
         pub use crate::net::{builder, sse_parser};
     }
     /// The stateless protocol revision's constants and completion result.
+    /// The 2026-07-28 revision's header values (`=?base64?...?=`).
+    pub mod param_headers {
+        pub use crate::param_headers::decode_text;
+    }
     pub mod stateless {
         pub use crate::stateless::{
             complete_result, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, VERSION,

@@ -84,6 +84,43 @@ pub(crate) fn encode_text(s: &str) -> String {
     }
 }
 
+/// A header value as the text it stands for: `=?base64?...?=` decoded
+/// (`None` when that is not valid base64 of UTF-8), anything else as is.
+pub fn decode_text(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(encoded) => String::from_utf8(unbase64(encoded)?).ok(),
+        None => Some(value.to_owned()),
+    }
+}
+
+/// Standard base64 (padding optional) to bytes; `None` when it is not.
+fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = acc << 6 | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
 /// Standard base64 with padding.
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -115,6 +152,11 @@ mod tests {
             "SGVsbG8sIOS4lueVjA=="
         );
         assert_eq!(base64(b"ab"), "YWI=");
+        for text in ["", "a", "ab", "abc", "Hello, \u{4e16}\u{754c}", " padded "] {
+            assert_eq!(decode_text(&encode_text(text)).as_deref(), Some(text));
+        }
+        assert_eq!(decode_text("=?base64?!!?="), None);
+        assert_eq!(decode_text("plain").as_deref(), Some("plain"));
         assert_eq!(base64(b"abc"), "YWJj");
         let schema = json!({"properties":{
             "region":{"type":"string","x-mcp-header":"Region"},

@@ -12,8 +12,12 @@
 #   exit.
 # * Revisions 2025-11-25 and 2026-07-28 (`conformance server --requirements
 #   REV`: the scored scenarios and the not-scored ones).
+# * Then the tasks extension's scenarios (SEP-2663) against the rmcp tasks
+#   server (tests/servers/rmcp-tasks) directly and through a gateway in
+#   front of it: through the gateway each must pass every check.
 # Results: target/conformance/gateway/REV/{direct,gateway}/ (one folder per
-# scenario with checks.json) and REV/{direct,gateway}.log (the suite's output).
+# scenario with checks.json) and REV/{direct,gateway}.log (the suite's output);
+# tasks/{direct,gateway}/SCENARIO.log for the tasks scenarios.
 #
 # Needs what tests/conformance/run.sh installs (Node 22 and the suite) and
 # the venv of tests/setup.sh (.deps/venv with mcp 1.30.0).
@@ -102,3 +106,54 @@ done
 
 step "direct vs through the gateway"
 "$NODE" "$HERE/gateway-compare.mjs" "$OUT" $REVISIONS
+
+# The tasks extension (SEP-2663): the suite's server `tasks-*` scenarios
+# against the rmcp tasks server (tests/servers/rmcp-tasks, which carries the
+# suite's fixtures greet, slow_compute, failing_job, protocol_error_job)
+# directly, and through a gateway in front of it over stdio, where the
+# gateway hands out tasks of its own. Through the gateway every check must
+# pass. Left out: tasks-required-task-error (the gateway serves a client
+# without the extension by waiting for the task, which the text allows:
+# -32021 is for a server "unable to service" it), and the scenarios whose
+# fixtures the server lacks (tasks-mrtr-*, tasks-status-notifications).
+TASK_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-request-headers tasks-dispatch-and-envelope"
+RMCP="$CARGO_TARGET_DIR/debug/rmcp-tasks-server"
+[ -x "$RMCP" ] || die "$RMCP missing: run tests/setup.sh first"
+
+step "starting the rmcp tasks server, and mcpmux gateway --http --no-prefix in front of it"
+"$RMCP" --http 127.0.0.1:0 >"$OUT/rmcp.log" 2>&1 &
+pids+=("$!")
+wait_until rmcp "$!" "grep -q 'listening on http://' '$OUT/rmcp.log'"
+RMCP_URL="$(grep -o 'http://[^ ]*' "$OUT/rmcp.log" | head -n1)"
+cat >"$WORK/tasks-gateway.toml" <<EOF
+[[mcp.servers]]
+name = "tasks"
+command = "$RMCP"
+protocol_version = "2026-07-28"
+allow_all = true
+confirm_read_only = ["*"]
+EOF
+"$MCPMUX" gateway --config "$WORK/tasks-gateway.toml" --http 127.0.0.1:0 --no-prefix >"$OUT/tasks-gateway.log" 2>&1 &
+pids+=("$!")
+wait_until tasks-gateway "$!" "grep -q 'serving MCP at http://' '$OUT/tasks-gateway.log'"
+TASKS_GATEWAY_URL="$(sed -n 's/.*serving MCP at \(http:[^ ]*\).*/\1/p' "$OUT/tasks-gateway.log" | head -n1)"
+echo "rmcp: $RMCP_URL  gateway: $TASKS_GATEWAY_URL"
+
+tasks_failed=0
+for scenario in $TASK_SCENARIOS; do
+  for side in direct gateway; do
+    url="$RMCP_URL"
+    [ "$side" = gateway ] && url="$TASKS_GATEWAY_URL"
+    log="$OUT/tasks/$side/$scenario.log"
+    mkdir -p "$(dirname "$log")"
+    timeout --kill-after=10 120 "$NODE" "$SUITE" server --url "$url" --scenario "$scenario" \
+      -o "$OUT/tasks/$side" >"$log" 2>&1 || true
+    summary="$(grep -E '^Passed: ' "$log" | tail -n1)"
+    printf '%-32s %-8s %s\n' "$scenario" "$side" "${summary:-no summary (see $log)}"
+    if [ "$side" = gateway ] && ! grep -qE '^Passed: ([0-9]+)/\1, 0 failed' "$log"; then
+      grep -E 'FAILURE' "$log" >&2 || true
+      tasks_failed=1
+    fi
+  done
+done
+[ "$tasks_failed" = 0 ] || die "a tasks scenario failed through the gateway (logs: $OUT/tasks)"

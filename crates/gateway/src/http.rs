@@ -665,6 +665,50 @@ struct Posted {
     batch: bool,
     header_version: Option<String>,
     wants_sse: bool,
+    /// `Mcp-Method` and `Mcp-Name` as sent.
+    routing: Routing,
+}
+
+/// The routing headers of a 2026-07-28 request.
+#[derive(Default)]
+struct Routing {
+    method: Option<String>,
+    name: Option<String>,
+}
+
+/// The `400` (JSON-RPC -32020, HeaderMismatch) for a request whose
+/// `Mcp-Method` or `Mcp-Name` is missing or disagrees with its body.
+fn header_mismatch(routing: &Routing, msg: &Value) -> Option<Response<Body>> {
+    let method = msg["method"].as_str().unwrap_or_default();
+    let named = match method {
+        "tools/call" | "prompts/get" => msg.pointer("/params/name"),
+        "resources/read" => msg.pointer("/params/uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => msg.pointer("/params/taskId"),
+        _ => None,
+    }
+    .and_then(Value::as_str);
+    let why = if routing.method.as_deref() != Some(method) {
+        Some(format!(
+            "Mcp-Method header {:?} does not match the body's method {method:?}",
+            routing.method.as_deref().unwrap_or("(missing)")
+        ))
+    } else if let Some(name) = named {
+        let sent = routing
+            .name
+            .as_deref()
+            .and_then(mcpmux_core::internal::param_headers::decode_text);
+        (sent.as_deref() != Some(name))
+            .then(|| format!("Mcp-Name header does not match the body's name of this {method}"))
+    } else {
+        None
+    };
+    why.map(|why| {
+        json_response(
+            StatusCode::BAD_REQUEST,
+            &error_answer(&msg["id"], -32020, &why, Some("INVALID_INPUT")),
+            None,
+        )
+    })
 }
 
 /// Reads and checks a `POST`'s headers and body (see [`Posted`]).
@@ -685,6 +729,16 @@ async fn read_post(state: &State, req: Request<Incoming>) -> Result<Posted, Resp
             ));
         }
     }
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let routing = Routing {
+        method: header("mcp-method"),
+        name: header("mcp-name"),
+    };
     let wants_sse = req
         .headers()
         .get(ACCEPT)
@@ -736,6 +790,7 @@ async fn read_post(state: &State, req: Request<Incoming>) -> Result<Posted, Resp
         batch,
         header_version,
         wants_sse,
+        routing,
     })
 }
 
@@ -821,6 +876,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         batch,
         header_version,
         wants_sse,
+        routing,
     } = match read_post(state, req).await {
         Ok(posted) => posted,
         Err(refusal) => return refusal,
@@ -842,6 +898,17 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         return local_answers(local, batch);
     }
     let is_request = |m: &Value| m.get("method").is_some() && m.get("id").is_some();
+    // The revision that mirrors a request in its headers: they must agree
+    // with its body (SEP-2243), or a balancer routing on them is misled.
+    if header_version.as_deref() == Some(stateless::VERSION) && !batch {
+        if let Some(refusal) = messages
+            .iter()
+            .filter(|m| is_request(m))
+            .find_map(|m| header_mismatch(&routing, m))
+        {
+            return refusal;
+        }
+    }
     let initialize = messages.iter().find(|m| m["method"] == "initialize");
     let stateless = header_version.as_deref() == Some(stateless::VERSION)
         || messages.iter().any(|m| {

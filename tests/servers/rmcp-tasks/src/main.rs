@@ -444,6 +444,35 @@ fn tools() -> Vec<Tool> {
             "A task that fails after about 100 ms with error -32603.",
             no_args(),
         ),
+        // The fixtures the conformance suite's tasks scenarios require.
+        Tool::new(
+            "greet",
+            "Conformance fixture, sync only: \"Hello, <name>!\".",
+            schema(json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            })),
+        ),
+        Tool::new(
+            "slow_compute",
+            "Conformance fixture: sleeps `seconds`, then answers; a task when the request \
+             declared the tasks extension, else a plain call.",
+            schema(json!({
+                "type": "object",
+                "properties": {"seconds": {"type": "number", "minimum": 0}, "label": {"type": "string"}}
+            })),
+        ),
+        Tool::new(
+            "failing_job",
+            "Conformance fixture: a task whose tool reports an error after about 1 s.",
+            no_args(),
+        ),
+        Tool::new(
+            "protocol_error_job",
+            "Conformance fixture: a task that fails with a protocol error.",
+            no_args(),
+        ),
         Tool::new(
             "huge_id",
             "Hostile: a task whose id is 100,000 characters long.",
@@ -458,6 +487,17 @@ fn tools() -> Vec<Tool> {
             })),
         ),
     ]
+}
+
+/// `slow_compute`'s `seconds` (0 to an hour).
+fn slow_compute_seconds(args: &JsonObject) -> Result<f64, McpError> {
+    match args.get("seconds") {
+        None | Some(Value::Null) => Ok(0.0),
+        Some(v) => v
+            .as_f64()
+            .filter(|s| (0.0..=3600.0).contains(s))
+            .ok_or_else(|| McpError::invalid_params("seconds must be 0..=3600", None)),
+    }
 }
 
 fn text(s: impl Into<String>) -> CallToolResult {
@@ -563,6 +603,47 @@ impl TasksServer {
                 );
                 self.task_result(task)
             }
+            "slow_compute" => {
+                let seconds = slow_compute_seconds(args)?;
+                let task = store.create(new_task_id(), TaskPayload::Working, Kind::Plain, Some(TTL_MS))?;
+                let label = args.get("label").and_then(Value::as_str).unwrap_or("");
+                store.settle_after(
+                    &task.task_id,
+                    Duration::from_secs_f64(seconds),
+                    TaskPayload::Completed {
+                        result: to_object(&text(format!("computed {label} in {seconds} s"))),
+                    },
+                    None,
+                );
+                self.task_result(task)
+            }
+            "failing_job" => {
+                let task = store.create(new_task_id(), TaskPayload::Working, Kind::Plain, Some(TTL_MS))?;
+                store.settle_after(
+                    &task.task_id,
+                    Duration::from_millis(1000),
+                    TaskPayload::Completed {
+                        result: to_object(&CallToolResult::error(vec![ContentBlock::text(
+                            "the job failed".to_owned(),
+                        )])),
+                    },
+                    None,
+                );
+                self.task_result(task)
+            }
+            "protocol_error_job" => {
+                let task = store.create(new_task_id(), TaskPayload::Working, Kind::Plain, Some(TTL_MS))?;
+                let mut error = JsonObject::new();
+                error.insert("code".to_owned(), json!(-32603));
+                error.insert("message".to_owned(), json!("internal error in protocol_error_job"));
+                store.settle_after(
+                    &task.task_id,
+                    Duration::from_millis(200),
+                    TaskPayload::Failed { error },
+                    Some("internal error in protocol_error_job"),
+                );
+                self.task_result(task)
+            }
             "huge_id" => {
                 let mut id = new_task_id();
                 id.push('-');
@@ -636,6 +717,22 @@ impl ServerHandler for TasksServer {
             let said = args.get("text").and_then(Value::as_str).unwrap_or("");
             return Ok(CallToolResponse::Complete(text(format!("quick: {said}"))));
         }
+        if request.name == "greet" {
+            let name = args.get("name").and_then(Value::as_str).unwrap_or("");
+            return Ok(CallToolResponse::Complete(text(format!("Hello, {name}!"))));
+        }
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|caps| caps.supports_tasks());
+        if request.name == "slow_compute" && !declared {
+            // Task-supporting, so a client without the extension gets a plain call.
+            let seconds = slow_compute_seconds(&args)?;
+            tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+            let label = args.get("label").and_then(Value::as_str).unwrap_or("");
+            return Ok(CallToolResponse::Complete(text(format!(
+                "computed {label} in {seconds} s"
+            ))));
+        }
         if !tools().iter().any(|t| t.name == request.name) {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {}", request.name),
@@ -645,9 +742,6 @@ impl ServerHandler for TasksServer {
         // Every other tool only runs as a task: a client that did not declare
         // the extension on this request gets -32021 (SEP-2663), before
         // anything is created.
-        let declared = context
-            .client_capabilities()
-            .is_some_and(|caps| caps.supports_tasks());
         if !declared {
             return Err(McpError::missing_required_client_capability(
                 ClientCapabilities::builder().enable_tasks().build(),
