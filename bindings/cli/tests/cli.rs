@@ -65,6 +65,7 @@ fn servers_json_shows_connected_failed_and_disabled() {
         "state",
         "protocol_version",
         "server_info",
+        "capabilities",
         "tool_count",
         "error",
     ]
@@ -93,6 +94,10 @@ fn servers_json_shows_connected_failed_and_disabled() {
         "{out}"
     );
     assert_eq!(demo["server_info"]["name"], "mcpmux-demo-server", "{out}");
+    assert!(
+        demo["capabilities"]["tools"].is_object(),
+        "declared capabilities: {out}"
+    );
     assert_eq!(demo["tool_count"], 7, "{out}");
     assert_eq!(demo["error"], Value::Null, "{out}");
 

@@ -225,3 +225,56 @@ fn a_2026_client_gets_the_gateways_tasks_for_servers_of_either_revision() {
         "{researched}"
     );
 }
+
+/// A 2025-11-25 server's question inside its task (server-everything's
+/// research asks which interpretation is meant, as a request naming its
+/// task) reaches a 2026-07-28 client as the gateway task's inputRequests,
+/// and the answer goes back.
+#[test]
+fn a_2025_servers_question_inside_its_task_reaches_a_2026_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    // The hub declares elicitation (its stdio client did), so the server asks.
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    let research = call(
+        &mut gw,
+        "mcp_every_simulate-research-query",
+        json!({"topic": "python", "ambiguous": true}),
+        true,
+    );
+    let id = research["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{research}"))
+        .to_owned();
+    let waiting = poll(&mut gw, &id, |t| {
+        t["status"] == "input_required" || terminal(t)
+    });
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let (key, question) = waiting["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let choice = question["params"]["requestedSchema"]["properties"]["interpretation"]["oneOf"][0]
+        ["const"]
+        .clone();
+    assert!(choice.is_string(), "{question}");
+    request(
+        &mut gw,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"interpretation": choice}}}}),
+        true,
+    );
+    let done = poll(&mut gw, &id, terminal);
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains(choice.as_str().unwrap()),
+        "the answer reached the server: {text}"
+    );
+}

@@ -6,7 +6,10 @@
 //! has said what it can do (its `initialize` capabilities). A request goes
 //! to the client attached last that declared the matching capability; with
 //! none, it gets the error a client without that capability gives
-//! (-32601, method not found).
+//! (-32601, method not found). A request a server sends for one of its tasks
+//! (`_meta["io.modelcontextprotocol/related-task"]`) goes first to whoever
+//! that task was handed to ([`Relay::route_task`]): the gateway's own task
+//! of a 2026-07-28 client, which asks it through `tasks/get`.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -30,7 +33,19 @@ pub(crate) trait RelayTarget: Send + Sync {
 pub struct Relay {
     /// Attached clients, newest last (weak: a closed connection drops out).
     targets: Arc<Mutex<Vec<Weak<dyn RelayTarget>>>>,
+    /// Servers' tasks by `(server, task id)`, to who asks for them.
+    task_routes: Arc<Mutex<Vec<TaskRoute>>>,
 }
+
+/// Where the requests of one server's task go.
+struct TaskRoute {
+    server: String,
+    task_id: String,
+    target: Weak<dyn RelayTarget>,
+}
+
+/// The `_meta` key a server puts on a request sent for one of its tasks.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// Clients attached at once that the relay remembers (older ones are
 /// forgotten first).
@@ -74,6 +89,38 @@ impl Relay {
         }
     }
 
+    /// Sends the requests of task `task_id` of `server` to `target` (while
+    /// it lives and accepts them). At most [`MAX_TARGETS`] routes are kept,
+    /// the oldest forgotten first.
+    pub(crate) fn route_task(&self, server: &str, task_id: &str, target: Weak<dyn RelayTarget>) {
+        let mut routes = self.task_routes.lock().unwrap();
+        routes.retain(|r| r.target.strong_count() > 0);
+        if routes.len() >= MAX_TARGETS {
+            routes.remove(0);
+        }
+        routes.push(TaskRoute {
+            server: server.to_owned(),
+            task_id: task_id.to_owned(),
+            target,
+        });
+    }
+
+    /// The target of the task `req` was sent for, if one was routed.
+    fn task_target(&self, req: &ServerRequest) -> Option<Arc<dyn RelayTarget>> {
+        let task_id = req
+            .params
+            .get("_meta")
+            .and_then(|m| m.get(RELATED_TASK))
+            .and_then(|t| t.get("taskId"))
+            .and_then(Value::as_str)?;
+        let routes = self.task_routes.lock().unwrap();
+        routes
+            .iter()
+            .filter(|r| r.server == req.server && r.task_id == task_id)
+            .filter_map(|r| r.target.upgrade())
+            .find(|t| t.accepts(&req.method))
+    }
+
     /// Makes `target` the first choice for what it accepts.
     pub(crate) fn attach(&self, target: Weak<dyn RelayTarget>) {
         let mut targets = self.targets.lock().unwrap();
@@ -85,14 +132,14 @@ impl Relay {
     }
 
     async fn forward(&self, req: ServerRequest) -> Result<Value, Error> {
-        let target = {
+        let target = self.task_target(&req).or_else(|| {
             let targets = self.targets.lock().unwrap();
             targets
                 .iter()
                 .rev()
                 .filter_map(Weak::upgrade)
                 .find(|t| t.accepts(&req.method))
-        };
+        });
         match target {
             Some(target) => {
                 // The answer does not need the client kept alive: once it

@@ -29,6 +29,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use super::relay::RelayTarget;
 use super::Gateway;
 
 /// The extension's name.
@@ -57,6 +58,8 @@ pub(crate) struct Tasks {
 
 /// One task handed out.
 pub(crate) struct GatewayTask {
+    /// Itself, for the relay (which holds it weakly).
+    me: std::sync::Weak<GatewayTask>,
     id: String,
     created: Instant,
     created_at: String,
@@ -134,7 +137,8 @@ impl GatewayTask {
             bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
         );
         let at = now();
-        Some(Arc::new(GatewayTask {
+        Some(Arc::new_cyclic(|me| GatewayTask {
+            me: me.clone(),
             id,
             created: Instant::now(),
             created_at: at.clone(),
@@ -150,6 +154,10 @@ impl GatewayTask {
             }),
             call: Mutex::new(None),
         }))
+    }
+
+    fn myself(&self) -> Option<Arc<GatewayTask>> {
+        self.me.upgrade()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
@@ -290,6 +298,34 @@ impl GatewayTask {
     }
 }
 
+/// A 2025-11-25 server's requests for the task behind this one (the
+/// relay routes them here by the task's id) are asked like the others.
+impl RelayTarget for GatewayTask {
+    fn accepts(&self, method: &str) -> bool {
+        let state = self.lock();
+        state.published && !terminal(state.status) && super::relay::capability_for(method).is_some()
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> futures::future::BoxFuture<'static, Result<Value, Error>> {
+        let task = self.myself();
+        let request = ServerRequest {
+            server: String::new(),
+            method: method.to_owned(),
+            params,
+        };
+        Box::pin(async move {
+            match task {
+                Some(task) => task.ask(request).await,
+                None => Err(Error::Cancelled("the task is gone".into())),
+            }
+        })
+    }
+}
+
 impl Tasks {
     fn get(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
         self.map
@@ -386,7 +422,17 @@ where
     let mut opts = CallOptions::default()
         .with_task(true)
         .with_handlers(task.handlers());
-    opts.on_task = Some(Arc::new(move |_| {
+    let relay = gateway.inner.relay.clone();
+    let routed: std::sync::Weak<dyn RelayTarget> = {
+        let weak: std::sync::Weak<GatewayTask> = Arc::downgrade(&task);
+        weak
+    };
+    opts.on_task = Some(Arc::new(move |upstream| {
+        // A 2025-11-25 server asks its questions as requests of its own,
+        // naming its task: they come to this task.
+        if let Some(relay) = &relay {
+            relay.route_task(&upstream.server, &upstream.task_id, routed.clone());
+        }
         if let Some(tx) = became_tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = tx.send(());
         }
