@@ -14,10 +14,11 @@
 //! a server of either revision.
 //!
 //! Ids are 128 random bits: the extension has no `tasks/list`, so only who
-//! was given an id can use it. At most [`MAX_TASKS`] are kept; a finished
-//! one is kept [`TTL`] after its creation, then forgotten. Past the bound a
-//! call is answered as a plain call. The gateway's tasks live in this
-//! replica's memory.
+//! was given an id can use it. At most [`MAX_TASKS`] are kept, holding at
+//! most [`MAX_STORED_BYTES`] of results together; a finished one is kept
+//! [`TTL`] after its creation, then forgotten. Past the count a call is
+//! answered as a plain call; a result past the bytes fails its task with
+//! `LIMIT_EXCEEDED`. The gateway's tasks live in this replica's memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,9 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// Most tasks the gateway keeps at once.
 pub(crate) const MAX_TASKS: usize = 1024;
 
+/// Most bytes of results the kept tasks hold together.
+pub(crate) const MAX_STORED_BYTES: usize = 256 << 20;
+
 /// How long a task is kept after its creation once it ended (`ttlMs`).
 pub(crate) const TTL: Duration = Duration::from_secs(300);
 
@@ -54,6 +58,8 @@ const MISSING_CAPABILITY: i64 = -32021;
 #[derive(Default)]
 pub(crate) struct Tasks {
     map: Mutex<HashMap<String, Arc<GatewayTask>>>,
+    /// Bytes of the results the kept tasks hold.
+    stored: std::sync::atomic::AtomicUsize,
 }
 
 /// One task handed out.
@@ -66,6 +72,8 @@ pub(crate) struct GatewayTask {
     state: Mutex<TaskState>,
     /// The background call; aborting it cancels the server's task.
     call: Mutex<Option<AbortHandle>>,
+    /// Bytes of its result counted in [`Tasks::stored`].
+    stored: std::sync::atomic::AtomicUsize,
 }
 
 struct TaskState {
@@ -153,6 +161,7 @@ impl GatewayTask {
                 next_key: 0,
             }),
             call: Mutex::new(None),
+            stored: Default::default(),
         }))
     }
 
@@ -327,6 +336,32 @@ impl RelayTarget for GatewayTask {
 }
 
 impl Tasks {
+    /// Ends `task` with the call's outcome, a result counted against
+    /// [`MAX_STORED_BYTES`] (one that does not fit fails the task).
+    fn finish(&self, task: &GatewayTask, outcome: Result<Value, Error>) {
+        use std::sync::atomic::Ordering;
+        let outcome = match outcome {
+            Ok(result) => {
+                let size = serde_json::to_vec(&result).map_or(usize::MAX, |v| v.len());
+                let before = self.stored.fetch_add(size, Ordering::Relaxed);
+                if before.saturating_add(size) > MAX_STORED_BYTES {
+                    self.stored.fetch_sub(size, Ordering::Relaxed);
+                    Err(Error::LimitExceeded(format!(
+                        "task {}: its result of {size} bytes does not fit the gateway's \
+                         store of task results ({} MiB)",
+                        task.id,
+                        MAX_STORED_BYTES >> 20
+                    )))
+                } else {
+                    task.stored.store(size, Ordering::Relaxed);
+                    Ok(result)
+                }
+            }
+            Err(e) => Err(e),
+        };
+        task.finish(outcome);
+    }
+
     fn get(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
         self.map
             .lock()
@@ -339,10 +374,16 @@ impl Tasks {
     /// Keeps `task`, unless [`MAX_TASKS`] are kept even after forgetting
     /// the ended ones past their [`TTL`].
     fn insert(&self, task: &Arc<GatewayTask>) -> bool {
+        use std::sync::atomic::Ordering;
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= MAX_TASKS {
-            map.retain(|_, t| !(terminal(t.lock().status) && t.created.elapsed() > TTL));
-        }
+        map.retain(|_, t| {
+            let expired = terminal(t.lock().status) && t.created.elapsed() > TTL;
+            if expired {
+                self.stored
+                    .fetch_sub(t.stored.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+            }
+            !expired
+        });
         if map.len() >= MAX_TASKS {
             return false;
         }
@@ -451,13 +492,14 @@ where
             *task.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(running.abort_handle());
             let created = task.created();
             let task = task.clone();
+            let gateway = gateway.clone();
             tokio::spawn(async move {
                 let outcome = match running.await {
                     Ok(outcome) => outcome,
                     Err(e) if e.is_cancelled() => Err(Error::Cancelled("cancelled by the client".into())),
                     Err(e) => Err(Error::Internal(format!("tools/call: {e}"))),
                 };
-                task.finish(outcome);
+                gateway.inner.tasks.finish(&task, outcome);
             });
             Ok(created)
         }
