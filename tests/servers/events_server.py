@@ -14,6 +14,8 @@ Env:
 - HEARTBEAT_MS: the stream heartbeat interval (default 500; 0 = none).
 - KEEP: how many occurrences the log keeps (default 50): an older cursor
   gets `truncated: true`.
+- PRELOAD: occurrences of `ticket.created` in the log at start (default 0),
+  so that one process's log can be polled from `pos-0`.
 
 Two event types: `ticket.created` (poll, push) and `build.finished` (poll,
 push, webhook). Tools: `emit` {name, data} appends one occurrence and returns
@@ -46,6 +48,7 @@ CAPABILITY = os.environ.get("CAPABILITY", "extension")
 TICK_MS = int(os.environ.get("TICK_MS", "0") or 0)
 HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "500") or 0)
 KEEP = int(os.environ.get("KEEP", "50"))
+PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
 
 EVENTS = [
     {
@@ -348,6 +351,8 @@ def call_tool(rid, params):
 
 
 def main():
+    for n in range(PRELOAD):
+        emit("ticket.created", {"title": "preloaded %d" % n})
     if TICK_MS > 0:
         threading.Thread(target=ticker, daemon=True).start()
     if HEARTBEAT_MS > 0:
