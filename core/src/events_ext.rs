@@ -7,7 +7,7 @@
 //! Built from the incubation design sketch's wire shapes and SEP-3415's
 //! reported changes (the capability under `capabilities.extensions`, errors
 //! -32023..-32027, `resultType: "complete"`): the SEP's own text was not
-//! readable here ([extensions.md](../../docs/extensions.md#events)). The
+//! readable here (docs/extensions.md, "Events"). The
 //! requests themselves are sent by the hub (`hub::event_calls`); occurrences
 //! pushed on a stream reach the host as [`HubEvent::Event`].
 
