@@ -123,6 +123,7 @@ pub struct CallOptions {
     /// one, of either revision), on the calling task; the call goes on
     /// waiting for it. For a host that hands out tasks of its own (the
     /// gateway).
+    #[allow(clippy::type_complexity)]
     pub on_task: Option<Arc<dyn Fn(&crate::tasks::Task) + Send + Sync>>,
     /// Answers the questions asked within this call (a 2026-07-28
     /// `input_required` result, a 2026-07-28 task's `inputRequests`) in
