@@ -123,6 +123,7 @@ pub struct CallOptions {
     /// one, of either revision), on the calling task; the call goes on
     /// waiting for it. For a host that hands out tasks of its own (the
     /// gateway).
+    #[allow(clippy::type_complexity)]
     pub on_task: Option<Arc<dyn Fn(&crate::tasks::Task) + Send + Sync>>,
     /// Answers the questions asked within this call (a 2026-07-28
     /// `input_required` result, a 2026-07-28 task's `inputRequests`) in
@@ -304,6 +305,8 @@ struct ClientInner {
     /// The last status told per task, so that polls and notifications
     /// make one event per change (bounded, see `task_calls`).
     task_seen: std::sync::Mutex<task_calls::Seen>,
+    /// The open `events/stream` requests (shared with the inbound side).
+    event_streams: Arc<crate::events_ext::Streams>,
 }
 
 /// The state of list_changed refreshes of one client.
@@ -336,6 +339,7 @@ impl Client {
             timeout: config.timeout,
             handlers: options.handlers.clone(),
             events: options.events.clone(),
+            event_streams: Default::default(),
             client: OnceLock::new(),
         });
         let peer = Peer::new(label.clone(), inbound.clone());
@@ -367,6 +371,7 @@ impl Client {
                         refresh: Default::default(),
                         events: options.events.clone(),
                         task_seen: Default::default(),
+                        event_streams: inbound.event_streams.clone(),
                     }),
                 };
                 let _ = inbound.client.set(Arc::downgrade(&client.inner));
@@ -747,6 +752,47 @@ impl Client {
         })
     }
 
+    /// The open `events/stream` requests of this connection.
+    pub(crate) fn event_streams(&self) -> &crate::events_ext::Streams {
+        &self.inner.event_streams
+    }
+
+    /// A fresh request id of this connection.
+    pub(crate) fn next_request_id(&self) -> u64 {
+        self.inner.peer.next_id()
+    }
+
+    /// Sends request `id` with no request timeout (a long-lived request:
+    /// `events/stream`) and waits for its result. Dropping the future
+    /// cancels it (`notifications/cancelled`).
+    pub(crate) async fn long_request(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, Error> {
+        let params = match &self.inner.stateless {
+            Some(meta) => meta.apply(Some(params)),
+            None => params,
+        };
+        let opts = RequestOptions {
+            timeout: Duration::MAX,
+            max_total: Duration::MAX,
+            ..RequestOptions::default()
+        };
+        let raw = self
+            .inner
+            .peer
+            .request(id, method, Some(&params), &opts)
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            Error::ProtocolError(format!(
+                "server '{}': invalid {method} result: {e}",
+                self.name()
+            ))
+        })
+    }
+
     /// Follows a paginated list (`tools/list`, `resources/list`, ...) to its
     /// end and returns the items found under `key`.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, Error> {
@@ -1112,6 +1158,9 @@ struct ClientInbound {
     timeout: Duration,
     handlers: ClientHandlers,
     events: EventSender,
+    /// The open `events/stream` requests, which `notifications/events/*`
+    /// are routed to.
+    event_streams: Arc<crate::events_ext::Streams>,
     client: OnceLock<Weak<ClientInner>>,
 }
 
@@ -1210,6 +1259,10 @@ impl Inbound for ClientInbound {
                         tracing::debug!(server = %self.server, error = %e, "task status ignored")
                     }
                 }
+            }
+            m if m.starts_with("notifications/events/") => {
+                self.event_streams
+                    .on_notification(&self.server, m, &value());
             }
             _ => tracing::debug!(server = %self.server, method, "notification from server"),
         }

@@ -98,6 +98,49 @@ pub enum HubEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// An occurrence pushed on an events-extension stream
+    /// (`notifications/events/event`, [`Hub::stream_events`](crate::Hub::stream_events)).
+    Event {
+        /// The configured server name.
+        server: String,
+        /// The stream's id ([`EventStreamHandle::id`](crate::events_ext::EventStreamHandle::id)).
+        subscription: u64,
+        /// The event type's name.
+        name: String,
+        /// The server's id of the occurrence (for deduplication).
+        event_id: String,
+        /// When it happened (ISO 8601, as sent), when the server said.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timestamp: Option<String>,
+        /// The occurrence's `data`, as sent.
+        data: Value,
+        /// The cursor to resume after this occurrence, when the server gave
+        /// one (`None`: the event type has no replay).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+    },
+    /// The state of an events-extension stream changed: `active` (the
+    /// server confirmed it; again with `truncated` after a gap), `error` (a
+    /// transient error, the stream stays open), `reconnecting` (no
+    /// heartbeat in time: the stream is sent again from its cursor),
+    /// `terminated` (the server ended the subscription), `ended` (the
+    /// server closed the stream) or `failed` (the request failed).
+    EventStream {
+        /// The configured server name.
+        server: String,
+        /// The stream's id.
+        subscription: u64,
+        /// One of the states above.
+        state: String,
+        /// The stream's cursor now, when there is one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+        /// Whether events were lost before this point (`active` only).
+        truncated: bool,
+        /// The error's message (`error`, `terminated`, `failed`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// This stream's consumer fell behind: `count` older events were lost.
     Lagged {
         /// How many events were dropped.

@@ -19,6 +19,7 @@ use crate::tool_format::ToolFormat;
 use crate::{tool_format, tool_names};
 use futures::future::BoxFuture;
 
+mod event_calls;
 mod lifecycle;
 mod restarts;
 mod supervisor;

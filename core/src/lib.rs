@@ -41,6 +41,7 @@ pub mod contract;
 pub(crate) mod elicitation;
 pub mod error;
 pub mod events;
+pub mod events_ext;
 pub(crate) mod files;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;

@@ -14,6 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod auth;
 mod config_loop;
 mod elicit;
+mod events_cmd;
 mod gateway;
 mod human;
 mod policy_cmd;
@@ -177,6 +178,11 @@ enum Command {
         /// The server to ask (default: the one offering the prompt or template).
         #[arg(long)]
         server: Option<String>,
+    },
+    /// The events extension: list event types, poll one from a cursor, stream one until interrupted.
+    Events {
+        #[command(subcommand)]
+        action: events_cmd::EventsCommand,
     },
     /// OAuth for remote servers: login SERVER, status, logout SERVER.
     Auth {
@@ -345,6 +351,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         | Command::Prompt { server, .. }
         | Command::Complete { server, .. } => Some(server.is_some()),
         Command::Watch { .. } => None,
+        Command::Events { action } => Some(action.server().is_some()),
         _ => Some(false),
     };
     if let Some(lazy) = lazy {
@@ -364,6 +371,15 @@ async fn run(cli: Cli) -> Result<u8, Error> {
                 .max()
                 .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
             parse_args(args.as_deref(), limit)?
+        }
+        Command::Events { action } => {
+            let limit = config
+                .servers
+                .iter()
+                .map(|s| s.max_message_bytes)
+                .max()
+                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+            parse_args(action.args(), limit)?
         }
         _ => None,
     };
@@ -388,6 +404,13 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     // Subscribed before connect, so that `watch` shows the servers start.
     let events = mcpmux_core::events::EventSender::default();
     let watching = matches!(cli.command, Command::Watch { .. }).then(|| events.subscribe());
+    let streaming = matches!(
+        cli.command,
+        Command::Events {
+            action: events_cmd::EventsCommand::Stream { .. }
+        }
+    )
+    .then(|| events.subscribe());
     // A gateway relays the servers' requests (sampling, elicitation,
     // roots) to its clients: the hub gets the relay's handlers.
     let relay = matches!(cli.command, Command::Gateway(_)).then(mcpmux_gateway::Relay::new);
@@ -452,6 +475,14 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         hub.close().await;
         return outcome.map(|()| 0);
     }
+    if let (Some(stream), Command::Events { action }) = (streaming, &cli.command) {
+        // Interrupting is how a stream ends (not an error): it prints the
+        // cursor to resume from.
+        let outcome =
+            events_cmd::stream(&hub, action, args.as_ref(), cli.json, stream, interrupted).await;
+        hub.close().await;
+        return outcome.map(|()| 0);
+    }
     if let Command::Gateway(args) = &cli.command {
         // Served until stdin closes or the gateway is interrupted.
         let outcome = tokio::select! {
@@ -488,6 +519,7 @@ fn startup_wait(cli: &Cli) -> Result<Option<std::time::Duration>, Error> {
         .transpose()?;
     let aimed = match &cli.command {
         Command::Call { .. } => true,
+        Command::Events { action } => action.server().is_some(),
         Command::Read { server, .. }
         | Command::Prompt { server, .. }
         | Command::Complete { server, .. } => server.is_some(),
@@ -699,6 +731,7 @@ async fn execute(
                 print(&values.join("\n"))
             }
         }
+        Command::Events { action } => events_cmd::run(hub, action, args, json).await,
         // Handled before any server starts (see `run`), and `watch` right after.
         Command::Auth { .. } | Command::Watch { .. } | Command::Gateway(_) | Command::Trust(_) => {
             Ok(())

@@ -1,0 +1,403 @@
+#!/usr/bin/env python3
+"""Test server for the events extension (`io.modelcontextprotocol/events`,
+SEP-3415), stdlib only.
+
+Written from the incubation design sketch's wire shapes and what SEP-3415
+reportedly changes (docs/extensions.md#events): the capability under
+`capabilities.extensions["io.modelcontextprotocol/events"]`, error codes
+-32023 (NotFound) ..., results with `resultType: "complete"`.
+
+Env:
+- CAPABILITY: `extension` (default), `top` (`capabilities.events`), `both`
+  or `none` (declares nothing and answers `events/*` anyway).
+- TICK_MS: when set, one `ticket.created` occurrence every TICK_MS ms.
+- HEARTBEAT_MS: the stream heartbeat interval (default 500; 0 = none).
+- KEEP: how many occurrences the log keeps (default 50): an older cursor
+  gets `truncated: true`.
+- PRELOAD: occurrences of `ticket.created` in the log at start (default 0),
+  so that one process's log can be polled from `pos-0`.
+
+Two event types: `ticket.created` (poll, push) and `build.finished` (poll,
+push, webhook). Tools: `emit` {name, data} appends one occurrence and returns
+its id; `state` returns JSON {streams: [open stream ids], cancelled: [ids],
+subscriptions: [...], secrets_seen: n}; `end_streams` ends every open stream
+with its final (empty) result.
+
+Cursors are opaque strings `pos-<n>`: the position after the n-th
+occurrence. `cursor: null` means from now (no events, a fresh cursor).
+Streams: `notifications/events/active` first, then `.../event` for each new
+occurrence of the stream's name, `.../heartbeat` every HEARTBEAT_MS; each
+carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the request id.
+A stream ends on `notifications/cancelled` naming it (no answer) or with
+`end_streams` (answered with `{"_meta": {}}`).
+"""
+import datetime
+import json
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _mini  # noqa: E402
+
+EXTENSION = "io.modelcontextprotocol/events"
+SUB_KEY = "io.modelcontextprotocol/subscriptionId"
+NOT_FOUND = -32023
+CAPABILITY = os.environ.get("CAPABILITY", "extension")
+TICK_MS = int(os.environ.get("TICK_MS", "0") or 0)
+HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "500") or 0)
+KEEP = int(os.environ.get("KEEP", "50"))
+PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
+
+EVENTS = [
+    {
+        "name": "ticket.created",
+        "description": "A support ticket was opened.",
+        "delivery": ["poll", "push"],
+        "inputSchema": {"type": "object", "properties": {"queue": {"type": "string"}}},
+        "payloadSchema": {"type": "object", "properties": {"title": {"type": "string"}}},
+    },
+    {
+        "name": "build.finished",
+        "description": "A CI build finished.",
+        "delivery": ["poll", "push", "webhook"],
+        "inputSchema": {"type": "object"},
+        "payloadSchema": {"type": "object", "properties": {"status": {"type": "string"}}},
+    },
+]
+NAMES = {e["name"]: e for e in EVENTS}
+TOOLS = [
+    _mini.tool("emit", "Append one occurrence.",
+               {"type": "object", "properties": {"name": {"type": "string"},
+                                                  "data": {"type": "object"}}}),
+    _mini.tool("state", "Open streams, cancelled streams, webhook subscriptions."),
+    _mini.tool("end_streams", "End every open stream."),
+]
+
+lock = threading.Lock()
+state = {
+    "log": [],  # (seq, occurrence) with seq 1, 2, ...
+    "seq": 0,
+    "streams": {},  # json id text -> {"id": id, "name": name}
+    "cancelled": [],
+    "subscriptions": {},  # key -> record
+    "secrets_seen": 0,
+}
+
+
+def send(msg):
+    with lock:
+        return _mini.write_message(msg)
+
+
+def notify(method, params):
+    send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def now_iso():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def cursor_of(pos):
+    return "pos-%d" % pos
+
+
+def parse_cursor(cursor):
+    if cursor is None:
+        return None
+    if isinstance(cursor, str) and cursor.startswith("pos-") and cursor[4:].isdigit():
+        return int(cursor[4:])
+    raise ValueError("invalid cursor")
+
+
+def emit(name, data):
+    """Appends one occurrence and pushes it to the open streams of its name."""
+    with lock:
+        state["seq"] += 1
+        seq = state["seq"]
+        occurrence = {"eventId": "evt-%d" % seq, "name": name,
+                      "timestamp": now_iso(), "data": data or {}}
+        state["log"].append((seq, occurrence))
+        del state["log"][:-KEEP]
+        streams = [s for s in state["streams"].values() if s["name"] == name]
+    for s in streams:
+        push(s, occurrence, seq)
+    return occurrence["eventId"]
+
+
+def push(stream, occurrence, seq):
+    params = dict(occurrence)
+    params["cursor"] = cursor_of(seq)
+    params["_meta"] = {SUB_KEY: stream["id"]}
+    notify("notifications/events/event", params)
+
+
+def replay(name, pos, limit):
+    """Occurrences of `name` after `pos`: (events, new position, truncated, more)."""
+    with lock:
+        log = list(state["log"])
+        head = state["seq"]
+    if pos is None:
+        return [], head, False, False
+    oldest = log[0][0] if log else head + 1
+    truncated = pos < oldest - 1 and pos < head
+    out, last, more = [], max(pos, oldest - 1) if truncated else pos, False
+    for seq, occurrence in log:
+        if seq <= last:
+            continue
+        if occurrence["name"] != name:
+            last = seq
+            continue
+        if len(out) >= limit:
+            more = True
+            break
+        out.append(occurrence)
+        last = seq
+    if not more:
+        last = max(last, head)
+    return out, last, truncated, more
+
+
+def check(rid, params):
+    """The event type named by params, or None after answering an error."""
+    name = params.get("name")
+    if name not in NAMES:
+        send_error(rid, NOT_FOUND, "Unknown event: %s" % name,
+                            {"kind": "event"})
+        return None
+    if "arguments" in params and not isinstance(params.get("arguments"), dict):
+        send_error(rid, _mini.INVALID_PARAMS, "arguments must be an object")
+        return None
+    return NAMES[name]
+
+
+def complete(result):
+    result["resultType"] = "complete"
+    return result
+
+
+def poll(rid, params):
+    if check(rid, params) is None:
+        return
+    try:
+        pos = parse_cursor(params.get("cursor"))
+    except ValueError:
+        send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
+        return
+    limit = params.get("maxEvents") or 100
+    events, last, truncated, more = replay(params["name"], pos, limit)
+    send_result(rid, complete({"events": events, "cursor": cursor_of(last),
+                               "truncated": truncated, "hasMore": more,
+                               "nextPollMs": 200}))
+
+
+def send_result(rid, result):
+    send({"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def send_error(rid, code, message, data=None):
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    send({"jsonrpc": "2.0", "id": rid, "error": error})
+
+
+def stream(rid, params):
+    if check(rid, params) is None:
+        return
+    try:
+        pos = parse_cursor(params.get("cursor"))
+    except ValueError:
+        send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
+        return
+    key = json.dumps(rid)
+    s = {"id": rid, "name": params["name"]}
+    events, last, truncated, _ = replay(params["name"], pos, 10 ** 9)
+    start = int(events[0]["eventId"][4:]) - 1 if events else last
+    notify("notifications/events/active",
+           {"cursor": cursor_of(start), "truncated": truncated, "_meta": {SUB_KEY: rid}})
+    for occurrence in events:
+        push(s, occurrence, int(occurrence["eventId"][4:]))
+    with lock:
+        state["streams"][key] = s
+
+
+def valid_secret(secret):
+    import base64
+    if not isinstance(secret, str) or not secret.startswith("whsec_"):
+        return False
+    try:
+        raw = base64.b64decode(secret[6:], validate=True)
+    except ValueError:
+        return False
+    return 24 <= len(raw) <= 64
+
+
+def valid_url(url):
+    if not isinstance(url, str):
+        return False
+    if url.startswith("https://"):
+        return True
+    for host in ("http://127.0.0.1", "http://localhost", "http://[::1]"):
+        if url.startswith(host) and url[len(host):len(host) + 1] in ("", ":", "/"):
+            return True
+    return False
+
+
+def subscription_key(params, url):
+    return json.dumps([url, params.get("name"), params.get("arguments") or {}], sort_keys=True)
+
+
+def subscribe(rid, params):
+    event = check(rid, params)
+    if event is None:
+        return
+    delivery = params.get("delivery") or {}
+    if "webhook" not in event["delivery"]:
+        send_error(rid, -32026, "webhook delivery not supported for %s" % event["name"],
+                            {"feature": "deliveryMode", "value": "webhook"})
+        return
+    if delivery.get("mode") != "webhook" or not valid_url(delivery.get("url")):
+        send_error(rid, _mini.INVALID_PARAMS, "delivery.url must be https")
+        return
+    if not valid_secret(delivery.get("secret")):
+        send_error(rid, _mini.INVALID_PARAMS, "delivery.secret must be whsec_<base64>")
+        return
+    try:
+        pos = parse_cursor(params.get("cursor"))
+    except ValueError:
+        send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
+        return
+    _, last, truncated, _ = replay(params["name"], pos, 0)
+    key = subscription_key(params, delivery["url"])
+    ttl = params.get("ttlMs", 3600000)
+    refresh = None
+    if ttl is not None:
+        refresh = (datetime.datetime.now(datetime.timezone.utc)
+                   + datetime.timedelta(milliseconds=ttl)).isoformat().replace("+00:00", "Z")
+    with lock:
+        state["secrets_seen"] += 1
+        sid = "sub_%d" % (abs(hash(key)) % 10 ** 8)
+        state["subscriptions"][key] = {"id": sid, "name": params["name"],
+                                       "url": delivery["url"], "ttlMs": ttl,
+                                       "arguments": params.get("arguments") or {}}
+    send_result(rid, complete({"id": sid, "refreshBefore": refresh,
+                                 "cursor": cursor_of(last), "truncated": truncated}))
+
+
+def unsubscribe(rid, params):
+    if check(rid, params) is None:
+        return
+    url = (params.get("delivery") or {}).get("url")
+    with lock:
+        gone = state["subscriptions"].pop(subscription_key(params, url), None)
+    if gone is None:
+        send_error(rid, NOT_FOUND, "No such subscription", {"kind": "subscription"})
+    else:
+        send_result(rid, complete({}))
+
+
+def ticker():
+    n = 0
+    while True:
+        time.sleep(TICK_MS / 1000.0)
+        n += 1
+        emit("ticket.created", {"title": "tick %d" % n})
+
+
+def heartbeats():
+    while True:
+        time.sleep(HEARTBEAT_MS / 1000.0)
+        with lock:
+            streams = list(state["streams"].values())
+            head = state["seq"]
+        for s in streams:
+            notify("notifications/events/heartbeat",
+                   {"cursor": cursor_of(head), "_meta": {SUB_KEY: s["id"]}})
+
+
+def capabilities():
+    caps = {"tools": {}}
+    if CAPABILITY in ("extension", "both"):
+        caps["extensions"] = {EXTENSION: {"listChanged": False}}
+    if CAPABILITY in ("top", "both"):
+        caps["events"] = {"listChanged": False}
+    return caps
+
+
+def call_tool(rid, params):
+    name, args = params.get("name"), params.get("arguments") or {}
+    if name == "emit":
+        event_id = emit(args.get("name", "ticket.created"), args.get("data") or {})
+        send_result(rid, _mini.text_result(event_id))
+    elif name == "state":
+        with lock:
+            report = {"streams": [s["id"] for s in state["streams"].values()],
+                      "cancelled": list(state["cancelled"]),
+                      "subscriptions": sorted(state["subscriptions"].values(),
+                                              key=lambda r: r["id"]),
+                      "secrets_seen": state["secrets_seen"]}
+        send_result(rid, _mini.text_result(json.dumps(report)))
+    elif name == "end_streams":
+        with lock:
+            streams = list(state["streams"].values())
+            state["streams"].clear()
+        for s in streams:
+            send_result(s["id"], {"_meta": {}})
+        send_result(rid, _mini.text_result(str(len(streams))))
+    else:
+        send_error(rid, _mini.INVALID_PARAMS, "Unknown tool: %s" % name)
+
+
+def main():
+    for n in range(PRELOAD):
+        emit("ticket.created", {"title": "preloaded %d" % n})
+    if TICK_MS > 0:
+        threading.Thread(target=ticker, daemon=True).start()
+    if HEARTBEAT_MS > 0:
+        threading.Thread(target=heartbeats, daemon=True).start()
+    while True:
+        msg = _mini.read_message()
+        if msg is None:
+            return
+        if not isinstance(msg, dict) or "method" not in msg:
+            continue
+        method, params = msg["method"], msg.get("params") or {}
+        if "id" not in msg:
+            if method == "notifications/cancelled":
+                key = json.dumps(params.get("requestId"))
+                with lock:
+                    if state["streams"].pop(key, None) is not None:
+                        state["cancelled"].append(params.get("requestId"))
+            continue
+        rid = msg["id"]
+        if method == "initialize":
+            send_result(rid, _mini.initialize_result(params, "events-server",
+                                                     capabilities=capabilities()))
+        elif method == "ping":
+            send_result(rid, {})
+        elif method == "tools/list":
+            send_result(rid, {"tools": TOOLS})
+        elif method == "tools/call":
+            call_tool(rid, params)
+        elif method == "events/list":
+            # Two pages, to exercise pagination.
+            if params.get("cursor") == "page-2":
+                send_result(rid, complete({"events": EVENTS[1:]}))
+            else:
+                send_result(rid, complete({"events": EVENTS[:1], "nextCursor": "page-2"}))
+        elif method == "events/poll":
+            poll(rid, params)
+        elif method == "events/stream":
+            stream(rid, params)
+        elif method == "events/subscribe":
+            subscribe(rid, params)
+        elif method == "events/unsubscribe":
+            unsubscribe(rid, params)
+        else:
+            send_error(rid, _mini.METHOD_NOT_FOUND, "Method not found: %s" % method)
+
+
+if __name__ == "__main__":
+    main()
