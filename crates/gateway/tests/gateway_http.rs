@@ -119,6 +119,7 @@ async fn the_protocol_version_header_is_checked_and_can_ask_for_the_stateless_re
             .header("content-type", "application/json")
             .header("accept", "application/json")
             .header("mcp-protocol-version", version)
+            .header("mcp-method", "tools/list")
             .body(list().to_string())
             .send()
     };
@@ -136,6 +137,21 @@ async fn the_protocol_version_header_is_checked_and_can_ask_for_the_stateless_re
     // A stateful revision without a session: initialize first.
     let no_session = send("2025-11-25").await.unwrap();
     assert_eq!(no_session.status().as_u16(), 400);
+    // That revision's routing headers must match the body (SEP-2243).
+    for method in [None, Some("prompts/list")] {
+        let mut post = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("mcp-protocol-version", "2026-07-28");
+        if let Some(method) = method {
+            post = post.header("mcp-method", method);
+        }
+        let refused = post.body(list().to_string()).send().await.unwrap();
+        assert_eq!(refused.status().as_u16(), 400, "{method:?}");
+        let body: Value = serde_json::from_str(&refused.text().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["code"], -32020, "{body}");
+    }
     hub.close().await;
 }
 
