@@ -110,7 +110,7 @@ pub mod internal {
     /// Spans of the layers above (review rounds, model turns, the
     /// gateway's answers); each just runs its future without telemetry.
     pub mod telemetry {
-        pub use crate::telemetry::{serve, span};
+        pub use crate::telemetry::{serve, serve_via, span, ServedVia};
     }
     /// The ranking of tools against a search query.
     pub mod tool_search {

@@ -606,13 +606,33 @@ impl Telemetry {
 
     /// Runs `fut`, the gateway's answer to request `method`, as a SERVER
     /// span: a child of the request's `_meta.traceparent` (a root without
-    /// one), and the parent of the downstream client spans.
-    pub(crate) async fn serve<F>(&self, method: &str, params: &Value, fut: F) -> F::Output
+    /// one), and the parent of the downstream client spans; `via`: how the
+    /// request came (`network.transport`, `client.address`, `client.port`).
+    pub(crate) async fn serve<F>(
+        &self,
+        via: Option<super::ServedVia>,
+        method: &str,
+        params: &Value,
+        fut: F,
+    ) -> F::Output
     where
         F: Future<Output = Result<Value, Error>>,
     {
         let start = Instant::now();
         let mut attrs = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+        let transport = via.map(|via| match via {
+            super::ServedVia::Pipe => "pipe",
+            super::ServedVia::Tcp(client) => {
+                if let Some(client) = client {
+                    attrs.push(KeyValue::new("client.address", client.ip().to_string()));
+                    attrs.push(KeyValue::new("client.port", i64::from(client.port())));
+                }
+                "tcp"
+            }
+        });
+        if let Some(transport) = transport {
+            attrs.push(KeyValue::new("network.transport", transport));
+        }
         let target = describe(method, params, &mut attrs);
         let tool = (method == "tools/call").then(|| target.clone()).flatten();
         let out = match self.tracer() {
@@ -638,7 +658,7 @@ impl Telemetry {
                     span.set_attribute(KeyValue::new("rpc.response.status_code", code));
                 }
                 span.end();
-                self.record_server(method, tool, error, start);
+                self.record_server(method, transport, tool, error, start);
                 return out;
             }
             None => fut.await,
@@ -647,19 +667,23 @@ impl Telemetry {
             .as_ref()
             .map(|v| v.get("isError").and_then(Value::as_bool));
         let (error, _) = error_type(method, flag);
-        self.record_server(method, tool, error, start);
+        self.record_server(method, transport, tool, error, start);
         out
     }
 
     fn record_server(
         &self,
         method: &str,
+        transport: Option<&'static str>,
         tool: Option<String>,
         error: Option<String>,
         start: Instant,
     ) {
         if let Some(i) = self.instruments() {
             let mut attrs = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+            if let Some(transport) = transport {
+                attrs.push(KeyValue::new("network.transport", transport));
+            }
             if let Some(tool) = tool {
                 attrs.push(KeyValue::new("gen_ai.tool.name", tool));
             }
