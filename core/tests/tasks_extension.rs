@@ -223,7 +223,9 @@ async fn a_failed_task_is_the_servers_error() {
 #[tokio::test]
 async fn the_handle_api_works_on_this_revision_and_says_what_it_lacks() {
     let (_dir, entry) = logged("");
-    let hub = Hub::connect(config(&[entry.clone()])).await.unwrap();
+    let hub = Hub::connect(config(std::slice::from_ref(&entry)))
+        .await
+        .unwrap();
     let handle = hub
         .call_tool_as_task(
             "mcp_tasks_slow_sum",
@@ -267,7 +269,9 @@ async fn the_handle_api_works_on_this_revision_and_says_what_it_lacks() {
 
     // The id outlives the hub: another connection resumes it.
     let handle = {
-        let hub = Hub::connect(config(&[entry.clone()])).await.unwrap();
+        let hub = Hub::connect(config(std::slice::from_ref(&entry)))
+            .await
+            .unwrap();
         let h = hub
             .call_tool_as_task(
                 "mcp_tasks_slow_sum",
