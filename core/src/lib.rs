@@ -53,6 +53,7 @@ pub mod results;
 pub mod roots;
 pub mod runtime;
 pub(crate) mod secrets;
+pub(crate) mod spelling;
 pub(crate) mod stateless;
 pub mod tasks;
 pub mod telemetry;
