@@ -11,6 +11,7 @@ const { createRequire } = require('node:module')
 const { pathToFileURL } = require('node:url')
 
 const { Hub, Policy, McpmuxError } = require('./index.js')
+const native = require('./native.js')
 
 /**
  * The entry file of package `name` as `import` would load it, resolved from
@@ -103,6 +104,20 @@ function checkHub(hub, policy, adapter) {
   if (!(hub instanceof Hub)) throw new TypeError(`${adapter}: hub must be a Hub from Hub.connect(), got ${typeof hub}`)
   if (policy !== undefined && policy !== null && !(policy instanceof Policy)) {
     throw new TypeError(`${adapter}: policy must be a Policy from hub.policy()`)
+  }
+}
+
+/**
+ * An adapter's `options`: a key not in `known` is INVALID_INPUT naming it
+ * and the nearest known name (core's message, as the hub's methods say
+ * it), unless its value is undefined or null.
+ */
+function checkOptions(options, known, adapter) {
+  if (options === undefined || options === null || typeof options !== 'object') return
+  for (const key of Object.keys(options)) {
+    const value = options[key]
+    if (value === undefined || value === null || known.includes(key)) continue
+    throw new McpmuxError('INVALID_INPUT', `${adapter}: options: ${native.unknownOption(key, known)}`)
   }
 }
 
@@ -295,6 +310,7 @@ module.exports = {
   importFromHost,
   resolveImport,
   checkHub,
+  checkOptions,
   toolList,
   objectSchema,
   describeTool,

@@ -37,6 +37,7 @@ const ADAPTER = 'mcpmux/ai-sdk'
  */
 export async function tools(hub, options = {}) {
   const { policy, frameOutput, onProgress, watch = true } = options ?? {}
+  common.checkOptions(options, ['policy', 'frameOutput', 'onProgress', 'watch', 'ai'], ADAPTER)
   common.checkHub(hub, policy, ADAPTER)
   if (onProgress !== undefined && onProgress !== null && typeof onProgress !== 'function') {
     throw new TypeError(`${ADAPTER}: onProgress must be a function`)

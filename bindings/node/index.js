@@ -335,10 +335,13 @@ const dispatcher = new native.Dispatcher(onBatch)
  * @param {(id: number) => void} start
  * @param {{onProgress?: Function, done?: Function, weak?: boolean}} [extra]
  */
-/** `options.timeoutMs` of a task call: undefined or a positive number. */
-function timeoutOption(options) {
+/**
+ * `options.timeoutMs` of a task call (options of `kind`, checked):
+ * undefined or a positive number.
+ */
+function timeoutOption(options, kind) {
   if (options === undefined || options === null) return undefined
-  const opts = optionsObject('options', options)
+  const opts = knownOptionsObject('options', options, kind)
   const timeoutMs = opts.timeoutMs
   if (timeoutMs === undefined || timeoutMs === null) return undefined
   if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
@@ -457,6 +460,50 @@ function optionsObject(argument, v) {
   if (v === undefined || v === null) return {}
   if (typeof v !== 'object' || Array.isArray(v)) throw invalid(argument, `must be an object, got ${describe(v)}`)
   return v
+}
+
+/**
+ * The names each options object takes: core's contract as Node spells it
+ * (`native.contract()`: call and policy options) and the options of
+ * Node's own methods; built on first use.
+ */
+let optionNames = null
+function knownOptions(kind) {
+  if (optionNames === null) {
+    const names = JSON.parse(native.contract()).names
+    const node = (part, fields) => names[part].filter((n) => fields === undefined || fields.includes(n.field)).map((n) => n.node)
+    optionNames = {
+      connect: ['authorize', 'onEvent', 'startupTimeoutMs', 'onElicitation', 'onSampling', 'roots'],
+      callTool: [...node('call_options'), 'signal', 'policy'],
+      callToolAsTask: node('call_options', ['timeout', 'task_ttl']),
+      taskResult: node('call_options', ['timeout']),
+      server: ['server'],
+      policy: [...node('policy_options'), 'callTimeoutMs', 'auditPath', 'onAudit'],
+      sessions: ['config', 'host'],
+    }
+  }
+  return optionNames[kind]
+}
+
+/**
+ * `options` (an object) of a method whose options are `kind`
+ * ({@link knownOptions}): a key it does not know is INVALID_INPUT naming
+ * it and the nearest known name (core's message), unless its value is
+ * undefined or null (as if absent). Returns `options`.
+ */
+function checkOptions(argument, options, kind) {
+  const known = knownOptions(kind)
+  for (const key of Object.keys(options)) {
+    const value = options[key]
+    if (value === undefined || value === null || known.includes(key)) continue
+    throw invalid(argument, native.unknownOption(key, known))
+  }
+  return options
+}
+
+/** {@link optionsObject} checked by {@link checkOptions}. */
+function knownOptionsObject(argument, v, kind) {
+  return checkOptions(argument, optionsObject(argument, v), kind)
 }
 
 /** JSON text of an arguments object, or undefined for none. */
@@ -582,7 +629,9 @@ function pump(hub, feed) {
 
 /** `server` given as a string or as `{server}` (like the list methods). */
 function serverArgument(v) {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return optionalString('server', v.server)
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+    return optionalString('server', checkOptions('options', v, 'server').server)
+  }
   return optionalString('server', v)
 }
 
@@ -665,6 +714,7 @@ class Hub extends EventEmitter {
    */
   static async connect(config, options) {
     const { text, kind } = configSource(config)
+    knownOptionsObject('options', options, 'connect')
     let authorize = null
     let onEvent
     if (options !== undefined && options !== null && options.authorize !== undefined) {
@@ -838,7 +888,7 @@ class Hub extends EventEmitter {
       checkString('name', name)
       argsText = argsJson('args', args)
       if (options !== undefined && options !== null) {
-        const opts = optionsObject('options', options)
+        const opts = knownOptionsObject('options', options, 'callTool')
         timeoutMs = opts.timeoutMs
         if (timeoutMs !== undefined && timeoutMs !== null) {
           if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
@@ -914,7 +964,7 @@ class Hub extends EventEmitter {
   listResources(options) {
     let server
     try {
-      server = optionalString('server', optionsObject('options', options).server)
+      server = optionalString('server', knownOptionsObject('options', options, 'server').server)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -930,7 +980,7 @@ class Hub extends EventEmitter {
   listResourceTemplates(options) {
     let server
     try {
-      server = optionalString('server', optionsObject('options', options).server)
+      server = optionalString('server', knownOptionsObject('options', options, 'server').server)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -948,7 +998,7 @@ class Hub extends EventEmitter {
     let server
     try {
       checkString('uri', uri)
-      server = optionalString('server', optionsObject('options', options).server)
+      server = optionalString('server', knownOptionsObject('options', options, 'server').server)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -964,7 +1014,7 @@ class Hub extends EventEmitter {
   listPrompts(options) {
     let server
     try {
-      server = optionalString('server', optionsObject('options', options).server)
+      server = optionalString('server', knownOptionsObject('options', options, 'server').server)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -984,7 +1034,7 @@ class Hub extends EventEmitter {
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
-      server = optionalString('server', optionsObject('options', options).server)
+      server = optionalString('server', knownOptionsObject('options', options, 'server').server)
     } catch (err) {
       return Promise.reject(err)
     }
@@ -1062,7 +1112,7 @@ class Hub extends EventEmitter {
     try {
       checkString('name', name)
       argsText = argsJson('args', args)
-      timeoutMs = timeoutOption(options)
+      timeoutMs = timeoutOption(options, 'callToolAsTask')
       if (options !== undefined && options !== null) taskTtlMs = millisOption('taskTtlMs', options.taskTtlMs)
     } catch (err) {
       return Promise.reject(err)
@@ -1102,7 +1152,7 @@ class Hub extends EventEmitter {
     try {
       checkString('server', server)
       checkString('taskId', taskId)
-      timeoutMs = timeoutOption(options)
+      timeoutMs = timeoutOption(options, 'taskResult')
     } catch (err) {
       return Promise.reject(err)
     }
@@ -1248,7 +1298,7 @@ class Hub extends EventEmitter {
    * @returns {Policy}
    */
   policy(options) {
-    const opts = optionsObject('options', options)
+    const opts = knownOptionsObject('options', options, 'policy')
     const settings = {}
     for (const [key, value] of Object.entries(opts)) {
       if (value === undefined || value === null) continue
@@ -1257,8 +1307,6 @@ class Hub extends EventEmitter {
       else if (key === 'callTimeoutMs') {
         if (typeof value !== 'number') throw invalid('callTimeoutMs', `must be a number, got ${describe(value)}`)
         settings.call_timeout_seconds = value / 1000
-      } else if (key !== 'auditPath' && key !== 'onAudit') {
-        throw invalid('options', `has unknown option '${key}' (known: ${POLICY_OPTIONS.join(', ')})`)
       }
     }
     if (opts.callTimeoutMs != null && opts.callTimeoutSeconds != null) {
@@ -1320,7 +1368,6 @@ const POLICY_SETTINGS = Object.freeze({
   maxOutputBytes: 'max_output_bytes',
   redact: 'redact',
 })
-const POLICY_OPTIONS = [...Object.keys(POLICY_SETTINGS), 'callTimeoutMs', 'auditPath', 'onAudit']
 
 /**
  * A tool-use policy for a hub's calls: allow lists, `maxToolCalls`,
@@ -1502,7 +1549,7 @@ class Sessions {
    * @param {{config?: string | URL | object, host?: (request: object) => unknown}} [options]
    */
   constructor(options) {
-    const opts = optionsObject('options', options)
+    const opts = knownOptionsObject('options', options, 'sessions')
     const host = opts.host
     if (host !== undefined && host !== null && typeof host !== 'function') {
       throw invalid('host', `must be a function, got ${describe(host)}`)

@@ -311,3 +311,10 @@ export declare function stayAwakeMicros(): number
  * then hands the host's active OpenTelemetry context to the engine.
  */
 export declare function telemetryEnabled(): boolean
+
+/**
+ * What an options object says of `key`, which is none of `known` (its
+ * names as Node spells them): core's one message, naming the nearest
+ * known name (`mcpmux_core::contract::unknown_option`).
+ */
+export declare function unknownOption(key: string, known: Array<string>): string

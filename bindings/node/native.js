@@ -846,3 +846,4 @@ module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.sessionSchemas = nativeBinding.sessionSchemas
 module.exports.stayAwakeMicros = nativeBinding.stayAwakeMicros
 module.exports.telemetryEnabled = nativeBinding.telemetryEnabled
+module.exports.unknownOption = nativeBinding.unknownOption

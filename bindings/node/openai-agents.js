@@ -54,6 +54,7 @@ class HubMCPServer {
    */
   constructor(hub, options = {}) {
     const opts = options ?? {}
+    common.checkOptions(opts, ['name', 'policy', 'cacheToolsList', 'frameOutput', 'onProgress', 'toolFilter'], ADAPTER)
     common.checkHub(hub, opts.policy, ADAPTER)
     if (opts.onProgress !== undefined && opts.onProgress !== null && typeof opts.onProgress !== 'function') {
       throw new TypeError(`${ADAPTER}: onProgress must be a function`)

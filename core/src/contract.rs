@@ -17,7 +17,9 @@
 //! The values are checked here too, once for every front end: a timeout is
 //! a positive number no larger than [`MAX_TIMEOUT_SECONDS`] ([`seconds`],
 //! [`millis`], [`duration`]; anything else is `INVALID_INPUT` naming the
-//! field), and a search limit of 0 finds nothing ([`search_limit`]).
+//! field), and a search limit of 0 finds nothing ([`search_limit`]). So is
+//! a key no options object knows: refused, named with the nearest known
+//! name as that front end spells it ([`unknown_option`]), never ignored.
 
 use std::time::Duration;
 
@@ -108,6 +110,40 @@ pub fn search_limit(limit: Option<u64>) -> usize {
     limit.map_or(SEARCH_DEFAULT_LIMIT, |n| {
         usize::try_from(n).unwrap_or(usize::MAX)
     })
+}
+
+/// The known name most like `name` among `known`, when one is close enough
+/// to be a typo of it (compared without case, by edit distance relative to
+/// length): `timeoutMS` finds `timeoutMs`. The rule config keys are
+/// checked by too.
+pub fn nearest_name<'a>(name: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    crate::spelling::nearest(name, known)
+}
+
+/// What every front end says of an options key it does not know: `key`,
+/// the nearest of `known` (the names of that options object as the front
+/// end spells them: Node's `timeoutMs`, C's `timeout_ms`) when one is
+/// close, and the known ones: `unknown option 'timeoutMS' (did you mean
+/// 'timeoutMs'? known: timeoutMs, ...)`. The front end makes it an
+/// `INVALID_INPUT` error naming the argument.
+pub fn unknown_option(key: &str, known: &[&str]) -> String {
+    let list = known.join(", ");
+    match nearest_name(key, known.iter().copied()) {
+        Some(near) => format!("unknown option '{key}' (did you mean '{near}'? known: {list})"),
+        None => format!("unknown option '{key}' (known: {list})"),
+    }
+}
+
+/// The first of `keys` that is not in `known`, as [`unknown_option`]
+/// says it; `Ok` when all are known.
+pub fn check_options<'a>(
+    keys: impl IntoIterator<Item = &'a str>,
+    known: &[&str],
+) -> Result<(), String> {
+    match keys.into_iter().find(|k| !known.contains(k)) {
+        Some(key) => Err(unknown_option(key, known)),
+        None => Ok(()),
+    }
 }
 
 /// The options of one tool call (core's [`crate::CallOptions`]), as hosts
@@ -469,6 +505,40 @@ mod tests {
         assert_eq!(e.to_json()["data"], json!({"token": "t"}));
         let plain = Error::Timeout("slow".into());
         assert!(plain.to_json().get("data").is_none());
+    }
+
+    #[test]
+    fn an_unknown_option_is_named_with_the_nearest_known_name() {
+        let node: Vec<String> = names("call_options")
+            .unwrap()
+            .into_iter()
+            .map(|n| n.node)
+            .collect();
+        let node: Vec<&str> = node.iter().map(String::as_str).collect();
+        let m = unknown_option("timeoutMS", &node);
+        assert!(
+            m.starts_with(
+                "unknown option 'timeoutMS' (did you mean 'timeoutMs'? known: timeoutMs, "
+            ),
+            "{m}"
+        );
+        let c: Vec<String> = names("call_options")
+            .unwrap()
+            .into_iter()
+            .flat_map(|n| n.c)
+            .collect();
+        let c: Vec<&str> = c.iter().map(String::as_str).collect();
+        assert!(unknown_option("timeout", &c).contains("did you mean 'timeout_ms'?"));
+        assert!(unknown_option("max_total_timeout_secs", &c)
+            .contains("did you mean 'max_total_timeout_seconds'?"));
+        assert_eq!(
+            unknown_option("colour", &["a", "b"]),
+            "unknown option 'colour' (known: a, b)"
+        );
+        assert_eq!(check_options(["timeoutMs", "task"], &node), Ok(()));
+        assert!(check_options(["task", "tsak"], &node)
+            .unwrap_err()
+            .contains("'tsak' (did you mean 'task'?"));
     }
 
     #[test]

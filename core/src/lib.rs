@@ -55,6 +55,7 @@ pub mod results;
 pub mod roots;
 pub mod runtime;
 pub(crate) mod secrets;
+pub(crate) mod spelling;
 pub(crate) mod stateless;
 pub mod tasks;
 pub mod telemetry;
@@ -118,7 +119,7 @@ pub mod internal {
     /// Spans of the layers above (review rounds, model turns, the
     /// gateway's answers); each just runs its future without telemetry.
     pub mod telemetry {
-        pub use crate::telemetry::{serve, span};
+        pub use crate::telemetry::{serve, serve_via, span, ServedVia};
     }
     /// The ranking of tools against a search query.
     pub mod tool_search {

@@ -138,18 +138,50 @@ where
     fut.await
 }
 
+/// How a request the gateway serves reached it: what its SERVER span says
+/// of the network (`network.transport`, and over TCP `client.address` /
+/// `client.port`, the peer of the connection that carried it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServedVia {
+    /// A pipe, the stdio gateway's stdin: `network.transport = pipe`.
+    Pipe,
+    /// A TCP connection (Streamable HTTP) from this client, when known:
+    /// `network.transport = tcp`, `client.address`, `client.port`.
+    Tcp(Option<std::net::SocketAddr>),
+}
+
 /// Runs `fut`, the gateway's answer to a client's request `method`, as a
 /// SERVER span: a child of the request's `_meta.traceparent` (a root
 /// without one), and the parent of the downstream client spans. Without
-/// telemetry, just `fut`.
+/// telemetry, just `fut`. [`serve_via`] also names the transport.
 pub async fn serve<F>(method: &str, params: &serde_json::Value, fut: F) -> F::Output
 where
     F: std::future::Future<Output = Result<serde_json::Value, crate::error::Error>>,
 {
     #[cfg(feature = "telemetry")]
     if let Some(t) = otel::active() {
-        return t.serve(method, params, fut).await;
+        return t.serve(None, method, params, fut).await;
     }
     let _ = (method, params);
+    fut.await
+}
+
+/// [`serve`] for a request that came `via` a pipe or a TCP connection (the
+/// span's `network.transport`, `client.address`, `client.port`).
+pub async fn serve_via<F>(
+    via: ServedVia,
+    method: &str,
+    params: &serde_json::Value,
+    fut: F,
+) -> F::Output
+where
+    F: std::future::Future<Output = Result<serde_json::Value, crate::error::Error>>,
+{
+    #[cfg(feature = "telemetry")]
+    if let Some(t) = otel::active() {
+        return t.serve(Some(via), method, params, fut).await;
+    }
+    let _ = (via, method, params);
     fut.await
 }

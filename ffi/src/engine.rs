@@ -199,12 +199,7 @@ fn worker_threads(
                     ))
                 }
             },
-            other => {
-                return Err(args.invalid(
-                    "options_json",
-                    format!("has unknown option '{other}' (known: worker_threads)"),
-                ))
-            }
+            other => return Err(args.unknown_option(other, &["worker_threads"])),
         }
     }
     Ok(threads)

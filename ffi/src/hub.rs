@@ -58,8 +58,6 @@ pub(crate) fn call_options(
     args: Args,
     options: Option<Map<String, Value>>,
 ) -> Result<CallOptions, Error> {
-    const KNOWN: &str = "timeout_ms, timeout_seconds, max_total_timeout_ms, \
-         max_total_timeout_seconds, task, task_ttl_ms, task_ttl_seconds, traceparent, tracestate";
     let mut opts = CallOptions::default();
     for (key, value) in options.unwrap_or_default() {
         if key == "traceparent" || key == "tracestate" {
@@ -88,12 +86,7 @@ pub(crate) fn call_options(
             "max_total_timeout_seconds" => (&mut opts.max_total_timeout, Unit::Seconds),
             "task_ttl_ms" => (&mut opts.task_ttl, Unit::Millis),
             "task_ttl_seconds" => (&mut opts.task_ttl, Unit::Seconds),
-            other => {
-                return Err(args.invalid(
-                    "options_json",
-                    format!("has unknown option '{other}' (known: {KNOWN})"),
-                ))
-            }
+            other => return Err(args.unknown_option(other, &call_option_keys())),
         };
         // Core's one check (contract::duration): positive, at most
         // MCPMUX_MAX_TIMEOUT_SECONDS, INVALID_INPUT naming the option.
@@ -115,6 +108,18 @@ pub(crate) fn call_options(
         }
     }
     Ok(opts)
+}
+
+/// The keys of a call's `options_json`: core's call options as the C ABI
+/// spells them (`contract::names`; a callback is a parameter, not a key).
+pub(crate) fn call_option_keys() -> Vec<String> {
+    let schema = contract::call_options_schema();
+    contract::names("call_options")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| schema["properties"][&n.field]["x-callback"] != true)
+        .flat_map(|n| n.c)
+        .collect()
 }
 
 /// The W3C trace context of a call's `options_json` (`traceparent`,
@@ -300,12 +305,18 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
     }
 }
 
+/// The keys of a connect's `options_json`.
+pub(crate) const CONNECT_OPTIONS: [&str; 3] =
+    ["startup_timeout_ms", "startup_timeout_seconds", "roots"];
+
 /// Reads `options_json` of a connect: `startup_timeout_ms` /
 /// `startup_timeout_seconds` (core's `HubOptions::startup_wait`) and
-/// `roots` (core's `HubOptions::roots`).
+/// `roots` (core's `HubOptions::roots`). `also`: the keys the caller read
+/// already (named with the others when a key is unknown).
 pub(crate) fn connect_options(
     args: Args,
     options: Option<Map<String, Value>>,
+    also: &[&str],
 ) -> Result<mcpmux_core::HubOptions, Error> {
     let mut hub_options = mcpmux_core::HubOptions::default();
     for (key, value) in options.unwrap_or_default() {
@@ -326,13 +337,8 @@ pub(crate) fn connect_options(
                 continue;
             }
             other => {
-                return Err(args.invalid(
-                    "options_json",
-                    format!(
-                        "has unknown option '{other}' (known: startup_timeout_ms, \
-                         startup_timeout_seconds, roots)"
-                    ),
-                ))
+                let known: Vec<&str> = CONNECT_OPTIONS.iter().chain(also).copied().collect();
+                return Err(args.unknown_option(other, &known));
             }
         };
         // Core's one check (contract::duration): positive, at most
@@ -384,7 +390,8 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_options(
         guard_status(args.func, err, || {
             args.non_null("engine", engine)?;
             let text = args.str("config_text", config_text)?;
-            let options = connect_options(args, args.opt_object("options_json", options_json)?)?;
+            let options =
+                connect_options(args, args.opt_object("options_json", options_json)?, &[])?;
             args.non_null("out", out)?;
             let hub = connect_with(
                 args,

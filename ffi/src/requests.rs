@@ -220,7 +220,7 @@ pub unsafe extern "C" fn mcpmux_hub_connect_with_requests(
                 .unwrap_or_default();
             let kinds = kinds(args, &raw)?;
             raw.remove("requests");
-            let mut options = connect_options(args, Some(raw))?;
+            let mut options = connect_options(args, Some(raw), &["requests"])?;
             args.non_null("out", out)?;
             let gate = on_request.map(|callback| {
                 Arc::new(RequestGate {

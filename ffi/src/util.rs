@@ -58,6 +58,17 @@ impl Args {
         Error::InvalidInput(format!("{}: argument '{arg}' {what}", self.func))
     }
 
+    /// INVALID_INPUT for option `key` of `options_json`, none of `known`:
+    /// core's one message, naming the nearest known key
+    /// (`contract::unknown_option`).
+    pub fn unknown_option<S: AsRef<str>>(&self, key: &str, known: &[S]) -> Error {
+        let known: Vec<&str> = known.iter().map(AsRef::as_ref).collect();
+        self.invalid(
+            "options_json",
+            format!("has {}", mcpmux_core::contract::unknown_option(key, &known)),
+        )
+    }
+
     /// A required pointer.
     pub fn non_null<T>(&self, arg: &str, p: *const T) -> Result<(), Error> {
         if p.is_null() {

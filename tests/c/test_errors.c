@@ -49,12 +49,13 @@ static void test_engine_new(void) {
         {"{\"worker_threads\": 2.5}", "worker_threads"},
         {"{\"worker_threads\": 100000}", "worker_threads"},
         {"{\"threads\": 2}", "unknown option 'threads'"},
+        {"{\"worker_thread\": 2}", "unknown option 'worker_thread' (did you mean 'worker_threads'?"},
         {BAD_UTF8, "UTF-8"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err = NULL;
         char what[128];
-        snprintf(what, sizeof what, "engine_new(%s)", i == 7 ? "<bad utf-8>" : bad[i].options);
+        snprintf(what, sizeof what, "engine_new(%s)", i + 1 == sizeof bad / sizeof bad[0] ? "<bad utf-8>" : bad[i].options);
         mcpmux_status st = mcpmux_engine_new(bad[i].options, &e, &err);
         CHECK(e == (mcpmux_engine *)SENTINEL, "%s: out written on failure", what);
         expect_status(what, st, &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", bad[i].part);
@@ -84,6 +85,12 @@ static void test_connect(void) {
     err = NULL;
     expect_status("connect(bad utf-8)", mcpmux_hub_connect(engine, BAD_UTF8, &h, &err), &err,
                   MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "UTF-8");
+    err = NULL;
+    expect_status("connect_with_options(misspelt key)",
+                  mcpmux_hub_connect_with_options(engine, "", "{\"startup_timeout\": 1}", &h, &err), &err,
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT",
+                  "unknown option 'startup_timeout' (did you mean 'startup_timeout_ms'?");
+    CHECK(h == (mcpmux_hub *)SENTINEL, "connect_with_options: out untouched on failure");
     struct {
         const char *config, *part;
     } bad[] = {
@@ -175,6 +182,10 @@ static void test_call_tool(void) {
         {"{}", "{timeout", "'options_json' is not valid JSON"},
         {"{}", "\"fast\"", "'options_json' must be a JSON object"},
         {"{}", "{\"deadline\": 5}", "unknown option 'deadline'"},
+        /* A misspelt key is named with the nearest known one. */
+        {"{}", "{\"timeout\": 5}", "unknown option 'timeout' (did you mean 'timeout_ms'?"},
+        {"{}", "{\"task_tll_seconds\": 5}", "(did you mean 'task_ttl_seconds'?"},
+        {"{}", "{\"traceparnt\": \"x\"}", "(did you mean 'traceparent'?"},
         {"{}", "{\"timeout_ms\": -5}", "timeout_ms"},
         {"{}", "{\"timeout_ms\": 0}", "timeout_ms"},
         {"{}", "{\"timeout_seconds\": \"soon\"}", "timeout_seconds"},

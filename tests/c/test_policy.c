@@ -69,7 +69,7 @@ int main(void) {
     mcpmux_policy *policy = NULL;
     expect_status("policy_new with an unknown key",
                   mcpmux_policy_new(hub, "{\"max_tool_call\":1}", NULL, &policy, &err), &err,
-                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "'max_tool_call'");
+                  MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "'max_tool_call' (did you mean 'max_tool_calls'?");
     expect_status("policy_new with a bad value", mcpmux_policy_new(hub, "{\"max_output_bytes\":0}", NULL, &policy, &err),
                   &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "max_output_bytes");
     CHECK(policy == NULL, "out untouched on failure");

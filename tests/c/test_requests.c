@@ -67,6 +67,15 @@ int main(void) {
     mcpmux_hub_close(plain, NULL);
     mcpmux_hub_free(plain);
 
+    /* A misspelt key is named with the nearest known one, "requests" included. */
+    mcpmux_hub *none = NULL;
+    expect_status("connect_with_requests(misspelt key)",
+                  mcpmux_hub_connect_with_requests(engine, config, "{\"request\": [\"sampling\"]}", on_request, NULL,
+                                                   &none, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT",
+                  "unknown option 'request' (did you mean 'requests'?");
+    CHECK(none == NULL, "no hub for a refused connect");
+
     seen_t seen = {0};
     char options[1024];
     snprintf(options, sizeof options, "{\"roots\": [\"%s/first\"], \"startup_timeout_seconds\": 60}", tmp);

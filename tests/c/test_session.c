@@ -262,6 +262,9 @@ static void test_errors(mcpmux_engine *engine, mcpmux_sessions *s, const char *w
     st = mcpmux_session_wait(s, "{\"session_dir\": \"/nonexistent/mcpmux-session\"}", &out, &err);
     expect_status("bad session dir", st, &err, MCPMUX_STATUS_INVALID_SESSION, "INVALID_SESSION", NULL);
 
+    st = mcpmux_session_wait(s, "{\"session_dir\": \"/x\", \"max_wait_second\": 1}", &out, &err);
+    expect_status("misspelt parameter", st, &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT",
+                  "'max_wait_second' (did you mean 'max_wait_seconds'?");
     st = mcpmux_session_wait(s, "[1, 2]", &out, &err);
     expect_status("params not an object", st, &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "params_json");
     st = mcpmux_session_wait(s, NULL, &out, &err);

@@ -441,6 +441,12 @@ fn the_gateway_chains_a_server_span_and_its_client_span() {
     assert_eq!(server.trace_id, HOST_TRACE);
     assert_eq!(server.parent, HOST_SPAN);
     assert_eq!(server.attr("gen_ai.tool.name"), Some("mcp_rec_echo"));
+    assert_eq!(server.attr("network.transport"), Some("pipe"));
+    assert_eq!(
+        server.attr("client.address"),
+        None,
+        "stdio has no client address"
+    );
     let client = find(&spans, "tools/call echo");
     assert_eq!(client.kind, KIND_CLIENT);
     assert_eq!(client.trace_id, HOST_TRACE);
@@ -461,6 +467,129 @@ fn the_gateway_chains_a_server_span_and_its_client_span() {
         metrics.iter().any(|m| m == "mcp.server.operation.duration"),
         "{metrics:?}"
     );
+}
+
+/// One HTTP/1.1 `POST /mcp` on a connection of its own: the connection's
+/// local port, the status, the `Mcp-Session-Id` and the body.
+fn http_post(
+    gateway: SocketAddr,
+    session: Option<&str>,
+    body: &Value,
+) -> (u16, u16, Option<String>, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(gateway).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let port = stream.local_addr().unwrap().port();
+    let body = body.to_string();
+    let session = session
+        .map(|id| format!("Mcp-Session-Id: {id}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {gateway}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let session = head.lines().find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    (port, status, session, body.to_owned())
+}
+
+#[test]
+fn the_http_gateway_names_the_transport_and_the_client_of_its_server_spans() {
+    let receiver = Receiver::start();
+    let (sb, _) = recorder();
+    let mut child = Command::new(mcpmux_bin())
+        .arg("--config")
+        .arg(sb.path().join("mcpmux.toml"))
+        .args(["gateway", "--http", "127.0.0.1:0"])
+        .current_dir(sb.path())
+        .env_remove("MCPMUX_CONFIG")
+        .env("XDG_STATE_HOME", state_home())
+        .env("XDG_CONFIG_HOME", sb.path().join(".xdg-config"))
+        .envs(OTEL_VARS.iter().map(|v| (*v, "")))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let gateway: SocketAddr = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the gateway never said where it serves");
+        if let Some(at) = line.split("serving MCP at http://").nth(1) {
+            break at.trim().trim_end_matches("/mcp").parse().unwrap();
+        }
+    };
+    let (_, status, session, body) = http_post(
+        gateway,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "agent", "version": "0"}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let session = session.expect("an Mcp-Session-Id");
+    http_post(
+        gateway,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let (port, status, _, body) = http_post(
+        gateway,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "mcp_rec_echo", "arguments": {"text": "over http"},
+            "_meta": {"traceparent": host_traceparent()}}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("over http"), "{body}");
+    // SIGTERM: the gateway stops and its spans go out.
+    // SAFETY: a signal to the child this test started.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    child.wait().unwrap();
+
+    let spans = receiver.spans();
+    let server = find(&spans, "tools/call mcp_rec_echo");
+    assert_eq!(server.kind, KIND_SERVER);
+    assert_eq!(server.trace_id, HOST_TRACE);
+    assert_eq!(server.attr("network.transport"), Some("tcp"));
+    assert_eq!(server.attr("client.address"), Some("127.0.0.1"));
+    assert_eq!(
+        server.attr("client.port"),
+        Some(port.to_string().as_str()),
+        "the port of the connection that carried the call"
+    );
+    let init = spans
+        .iter()
+        .find(|s| s.name == "initialize" && s.kind == KIND_SERVER)
+        .expect("the SERVER span of the client's initialize");
+    assert_eq!(init.attr("network.transport"), Some("tcp"));
 }
 
 #[test]

@@ -1147,3 +1147,13 @@ fn millis_option(ms: Option<f64>, name: &str) -> Result<Option<Duration>, Error>
 pub fn contract() -> String {
     mcpmux_core::contract::schemas().to_string()
 }
+
+/// What an options object says of `key`, which is none of `known` (its
+/// names as Node spells them): core's one message, naming the nearest
+/// known name (`mcpmux_core::contract::unknown_option`).
+#[cfg_attr(test, allow(dead_code))]
+#[napi]
+pub fn unknown_option(key: String, known: Vec<String>) -> String {
+    let known: Vec<&str> = known.iter().map(String::as_str).collect();
+    mcpmux_core::contract::unknown_option(&key, &known)
+}

@@ -113,3 +113,25 @@ test('one listener per hub, however many ToolSets and servers follow it', T, asy
     await hub.close()
   }
 })
+
+test('the adapters refuse an unknown option, naming the nearest', T, async () => {
+  const { tools } = await import('mcpmux/ai-sdk')
+  const hub = await Hub.connect(h.demoConfig())
+  try {
+    const refused = (key, near) => (e) => {
+      assert.ok(e instanceof McpmuxError && e.code === 'INVALID_INPUT', String(e && e.stack))
+      assert.ok(e.message.includes(`unknown option '${key}' (did you mean '${near}'?`), e.message)
+      return true
+    }
+    assert.throws(() => new HubMCPServer(hub, { cacheToolList: true }), refused('cacheToolList', 'cacheToolsList'))
+    const ai = { jsonSchema: (schema) => ({ schema }), dynamicTool: (definition) => definition }
+    await assert.rejects(tools(hub, { ai, frameOuput: true }), refused('frameOuput', 'frameOutput'))
+    // Every known option (and an unknown one left undefined) still goes.
+    const server = new HubMCPServer(hub, { name: 'n', policy: undefined, cacheToolsList: true, frameOutput: false, onProgress: () => {}, toolFilter: undefined, nope: undefined })
+    assert.equal(server.name, 'n')
+    const set = await tools(hub, { ai, policy: null, frameOutput: false, onProgress: () => {}, watch: false, nope: undefined })
+    assert.ok('mcp_demo_echo' in set)
+  } finally {
+    await hub.close()
+  }
+})

@@ -2,7 +2,9 @@
 // Telemetry from Node: with mcpmux's telemetry on (the OTEL_* variables), a
 // call made under the host's active span (`@opentelemetry/api`, an optional
 // peer dependency) is that span's child, so the server receives the host's
-// trace id in `params._meta.traceparent`. Each case runs in a child process
+// trace id in `params._meta.traceparent`, whatever trace flags the host's
+// span has (`03`, sampled and W3C Trace Context Level 2's random flag, is
+// what OpenTelemetry SDKs set). Each case runs in a child process
 // (the variables are read once per process); the collector is a port
 // nothing listens on, which must not fail a call.
 
@@ -31,7 +33,7 @@ class Stack {
   disable() { return this }
 }
 api.context.setGlobalContextManager(new Stack())
-const host = api.trace.wrapSpanContext({ traceId: process.argv[2], spanId: process.argv[3], traceFlags: 1 })
+const host = api.trace.wrapSpanContext({ traceId: process.argv[2], spanId: process.argv[3], traceFlags: parseInt(process.argv[4], 16) })
 ;(async () => {
   const hub = await Hub.connect(JSON.parse(process.argv[1]))
   await api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, host), () => hub.callTool('mcp_rec_echo', { text: 'under' }))
@@ -50,12 +52,12 @@ function deadPort() {
   })
 }
 
-function run(env) {
+function run(env, flags = '01') {
   const dir = tempDir()
   const record = path.join(dir, 'meta.jsonl')
   const config = { mcpServers: { rec: { command: PYTHON, args: [path.join(FAULTS, 'meta_recorder.py'), record] } } }
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_')))
-  const out = spawnSync(process.execPath, ['-e', SCRIPT, JSON.stringify(config), HOST_TRACE, HOST_SPAN], {
+  const out = spawnSync(process.execPath, ['-e', SCRIPT, JSON.stringify(config), HOST_TRACE, HOST_SPAN, flags], {
     env: { ...clean, ...env },
     encoding: 'utf8',
     timeout: 60000,
@@ -64,15 +66,18 @@ function run(env) {
   return fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
 }
 
-test('a call under the host span is its child', async () => {
-  const seen = run({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await deadPort()}` })
-  const calls = seen.filter((r) => r.method === 'tools/call').map((r) => r.meta)
-  assert.strictEqual(calls.length, 2, JSON.stringify(seen))
-  const [, traceId, parent] = calls[0].traceparent.split('-')
-  assert.strictEqual(traceId, HOST_TRACE)
-  assert.notStrictEqual(parent, HOST_SPAN, "the parent is mcpmux's own client span")
-  assert.notStrictEqual(calls[1].traceparent.split('-')[1], HOST_TRACE, 'no active span: a trace of its own')
-})
+for (const flags of ['01', '03']) {
+  test(`a call under the host span is its child (trace flags ${flags})`, async () => {
+    const seen = run({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await deadPort()}` }, flags)
+    const calls = seen.filter((r) => r.method === 'tools/call').map((r) => r.meta)
+    assert.strictEqual(calls.length, 2, JSON.stringify(seen))
+    const [, traceId, parent, sampled] = calls[0].traceparent.split('-')
+    assert.strictEqual(traceId, HOST_TRACE, JSON.stringify(calls[0]))
+    assert.notStrictEqual(parent, HOST_SPAN, "the parent is mcpmux's own client span")
+    assert.strictEqual(sampled, '01')
+    assert.notStrictEqual(calls[1].traceparent.split('-')[1], HOST_TRACE, 'no active span: a trace of its own')
+  })
+}
 
 test('nothing is sent when telemetry is off', () => {
   const seen = run({})

@@ -139,6 +139,14 @@ def test_bad_settings_name_the_field(hub):
             hub.call_tool("mcp_demo_echo", {"text": "x"}, policy=other.policy())
 
 
+def test_a_misspelt_key_of_a_redact_rule_names_the_nearest(hub):
+    # The one dict-typed option of the Python API: its keys are checked by
+    # the engine, which names the nearest known one.
+    with pytest.raises(mcpmux.InvalidInput, match=r"unknown key 'patern' \(did you mean 'pattern'\?"):
+        hub.policy(redact=[{"name": "token", "patern": "tok_[a-z]+"}])
+    assert hub.policy(redact=[{"name": "token", "pattern": "tok_[a-z]+"}]) is not None
+
+
 def test_scope_from_the_config_and_the_call():
     cfg = {"mcpServers": {"demo": demo(allow_all=True, scopes=["review"])}, "session": {"scope": "review"}}
     with mcpmux.Hub.connect(cfg) as hub:

@@ -54,26 +54,10 @@ pub(super) const MCP_SERVERS_COMPAT: &[&str] =
 pub(super) fn unknown(table: &Map<String, Value>, known: &[&[&str]]) -> Option<String> {
     let is_known = |k: &str| known.iter().any(|list| list.contains(&k));
     let key = table.keys().find(|k| !is_known(k))?;
-    let hint = nearest(key, known.iter().flat_map(|l| l.iter().copied()))
+    let hint = crate::spelling::nearest(key, known.iter().flat_map(|l| l.iter().copied()))
         .map(|k| format!(" (did you mean '{k}'?)"))
         .unwrap_or_default();
     Some(format!("unknown key '{key}'{hint}"))
-}
-
-/// The known key most like `key`, when one is close enough to be a typo of
-/// it (compared without case, by edit distance relative to length).
-fn nearest<'a>(key: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    let key = key.to_lowercase();
-    known
-        .map(|k| {
-            (
-                k,
-                strsim::normalized_damerau_levenshtein(&key, &k.to_lowercase()),
-            )
-        })
-        .filter(|(_, score)| *score >= 0.6)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(k, _)| k)
 }
 
 #[cfg(test)]

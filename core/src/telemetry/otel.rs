@@ -43,11 +43,27 @@ pub(super) fn configure(table: &Map<String, Value>) {
 /// The context a W3C `traceparent` / `tracestate` names.
 pub(super) fn extract(traceparent: &str, tracestate: Option<&str>) -> Context {
     let mut map = HashMap::new();
-    map.insert("traceparent".to_owned(), traceparent.to_owned());
+    map.insert("traceparent".to_owned(), known_flags(traceparent));
     if let Some(state) = tracestate {
         map.insert("tracestate".to_owned(), state.to_owned());
     }
     TraceContextPropagator::new().extract_with_context(&Context::new(), &Carrier(map))
+}
+
+/// `traceparent` with only the trace flags version `00` defines: W3C Trace
+/// Context reads the flags it knows (`sampled`, 0x01) and ignores the
+/// others, such as Level 2's `random` (0x02), which OpenTelemetry SDKs set
+/// (`-03`). The SDK's propagator refuses flags above 0x02 instead, and a
+/// refused parent made the call a trace of its own. Anything else is
+/// returned as given, for the propagator to judge.
+fn known_flags(traceparent: &str) -> String {
+    let bytes = traceparent.as_bytes();
+    if bytes.len() == 55 && traceparent.starts_with("00-") && bytes[52] == b'-' {
+        if let Ok(flags) = u8::from_str_radix(&traceparent[53..], 16) {
+            return format!("{}{:02x}", &traceparent[..53], flags & 0x01);
+        }
+    }
+    traceparent.to_owned()
 }
 
 /// Whether telemetry was set up and is on (without setting it up).
@@ -496,13 +512,7 @@ impl Telemetry {
 
     /// The context a W3C `traceparent` / `tracestate` names.
     pub(crate) fn extract(&self, traceparent: &str, tracestate: Option<&str>) -> Context {
-        let mut map = HashMap::new();
-        map.insert("traceparent".to_owned(), traceparent.to_owned());
-        if let Some(state) = tracestate {
-            map.insert("tracestate".to_owned(), state.to_owned());
-        }
-        self.propagator
-            .extract_with_context(&Context::new(), &Carrier(map))
+        extract(traceparent, tracestate)
     }
 
     /// `_meta.traceparent` / `_meta.tracestate` of a request's params.
@@ -596,13 +606,33 @@ impl Telemetry {
 
     /// Runs `fut`, the gateway's answer to request `method`, as a SERVER
     /// span: a child of the request's `_meta.traceparent` (a root without
-    /// one), and the parent of the downstream client spans.
-    pub(crate) async fn serve<F>(&self, method: &str, params: &Value, fut: F) -> F::Output
+    /// one), and the parent of the downstream client spans; `via`: how the
+    /// request came (`network.transport`, `client.address`, `client.port`).
+    pub(crate) async fn serve<F>(
+        &self,
+        via: Option<super::ServedVia>,
+        method: &str,
+        params: &Value,
+        fut: F,
+    ) -> F::Output
     where
         F: Future<Output = Result<Value, Error>>,
     {
         let start = Instant::now();
         let mut attrs = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+        let transport = via.map(|via| match via {
+            super::ServedVia::Pipe => "pipe",
+            super::ServedVia::Tcp(client) => {
+                if let Some(client) = client {
+                    attrs.push(KeyValue::new("client.address", client.ip().to_string()));
+                    attrs.push(KeyValue::new("client.port", i64::from(client.port())));
+                }
+                "tcp"
+            }
+        });
+        if let Some(transport) = transport {
+            attrs.push(KeyValue::new("network.transport", transport));
+        }
         let target = describe(method, params, &mut attrs);
         let tool = (method == "tools/call").then(|| target.clone()).flatten();
         let out = match self.tracer() {
@@ -628,7 +658,7 @@ impl Telemetry {
                     span.set_attribute(KeyValue::new("rpc.response.status_code", code));
                 }
                 span.end();
-                self.record_server(method, tool, error, start);
+                self.record_server(method, transport, tool, error, start);
                 return out;
             }
             None => fut.await,
@@ -637,19 +667,23 @@ impl Telemetry {
             .as_ref()
             .map(|v| v.get("isError").and_then(Value::as_bool));
         let (error, _) = error_type(method, flag);
-        self.record_server(method, tool, error, start);
+        self.record_server(method, transport, tool, error, start);
         out
     }
 
     fn record_server(
         &self,
         method: &str,
+        transport: Option<&'static str>,
         tool: Option<String>,
         error: Option<String>,
         start: Instant,
     ) {
         if let Some(i) = self.instruments() {
             let mut attrs = vec![KeyValue::new("mcp.method.name", method.to_owned())];
+            if let Some(transport) = transport {
+                attrs.push(KeyValue::new("network.transport", transport));
+            }
             if let Some(tool) = tool {
                 attrs.push(KeyValue::new("gen_ai.tool.name", tool));
             }
@@ -938,5 +972,30 @@ mod tests {
             t.inject(&cx).get("traceparent").map(String::as_str),
             Some(parent)
         );
+    }
+
+    #[test]
+    fn unknown_trace_flags_are_ignored_not_refused() {
+        let trace = "0af7651916cd43dd8448eb211c80319c";
+        // 03: sampled and Level 2's random flag, as OpenTelemetry SDKs send.
+        for (flags, sampled) in [("03", true), ("02", false), ("ff", true), ("80", false)] {
+            let cx = extract(&format!("00-{trace}-b7ad6b7169203331-{flags}"), None);
+            let span = cx.span();
+            let sc = span.span_context();
+            assert!(sc.is_valid(), "flags {flags}");
+            assert_eq!(sc.trace_id().to_string(), trace);
+            assert_eq!(sc.is_sampled(), sampled, "flags {flags}");
+        }
+        // Malformed ones stay refused.
+        for bad in [
+            format!("00-{trace}-b7ad6b7169203331-zz"),
+            format!("00-{trace}-0000000000000000-01"),
+            format!("00-{trace}-b7ad6b7169203331"),
+        ] {
+            assert!(
+                !extract(&bad, None).span().span_context().is_valid(),
+                "{bad}"
+            );
+        }
     }
 }

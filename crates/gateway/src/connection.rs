@@ -31,6 +31,7 @@ use super::{
 use mcpmux_core::client::CallOptions;
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
+use mcpmux_core::internal::telemetry::{self, ServedVia};
 use mcpmux_core::protocol;
 use mcpmux_core::{HubTool, ProgressUpdate};
 use mcpmux_policy::output;
@@ -107,8 +108,9 @@ impl Connection {
     /// waits here until its refusal is queued: every request gets an
     /// answer, so a client that floods requests without reading is slowed
     /// down, never dropped.
-    pub async fn handle(&self, msg: Value) {
-        if let Some(refusal) = self.dispatch(msg) {
+    /// `via`: how the message came (its SERVER span's transport and client).
+    pub async fn handle(&self, msg: Value, via: ServedVia) {
+        if let Some(refusal) = self.dispatch(msg, via) {
             self.out.send(refusal.into()).await;
         }
     }
@@ -123,7 +125,7 @@ impl Connection {
 
     /// [`Connection::handle`] up to the point of waiting: the refusal to
     /// send, if the message is a request refused at once.
-    fn dispatch(&self, msg: Value) -> Option<Value> {
+    fn dispatch(&self, msg: Value, via: ServedVia) -> Option<Value> {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             if let (Some(_), Some(id)) = (msg.get("method"), msg.get("id")) {
                 return Some(error_answer(
@@ -189,8 +191,7 @@ impl Connection {
         let task = tokio::spawn(async move {
             let answering = answer(&gateway, &method, &params, &out, &log_level);
             // A SERVER span, child of the request's `_meta.traceparent`.
-            let answered =
-                mcpmux_core::internal::telemetry::serve(&method, &params, answering).await;
+            let answered = telemetry::serve_via(via, &method, &params, answering).await;
             let answer = match answered {
                 Ok(mut result) => {
                     if stateless {

@@ -59,6 +59,7 @@ use super::out::Out;
 use super::Gateway;
 use mcpmux_core::error::Error;
 use mcpmux_core::internal::stateless;
+use mcpmux_core::internal::telemetry::ServedVia;
 
 /// Most sessions open at once (the default of [`HttpOptions::max_sessions`]);
 /// past it a new `initialize` ends the session idle longest among those
@@ -231,7 +232,7 @@ pub async fn serve_http(
     let slots = Arc::new(Semaphore::new(state.options.max_connections.max(1)));
     let door = Arc::new(Door::default());
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
             // Out of descriptors and the like: try again, never exit.
             Err(e) => {
@@ -264,7 +265,7 @@ pub async fn serve_http(
             let service = hyper::service::service_fn(move |req| {
                 let (state, door) = (state.clone(), door.clone());
                 async move {
-                    let mut response = handle(&state, req).await;
+                    let mut response = handle(&state, req, peer).await;
                     door.answering(&mut response);
                     Ok::<_, Infallible>(response)
                 }
@@ -535,7 +536,8 @@ fn route(routes: &Mutex<Routes>, out: Outgoing) {
     }
 }
 
-async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
+/// One HTTP request from the client at `peer`.
+async fn handle(state: &State, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
     if req.uri().path() != "/mcp" {
         return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
@@ -582,7 +584,7 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Body> {
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     match *req.method() {
-        Method::POST => post(state, req, session_id).await,
+        Method::POST => post(state, req, session_id, peer).await,
         Method::GET => get(state, session_id),
         Method::DELETE => {
             let Some(id) = session_id else {
@@ -869,8 +871,13 @@ fn pick_session(
     }
 }
 
-/// A `POST`: one JSON-RPC message, or a batch.
-async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>) -> Response<Body> {
+/// A `POST`: one JSON-RPC message, or a batch, from the client at `peer`.
+async fn post(
+    state: &State,
+    req: Request<Incoming>,
+    session_id: Option<String>,
+    peer: SocketAddr,
+) -> Response<Body> {
     let Posted {
         messages,
         batch,
@@ -936,7 +943,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
     drop(stream);
     if requests.is_empty() {
         for msg in messages {
-            forward(&session, msg).await;
+            forward(&session, msg, peer).await;
         }
         if ephemeral {
             session.connection.close();
@@ -951,7 +958,7 @@ async fn post(state: &State, req: Request<Incoming>, session_id: Option<String>)
         ephemeral,
     };
     for msg in messages {
-        forward(&session, msg).await;
+        forward(&session, msg, peer).await;
     }
     let header = new_id.as_deref();
     // An SSE stream only when there is something to stream before the
@@ -1140,13 +1147,17 @@ impl hyper::body::Body for JsonParts {
     }
 }
 
-/// Hands one message to the session's connection; a `notifications/cancelled`
-/// also answers the request it names (an error), if still unanswered.
-async fn forward(session: &Session, msg: Value) {
+/// Hands one message from the client at `peer` to the session's
+/// connection; a `notifications/cancelled` also answers the request it
+/// names (an error), if still unanswered.
+async fn forward(session: &Session, msg: Value, peer: SocketAddr) {
     let cancelled = (msg["method"] == "notifications/cancelled")
         .then(|| msg["params"]["requestId"].clone())
         .filter(|id| !id.is_null());
-    session.connection.handle(msg).await;
+    session
+        .connection
+        .handle(msg, ServedVia::Tcp(Some(peer)))
+        .await;
     if let Some(id) = cancelled {
         session.resolve(&id, "the request was cancelled by the client");
     }

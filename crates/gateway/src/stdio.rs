@@ -11,6 +11,7 @@ use super::connection::{error_answer, Connection, OUTGOING_QUEUE};
 use super::out::Out;
 use super::Gateway;
 use mcpmux_core::error::Error;
+use mcpmux_core::internal::telemetry::ServedVia;
 
 /// Serves the client on `reader` / `writer` until the reader ends (the
 /// client closed its end), then cancels the client's calls in flight and
@@ -76,10 +77,10 @@ where
         match serde_json::from_str::<Value>(&text) {
             Ok(Value::Array(batch)) => {
                 for msg in batch {
-                    connection.handle(msg).await;
+                    connection.handle(msg, ServedVia::Pipe).await;
                 }
             }
-            Ok(msg) => connection.handle(msg).await,
+            Ok(msg) => connection.handle(msg, ServedVia::Pipe).await,
             Err(e) => {
                 let _ = out
                     .send(

@@ -39,8 +39,11 @@ impl SessionPolicy {
             None | Some(Value::Null) => PolicySettings::default(),
             Some(Value::Object(map)) => {
                 if let Some(k) = map.keys().find(|k| !SETTING_KEYS.contains(&k.as_str())) {
+                    let hint = mcpmux_core::contract::nearest_name(k, SETTING_KEYS)
+                        .map(|n| format!("did you mean '{n}'? "))
+                        .unwrap_or_default();
                     return Err(Error::InvalidInput(format!(
-                        "policy settings: unknown key '{k}' (expected one of {})",
+                        "policy settings: unknown key '{k}' ({hint}expected one of {})",
                         SETTING_KEYS.join(", ")
                     )));
                 }

@@ -113,9 +113,12 @@ impl PolicySettings {
                         return Err(err(&at, "must be a table with 'name' and 'pattern'"));
                     };
                     if let Some(k) = rule.keys().find(|k| *k != "name" && *k != "pattern") {
+                        let hint = mcpmux_core::contract::nearest_name(k, ["name", "pattern"])
+                            .map(|n| format!("did you mean '{n}'? "))
+                            .unwrap_or_default();
                         return Err(err(
                             &at,
-                            &format!("has unknown key '{k}' (expected 'name' and 'pattern')"),
+                            &format!("has unknown key '{k}' ({hint}expected 'name' and 'pattern')"),
                         ));
                     }
                     let get = |k: &str| match rule.get(k) {

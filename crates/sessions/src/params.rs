@@ -236,8 +236,11 @@ pub(crate) fn decode<T: DeserializeOwned + JsonSchema>(params: &Value) -> Result
     let schema = schema_of::<T>();
     let names = property_names(&schema);
     if let Some(k) = map.keys().find(|k| !names.iter().any(|n| n == *k)) {
+        let hint = mcpmux_core::contract::nearest_name(k, names.iter().map(String::as_str))
+            .map(|n| format!("did you mean '{n}'? "))
+            .unwrap_or_default();
         return Err(Error::InvalidInput(format!(
-            "unknown parameter '{k}' (expected: {})",
+            "unknown parameter '{k}' ({hint}expected: {})",
             names.join(", ")
         )));
     }
