@@ -189,7 +189,7 @@ impl Connection {
         let task_key = key.clone();
         let budget = self.budget.clone();
         let task = tokio::spawn(async move {
-            let answering = answer(&gateway, &method, &params, &out, &log_level);
+            let answering = answer(&gateway, &id, &method, &params, &out, &log_level);
             // A SERVER span, child of the request's `_meta.traceparent`.
             let answered = telemetry::serve_via(via, &method, &params, answering).await;
             let answer = match answered {
@@ -381,6 +381,7 @@ impl RelayTarget for Downstream {
 /// The result of one request, or the error to answer with.
 async fn answer(
     gateway: &Gateway,
+    id: &Value,
     method: &str,
     params: &Value,
     out: &Out,
@@ -407,6 +408,11 @@ async fn answer(
             advertise_extensions(gateway, &mut answer);
             Ok(answer)
         }
+        "events/list" => super::events::list(gateway).await,
+        "events/poll" => super::events::poll(gateway, params).await,
+        "events/stream" => super::events::stream(gateway, params, id, out).await,
+        "events/subscribe" => super::events::subscribe(gateway, params).await,
+        "events/unsubscribe" => super::events::unsubscribe(gateway, params).await,
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             if !super::tasks::declared(params) {
                 return Err(super::tasks::missing_capability());
@@ -539,6 +545,12 @@ fn advertise_extensions(gateway: &Gateway, answer: &mut Value) {
     let stateless = answer.get("supportedVersions").is_some();
     if stateless && super::tasks::any_server_has_tasks(gateway) {
         extensions.insert(super::tasks::EXTENSION.into(), json!({}));
+    }
+    if super::events::any_server_has_events(gateway) {
+        extensions.insert(
+            super::events::EXTENSION.into(),
+            json!({ "listChanged": false }),
+        );
     }
     if !extensions.is_empty() {
         answer["capabilities"]["extensions"] = Value::Object(extensions);

@@ -13,6 +13,7 @@
 mod apps;
 mod budget;
 mod connection;
+mod events;
 pub mod http;
 mod out;
 pub mod relay;

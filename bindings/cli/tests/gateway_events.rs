@@ -1,0 +1,107 @@
+//! The events extension through `mcpmux gateway`: a server's event types
+//! under the gateway's names, polled with the server's cursor, and streamed
+//! to the client as `notifications/events/*` tagged with its request id,
+//! against tests/servers/events_server.py.
+
+mod common;
+
+use std::time::Duration;
+
+use common::raw_gateway::Raw;
+use common::*;
+use serde_json::{json, Value};
+
+#[test]
+fn events_are_listed_polled_and_streamed_under_the_gateways_names() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]\nenv = { PRELOAD = \"3\", HEARTBEAT_MS = \"200\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    assert!(
+        gw.initialize_answer()["result"]["capabilities"]["extensions"]
+            ["io.modelcontextprotocol/events"]
+            .is_object(),
+        "{}",
+        gw.initialize_answer()
+    );
+    let listed = gw.request("events/list", json!({}));
+    let names: Vec<&str> = listed["result"]["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(names.contains(&"mcp_ev_ticket.created"), "{listed}");
+    assert!(names.contains(&"mcp_ev_build.finished"), "{listed}");
+
+    let page = gw.request(
+        "events/poll",
+        json!({"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0", "maxEvents": 2}),
+    );
+    let result = &page["result"];
+    assert_eq!(result["events"].as_array().map(Vec::len), Some(2), "{page}");
+    assert_eq!(result["events"][0]["name"], "mcp_ev_ticket.created");
+    assert_eq!(result["hasMore"], true);
+    let cursor = result["cursor"].as_str().unwrap().to_owned();
+    let rest = gw.request(
+        "events/poll",
+        json!({"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": cursor}),
+    );
+    assert_eq!(
+        rest["result"]["events"].as_array().map(Vec::len),
+        Some(1),
+        "{rest}"
+    );
+    let unknown = gw.request("events/poll", json!({"name": "nope", "cursor": null}));
+    assert!(unknown.get("error").is_some(), "{unknown}");
+
+    // A stream: the server's occurrences reach the client, tagged.
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": 900, "method": "events/stream",
+        "params": {"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0"}}),
+    );
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while seen.len() < 3 && std::time::Instant::now() < deadline {
+        let Some(msg) = gw.next_message(Duration::from_secs(5)) else {
+            break;
+        };
+        if msg["method"] == "notifications/events/event" {
+            assert_eq!(
+                msg["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 900,
+                "{msg}"
+            );
+            assert_eq!(msg["params"]["name"], "mcp_ev_ticket.created");
+            seen.push(msg);
+        }
+    }
+    assert_eq!(seen.len(), 3, "the three preloaded occurrences: {seen:?}");
+    gw.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 900}}));
+    let state: Value = {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = gw.request(
+                "tools/call",
+                json!({"name": "mcp_ev_state", "arguments": {}}),
+            );
+            let text = r["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("{}")
+                .to_owned();
+            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            if v["streams"].as_array().is_some_and(Vec::is_empty)
+                || std::time::Instant::now() > deadline
+            {
+                break v;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(
+        state["streams"],
+        json!([]),
+        "the server's stream ended with the client's: {state}"
+    );
+}
