@@ -217,6 +217,14 @@ typedef struct mcpmux_engine mcpmux_engine;
 typedef struct mcpmux_error mcpmux_error;
 
 /**
+ * An open stream of an event type, made by mcpmux_hub_stream_events(),
+ * owned by the caller and freed (which stops the stream) with
+ * mcpmux_event_stream_free(). It does not depend on the hub being alive
+ * to be read or freed. Any thread.
+ */
+typedef struct mcpmux_event_stream mcpmux_event_stream;
+
+/**
  * The answer slot of one host callback (see mcpmux_host_fn). Owned by
  * mcpmux; valid only during the callback it was passed to.
  */
@@ -1348,6 +1356,93 @@ enum mcpmux_status mcpmux_hub_cancel_task(const struct mcpmux_hub *hub, const ch
  * `err` are NULL or valid for one pointer write.
  */
 enum mcpmux_status mcpmux_hub_list_tasks(const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes the event types of every server offering the events extension
+ * (or of `server` only, when not NULL) to `*out_json`: a JSON array, each
+ * item with a "server" member (`events/list`; the same as `mcpmux events
+ * list --json`). A named server without the extension is INVALID_INPUT.
+ * Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `hub` is a live hub; `server` NULL or a NUL-terminated string; `out_json`
+ * and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_list_events(const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Polls event type `name` of `server` (`events/poll`) and writes the page
+ * to `*out_json`: `{"events": [{"event_id", "name", "timestamp"?,
+ * "data"}], "cursor", "truncated", "has_more", "next_poll_ms"}`. Keep
+ * `cursor` and poll again after `next_poll_ms` (at once when `has_more`).
+ * `args_json` (nullable): the subscription's arguments, a JSON object.
+ * `options_json` (nullable): `{"cursor": "...", "max_events": n}`
+ * (no cursor: from now, which returns no events and a cursor to keep;
+ * `max_events` is capped at 1000); another key is INVALID_INPUT.
+ * Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()). A server's refusal is SERVER_ERROR.
+ *
+ * # Safety
+ * `hub` is a live hub; `server` and `name` NUL-terminated strings;
+ * `args_json` and `options_json` NULL or NUL-terminated strings;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_poll_events(const struct mcpmux_hub *hub, const char *server, const char *name, const char *args_json, const char *options_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Opens a stream of event type `name` of `server` (`events/stream`) and
+ * writes its handle to `*out_stream`. The occurrences arrive on the hub's
+ * event callback (mcpmux_hub_set_event_callback()) as `{"type": "event",
+ * "server", "subscription", "name", "event_id", "timestamp"?, "data",
+ * "cursor"?}`, the stream's changes as `{"type": "event_stream", "server",
+ * "subscription", "state", "cursor"?, "truncated", "error"?}`;
+ * `subscription` is mcpmux_event_stream_id(). `args_json` as for
+ * mcpmux_hub_poll_events(); `options_json` (nullable): `{"cursor":
+ * "..."}` (none: from now). Blocking until the request is sent.
+ *
+ * On success `*out_stream` receives a stream owned by the caller (free it,
+ * which stops the stream, with mcpmux_event_stream_free()).
+ *
+ * # Safety
+ * As for mcpmux_hub_poll_events(); `out_stream` is NULL or valid for one
+ * pointer write.
+ */
+enum mcpmux_status mcpmux_hub_stream_events(const struct mcpmux_hub *hub, const char *server, const char *name, const char *args_json, const char *options_json, struct mcpmux_event_stream **out_stream, struct mcpmux_error **err);
+
+/**
+ * The stream's id: the `subscription` of its events; 0 for NULL. Any
+ * thread.
+ *
+ * # Safety
+ * `stream` is NULL or a stream that was not freed.
+ */
+uint64_t mcpmux_event_stream_id(const struct mcpmux_event_stream *stream);
+
+/**
+ * The stream's latest cursor (from its last occurrence, heartbeat or
+ * confirmation: keep it to resume, also after a restart), as a string
+ * owned by the caller (free it with mcpmux_string_free()); NULL when there
+ * is none yet, or for a NULL stream. Any thread.
+ *
+ * # Safety
+ * `stream` is NULL or a stream that was not freed.
+ */
+char *mcpmux_event_stream_cursor(const struct mcpmux_event_stream *stream);
+
+/**
+ * Stops the stream (the server is told) and frees it. NULL is a no-op.
+ * Any thread, callbacks included.
+ *
+ * # Safety
+ * `stream` is NULL or a stream that was not freed; it must not be used
+ * afterwards.
+ */
+void mcpmux_event_stream_free(struct mcpmux_event_stream *stream);
 
 /**
  * Like mcpmux_hub_connect_with_options(), with `on_request` answering the

@@ -422,6 +422,39 @@ export interface TaskStatusEvent {
   message?: string
 }
 
+/**
+ * An occurrence pushed on a stream of {@link Hub.streamEvents} (events
+ * extension); `subscription` is the stream's {@link EventStream.id}.
+ */
+export interface EventOccurrenceEvent {
+  type: 'event'
+  server: string
+  subscription: number
+  name: string
+  event_id: string
+  timestamp?: string
+  data: unknown
+  /** The cursor to resume after this occurrence (absent: no replay). */
+  cursor?: string
+}
+
+/**
+ * The state of a stream of {@link Hub.streamEvents} changed: `active` (the
+ * server confirmed it; again with `truncated` after a gap), `error` (a
+ * transient error, the stream stays open), `reconnecting` (no heartbeat in
+ * time: sent again from its cursor), `terminated` (the server ended the
+ * subscription), `ended` (the server closed the stream) or `failed`.
+ */
+export interface EventStreamEvent {
+  type: 'event_stream'
+  server: string
+  subscription: number
+  state: 'active' | 'error' | 'reconnecting' | 'terminated' | 'ended' | 'failed'
+  cursor?: string
+  truncated: boolean
+  error?: string
+}
+
 /** This consumer fell behind: `count` older events were lost. */
 export interface LaggedEvent {
   type: 'lagged'
@@ -436,6 +469,8 @@ export type HubEvent =
   | ResourceUpdatedEvent
   | LogEvent
   | TaskStatusEvent
+  | EventOccurrenceEvent
+  | EventStreamEvent
   | LaggedEvent
 
 /** What to complete with {@link Hub.complete}. */
@@ -454,6 +489,76 @@ export interface CompletionResult {
  * `hub.on('event', (event) => ...)` runs on the JavaScript thread; listening
  * never keeps the process alive, and delivery stops when the hub is closed.
  */
+/** One occurrence of an event type, as {@link Hub.pollEvents} returns it. */
+export interface EventOccurrence {
+  event_id: string
+  name: string
+  timestamp?: string
+  data: unknown
+}
+
+/** A page of {@link Hub.pollEvents}. */
+export interface EventsPage {
+  /** The occurrences, oldest first. */
+  events: EventOccurrence[]
+  /** The cursor to keep and poll from next (`null`: the event type has no replay). */
+  cursor: string | null
+  /** Occurrences were lost before these (a stale cursor); never an error. */
+  truncated: boolean
+  /** More are ready: poll again at once. */
+  has_more: boolean
+  /** When to poll next, in milliseconds (1000 to 3600000). */
+  next_poll_ms: number
+}
+
+/** Options of {@link Hub.pollEvents}. */
+export interface PollEventsOptions {
+  /** The subscription's arguments (a plain object). */
+  arguments?: Record<string, unknown> | null
+  /** Where to start (absent: from now). */
+  cursor?: string | null
+  /** Most occurrences to return (capped at 1000). */
+  maxEvents?: number | null
+}
+
+/** Options of {@link Hub.streamEvents}. */
+export interface StreamEventsOptions {
+  arguments?: Record<string, unknown> | null
+  cursor?: string | null
+}
+
+/** Options of {@link Hub.subscribeEvents}. */
+export interface SubscribeEventsOptions {
+  arguments?: Record<string, unknown> | null
+  cursor?: string | null
+  /** How long the subscription is to last, in milliseconds. */
+  ttlMs?: number | null
+}
+
+/** A webhook subscription as the server answered {@link Hub.subscribeEvents}. */
+export interface WebhookSubscription {
+  id: string
+  /** Subscribe again before this (ISO 8601) to keep it. */
+  refresh_before?: string
+  cursor?: string
+  truncated: boolean
+  delivery_status?: Record<string, unknown>
+}
+
+/**
+ * An open stream of an event type ({@link Hub.streamEvents}). Its
+ * occurrences arrive on the hub's events as `event` objects.
+ */
+export declare class EventStream {
+  private constructor()
+  /** The stream's id: the `subscription` of its events. */
+  readonly id: number
+  /** The latest cursor: keep it to resume, also after a restart. */
+  readonly cursor: string | null
+  /** Ends the stream; calling it again does nothing. */
+  stop(): void
+}
+
 export declare class Hub {
   private constructor()
 
@@ -602,6 +707,36 @@ export declare class Hub {
 
   /** Ends a subscription made with {@link Hub.subscribe}. */
   unsubscribe(uri: string, server?: string | ServerOption | null): Promise<void>
+
+  /**
+   * The event types of every server offering the events extension, or of
+   * `server`, each with a `server` member. A named server without the
+   * extension rejects with `INVALID_INPUT`.
+   */
+  listEvents(server?: string | ServerOption | null): Promise<Array<Record<string, unknown> & { server: string; name: string }>>
+
+  /** Polls an event type from a cursor (`events/poll`). */
+  pollEvents(server: string, name: string, options?: PollEventsOptions): Promise<EventsPage>
+
+  /** Opens a stream of an event type; its occurrences arrive as `event` events. */
+  streamEvents(server: string, name: string, options?: StreamEventsOptions): Promise<EventStream>
+
+  /** Subscribes a webhook to an event type (`https`, or `http` to a loopback address). */
+  subscribeEvents(
+    server: string,
+    name: string,
+    url: string,
+    secret: string,
+    options?: SubscribeEventsOptions,
+  ): Promise<WebhookSubscription>
+
+  /** Ends a webhook subscription made with {@link Hub.subscribeEvents}. */
+  unsubscribeEvents(
+    server: string,
+    name: string,
+    url: string,
+    options?: { arguments?: Record<string, unknown> | null },
+  ): Promise<void>
 
   /**
    * A tool-use policy for this hub's calls (see {@link Policy}). Throws an

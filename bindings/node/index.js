@@ -627,6 +627,65 @@ function pump(hub, feed) {
   step()
 }
 
+/**
+ * `options` as an object whose keys are all in `known`, else
+ * `INVALID_INPUT` naming the unknown one (`undefined`/`null`: `{}`).
+ */
+function knownOptions(options, known) {
+  const opts = optionsObject('options', options)
+  for (const key of Object.keys(opts)) {
+    if (!known.includes(key)) {
+      throw invalid('options', `has unknown option '${key}' (known: ${known.join(', ')})`)
+    }
+  }
+  return opts
+}
+
+/** An optional count: a non-negative integer below 2^32, or undefined. */
+function optionalCount(argument, v) {
+  if (v === undefined || v === null) return undefined
+  if (!Number.isInteger(v) || v < 0 || v > 0xffffffff) {
+    throw invalid(argument, `must be a non-negative integer, got ${describe(v)}`)
+  }
+  return v
+}
+
+/**
+ * An open stream of an event type (events extension), made by
+ * {@link Hub#streamEvents}. Its occurrences arrive on the hub's events
+ * (`hub.on('event', fn)`, {@link Hub#events}) as `event` objects whose
+ * `subscription` is this stream's {@link EventStream#id}; its changes
+ * (`active`, `error`, `reconnecting`, `terminated`, `ended`, `failed`) as
+ * `event_stream` objects. {@link EventStream#stop} ends it, and so does
+ * garbage collection of this object.
+ */
+class EventStream {
+  /** @param {*} native internal: use hub.streamEvents() */
+  constructor(native) {
+    /** @private */
+    this._native = native
+  }
+
+  /** The stream's id: the `subscription` of its events. @returns {number} */
+  get id() {
+    return this._native.id
+  }
+
+  /**
+   * The latest cursor (from the last occurrence, heartbeat or
+   * confirmation): keep it to resume, also after a restart.
+   * @returns {string | null}
+   */
+  get cursor() {
+    return this._native.cursor ?? null
+  }
+
+  /** Ends the stream (the server is told); calling it again does nothing. */
+  stop() {
+    this._native.stop()
+  }
+}
+
 /** `server` given as a string or as `{server}` (like the list methods). */
 function serverArgument(v) {
   if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
@@ -1286,6 +1345,132 @@ class Hub extends EventEmitter {
   }
 
   /**
+   * The event types of every server offering the events extension
+   * (`io.modelcontextprotocol/events`), or of `server`, each with a
+   * `server` member (`events/list`). A named server without the extension
+   * rejects with `INVALID_INPUT`.
+   * @param {string | {server?: string}} [server]
+   * @returns {Promise<object[]>}
+   */
+  listEvents(server) {
+    let serverName
+    try {
+      serverName = serverArgument(server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.listEvents(id, serverName))
+  }
+
+  /**
+   * Polls event type `name` of `server` from `options.cursor`
+   * (`events/poll`; none: from now, which returns no events and a cursor
+   * to keep). Resolves to the page `{events: [{event_id, name, timestamp?,
+   * data}], cursor, truncated, has_more, next_poll_ms}`: keep `cursor` and
+   * poll again after `next_poll_ms` (at once when `has_more`).
+   * `maxEvents` is capped at 1000.
+   * @param {string} server
+   * @param {string} name
+   * @param {{arguments?: object, cursor?: string, maxEvents?: number}} [options]
+   * @returns {Promise<object>}
+   */
+  pollEvents(server, name, options) {
+    let argsText, cursor, maxEvents
+    try {
+      checkString('server', server)
+      checkString('name', name)
+      const opts = knownOptions(options, ['arguments', 'cursor', 'maxEvents'])
+      argsText = argsJson('arguments', opts.arguments)
+      cursor = optionalString('cursor', opts.cursor)
+      maxEvents = optionalCount('maxEvents', opts.maxEvents)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.pollEvents(id, server, name, argsText, cursor, maxEvents))
+  }
+
+  /**
+   * Opens a stream of event type `name` of `server` from `options.cursor`
+   * (`events/stream`; none: from now). Resolves to its
+   * {@link EventStream} once open; the occurrences arrive on this hub's
+   * events as `event` objects.
+   * @param {string} server
+   * @param {string} name
+   * @param {{arguments?: object, cursor?: string}} [options]
+   * @returns {Promise<EventStream>}
+   */
+  streamEvents(server, name, options) {
+    let argsText, cursor
+    try {
+      checkString('server', server)
+      checkString('name', name)
+      const opts = knownOptions(options, ['arguments', 'cursor'])
+      argsText = argsJson('arguments', opts.arguments)
+      cursor = optionalString('cursor', opts.cursor)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    let stream
+    return run((id) => {
+      stream = this._native.streamEvents(id, server, name, argsText, cursor)
+    }).then(() => new EventStream(stream))
+  }
+
+  /**
+   * Subscribes webhook `url` to event type `name` of `server`
+   * (`events/subscribe`); the server posts each occurrence there, signed
+   * with `secret` (`whsec_` and base64; never echoed or logged). `url`
+   * must be `https` (`http` only to a loopback address), else
+   * `INVALID_INPUT`. `options.ttlMs` asks for the subscription's lifetime.
+   * Resolves to `{id, refresh_before?, cursor?, truncated,
+   * delivery_status?}`; subscribe again before `refresh_before` to keep it.
+   * @param {string} server
+   * @param {string} name
+   * @param {string} url
+   * @param {string} secret
+   * @param {{arguments?: object, cursor?: string, ttlMs?: number}} [options]
+   * @returns {Promise<object>}
+   */
+  subscribeEvents(server, name, url, secret, options) {
+    let argsText, cursor, ttlMs
+    try {
+      checkString('server', server)
+      checkString('name', name)
+      checkString('url', url)
+      checkString('secret', secret)
+      const opts = knownOptions(options, ['arguments', 'cursor', 'ttlMs'])
+      argsText = argsJson('arguments', opts.arguments)
+      cursor = optionalString('cursor', opts.cursor)
+      ttlMs = millisOption('ttlMs', opts.ttlMs)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.subscribeEvents(id, server, name, url, secret, argsText, cursor, ttlMs))
+  }
+
+  /**
+   * Ends the webhook subscription of `url` to event type `name` of
+   * `server` with these `options.arguments` (`events/unsubscribe`).
+   * @param {string} server
+   * @param {string} name
+   * @param {string} url
+   * @param {{arguments?: object}} [options]
+   * @returns {Promise<void>}
+   */
+  unsubscribeEvents(server, name, url, options) {
+    let argsText
+    try {
+      checkString('server', server)
+      checkString('name', name)
+      checkString('url', url)
+      argsText = argsJson('arguments', knownOptions(options, ['arguments']).arguments)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.unsubscribeEvents(id, server, name, url, argsText))
+  }
+
+  /**
    * A tool-use policy for this hub's calls (pass it as
    * `callTool(name, args, { policy })`): the allow lists of the config
    * (`allow_tools`, `allow_all`, `confirm_read_only`, `scopes` per server)
@@ -1660,4 +1845,4 @@ function cancelled(name, signal) {
 /** The version of the mcpmux engine inside the addon. */
 const version = native.engineVersion()
 
-module.exports = { Hub, Policy, Sessions, McpmuxError, ERROR_CODES, version }
+module.exports = { Hub, EventStream, Policy, Sessions, McpmuxError, ERROR_CODES, version }

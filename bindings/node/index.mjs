@@ -5,5 +5,5 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const mcpmux = require('./index.js')
 
-export const { Hub, Policy, Sessions, McpmuxError, ERROR_CODES, version } = mcpmux
+export const { Hub, EventStream, Policy, Sessions, McpmuxError, ERROR_CODES, version } = mcpmux
 export default mcpmux

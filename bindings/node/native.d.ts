@@ -96,6 +96,19 @@ export declare class NativeEvents {
   next(id: number): void
 }
 
+/** An open `events/stream` (see the module docs). */
+export declare class NativeEventStream {
+  /**
+   * The stream's id (the `subscription` of its events); `null` until
+   * it is open.
+   */
+  get id(): number | null
+  /** The latest cursor (to keep and resume from), or `null`. */
+  get cursor(): string | null
+  /** Ends the stream; idempotent. */
+  stop(): void
+}
+
 /**
  * One connected hub (the core `Hub`), owned by its JavaScript `Hub`
  * wrapper. Its methods are called on the JavaScript thread and return at
@@ -220,6 +233,35 @@ export declare class NativeHub {
    * JSON object text; the result is the server's `completion` object.
    */
   complete(id: number, reference: string, argument: string, context?: string | undefined | null, server?: string | undefined | null): void
+  /**
+   * Event types of every server offering the events extension, or of
+   * `server` (`events/list`), JSON text.
+   */
+  listEvents(id: number, server?: string | undefined | null): void
+  /**
+   * One page of event type `name` of `server` from `cursor`
+   * (`events/poll`), JSON text as core serializes it; `args` is JSON
+   * object text.
+   */
+  pollEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null, maxEvents?: number | undefined | null): void
+  /**
+   * Opens a stream of event type `name` of `server` from `cursor`
+   * (`events/stream`): returns its object at once; completion `id`
+   * (nothing, or the error) comes once core opened it. Its occurrences
+   * arrive on the hub's events.
+   */
+  streamEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null): NativeEventStream
+  /**
+   * Subscribes webhook `url` (signed with `secret`) to event type `name`
+   * of `server` (`events/subscribe`); the subscription as core reads
+   * it, JSON text.
+   */
+  subscribeEvents(id: number, server: string, name: string, url: string, secret: string, args?: string | undefined | null, cursor?: string | undefined | null, ttlMs?: number | undefined | null): void
+  /**
+   * Ends the webhook subscription of `url` to event type `name` of
+   * `server` with these `args` (`events/unsubscribe`).
+   */
+  unsubscribeEvents(id: number, server: string, name: string, url: string, args?: string | undefined | null): void
   /**
    * `resources/subscribe` (`unsubscribe` when `on` is false) for `uri`
    * on `server`, or on the server that lists it.

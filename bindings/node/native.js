@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Dispatcher = nativeBinding.Dispatcher
 module.exports.NativeEvents = nativeBinding.NativeEvents
+module.exports.NativeEventStream = nativeBinding.NativeEventStream
 module.exports.NativeHub = nativeBinding.NativeHub
 module.exports.NativePolicy = nativeBinding.NativePolicy
 module.exports.NativeSessions = nativeBinding.NativeSessions

@@ -39,6 +39,8 @@ pub mod events;
 
 pub mod tasks;
 
+pub mod event_calls;
+
 pub mod requests;
 
 mod boundary;

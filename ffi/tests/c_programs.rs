@@ -178,6 +178,11 @@ fn c_tasks_extension_against_rmcp() {
 }
 
 #[test]
+fn c_events_extension() {
+    c_test("test_events_ext");
+}
+
+#[test]
 fn c_hub_reload() {
     c_test("test_reload");
 }

@@ -58,6 +58,7 @@
 
 mod authorize;
 mod error;
+mod event_stream;
 mod events;
 mod policy;
 mod requests;
@@ -1080,6 +1081,113 @@ impl NativeHub {
                 &hub.complete(&reference, &argument, context.as_ref(), server.as_deref())
                     .await?,
             )
+        });
+    }
+
+    /// Event types of every server offering the events extension, or of
+    /// `server` (`events/list`), JSON text.
+    #[napi]
+    pub fn list_events(&self, id: u32, server: Option<String>) {
+        self.op(id, |hub| async move {
+            json_outcome(&hub.list_events(server.as_deref()).await?)
+        });
+    }
+
+    /// One page of event type `name` of `server` from `cursor`
+    /// (`events/poll`), JSON text as core serializes it; `args` is JSON
+    /// object text.
+    #[napi]
+    pub fn poll_events(
+        &self,
+        id: u32,
+        server: String,
+        name: String,
+        args: Option<String>,
+        cursor: Option<String>,
+        max_events: Option<u32>,
+    ) {
+        self.op(id, |hub| async move {
+            let args = parse_object("arguments", args)?;
+            json_outcome(
+                &hub.poll_events(&server, &name, args.as_ref(), cursor.as_deref(), max_events)
+                    .await?,
+            )
+        });
+    }
+
+    /// Opens a stream of event type `name` of `server` from `cursor`
+    /// (`events/stream`): returns its object at once; completion `id`
+    /// (nothing, or the error) comes once core opened it. Its occurrences
+    /// arrive on the hub's events.
+    #[napi]
+    pub fn stream_events(
+        &self,
+        id: u32,
+        server: String,
+        name: String,
+        args: Option<String>,
+        cursor: Option<String>,
+    ) -> event_stream::NativeEventStream {
+        let slot = event_stream::Slot::default();
+        let kept = slot.clone();
+        self.op(id, |hub| async move {
+            let args = parse_object("arguments", args)?;
+            let handle = hub
+                .stream_events(&server, &name, args.as_ref(), cursor.as_deref(), None)
+                .await?;
+            *kept.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+            Ok(Outcome::Done)
+        });
+        event_stream::NativeEventStream::new(slot)
+    }
+
+    /// Subscribes webhook `url` (signed with `secret`) to event type `name`
+    /// of `server` (`events/subscribe`); the subscription as core reads
+    /// it, JSON text.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn subscribe_events(
+        &self,
+        id: u32,
+        server: String,
+        name: String,
+        url: String,
+        secret: String,
+        args: Option<String>,
+        cursor: Option<String>,
+        ttl_ms: Option<f64>,
+    ) {
+        self.op(id, |hub| async move {
+            let args = parse_object("arguments", args)?;
+            let hook = mcpmux_core::events_ext::Webhook {
+                url,
+                secret,
+                cursor,
+                ttl: millis_option(ttl_ms, "ttlMs")?,
+            };
+            json_outcome(
+                &hub.subscribe_events(&server, &name, args.as_ref(), &hook)
+                    .await?,
+            )
+        });
+    }
+
+    /// Ends the webhook subscription of `url` to event type `name` of
+    /// `server` with these `args` (`events/unsubscribe`).
+    #[napi]
+    pub fn unsubscribe_events(
+        &self,
+        id: u32,
+        server: String,
+        name: String,
+        url: String,
+        args: Option<String>,
+    ) {
+        self.op(id, |hub| async move {
+            let args = parse_object("arguments", args)?;
+            hub.unsubscribe_events(&server, &name, args.as_ref(), &url)
+                .await?;
+            Ok(Outcome::Done)
         });
     }
 

@@ -52,6 +52,9 @@ pub enum Outcome {
     /// A connected hub, returned as a new `_native.Hub`, with the event
     /// stream subscribed before it connected (`connect(events=True)`).
     Hub(mcpmux_core::Hub, Option<mcpmux_core::EventStream>),
+    /// An open events-extension stream, returned as a new
+    /// `_native.EventStream`.
+    EventStream(mcpmux_core::events_ext::EventStreamHandle),
     /// Nothing (`None`).
     Unit,
 }
@@ -64,6 +67,9 @@ impl Outcome {
             Outcome::Tool(result) => crate::convert::loads(py, result.json()).map(Bound::unbind),
             Outcome::Hub(hub, events) => {
                 crate::handle::NativeHub::wrap(hub, events).into_py_any(py)
+            }
+            Outcome::EventStream(handle) => {
+                crate::event_stream::NativeEventStream::new(handle).into_py_any(py)
             }
             Outcome::Unit => Ok(py.None()),
         }

@@ -208,6 +208,28 @@ pub fn opt_seconds(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option
     }
 }
 
+/// An optional count (`None`, or an `int` from 0 to 2**32 - 1; not a
+/// `bool`). What the count means, and its bounds, are core's.
+pub fn opt_count(obj: Option<&Bound<'_, PyAny>>, arg: &str) -> PyResult<Option<u32>> {
+    let Some(o) = obj.filter(|o| !o.is_none()) else {
+        return Ok(None);
+    };
+    let n = if o.cast::<PyBool>().is_ok() || o.cast::<PyInt>().is_err() {
+        None
+    } else {
+        o.extract::<u32>().ok()
+    };
+    n.map(Some).ok_or_else(|| {
+        errors::invalid(
+            o.py(),
+            format!(
+                "argument '{arg}' must be a non-negative int or None, not {}",
+                o.repr().map_or_else(|_| type_name(o), |r| r.to_string())
+            ),
+        )
+    })
+}
+
 /// Any JSON value; errors name `arg` and the path inside it.
 pub fn to_json(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Value> {
     value(obj, 0).map_err(|(path, what)| {

@@ -20,6 +20,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
+use mcpmux_core::events_ext::Webhook;
 use mcpmux_core::{CallOptions, Config, ConfigSource, Hub, ProgressUpdate};
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -616,6 +617,148 @@ impl NativeHub {
             } else {
                 hub.unsubscribe(&uri, server.as_deref()).await?;
             }
+            Ok(Outcome::Unit)
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Event types of every server offering the events extension, or of
+    /// `server` (`events/list`), each with a `server` key.
+    #[pyo3(signature = (server=None, aio=None))]
+    fn list_events(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::opt_string(server, "server")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let list = hub.list_events(server.as_deref()).await?;
+            Ok(json_outcome(&list))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// One page of event type `name` of `server` from `cursor`
+    /// (`events/poll`), as core serializes it.
+    #[pyo3(signature = (server, name, arguments=None, cursor=None, max_events=None, aio=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn poll_events(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        cursor: Option<&Bound<'_, PyAny>>,
+        max_events: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let name = convert::string(name, "name")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let cursor = convert::opt_string(cursor, "cursor")?;
+        let max_events = convert::opt_count(max_events, "max_events")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let page = hub
+                .poll_events(
+                    &server,
+                    &name,
+                    arguments.as_ref(),
+                    cursor.as_deref(),
+                    max_events,
+                )
+                .await?;
+            Ok(json_outcome(&page))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Opens a stream of event type `name` of `server` from `cursor`
+    /// (`events/stream`); a `_native.EventStream`. Its occurrences arrive
+    /// on the hub's events (`event`, `event_stream`).
+    #[pyo3(signature = (server, name, arguments=None, cursor=None, aio=None))]
+    fn stream_events(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        cursor: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let name = convert::string(name, "name")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let cursor = convert::opt_string(cursor, "cursor")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let handle = hub
+                .stream_events(&server, &name, arguments.as_ref(), cursor.as_deref(), None)
+                .await?;
+            Ok(Outcome::EventStream(handle))
+        });
+        // On an engine thread: the stream's task is spawned on the runtime.
+        run(py, op, aio, Exec::Worker)
+    }
+
+    /// Subscribes webhook `url` (signed with `secret`) to event type `name`
+    /// of `server` (`events/subscribe`); the subscription as core reads it.
+    /// `ttl` in seconds.
+    #[pyo3(signature = (server, name, url, secret, arguments=None, cursor=None, ttl=None, aio=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn subscribe_events(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        url: &Bound<'_, PyAny>,
+        secret: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        cursor: Option<&Bound<'_, PyAny>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let name = convert::string(name, "name")?;
+        let hook = Webhook {
+            url: convert::string(url, "url")?,
+            secret: convert::string(secret, "secret")?,
+            cursor: convert::opt_string(cursor, "cursor")?,
+            ttl: convert::opt_seconds(ttl, "ttl")?,
+        };
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            let sub = hub
+                .subscribe_events(&server, &name, arguments.as_ref(), &hook)
+                .await?;
+            Ok(json_outcome(&sub))
+        });
+        run(py, op, aio, Exec::Here)
+    }
+
+    /// Ends the webhook subscription of `url` to event type `name` of
+    /// `server` with these `arguments` (`events/unsubscribe`).
+    #[pyo3(signature = (server, name, url, arguments=None, aio=None))]
+    fn unsubscribe_events(
+        &self,
+        py: Python<'_>,
+        server: &Bound<'_, PyAny>,
+        name: &Bound<'_, PyAny>,
+        url: &Bound<'_, PyAny>,
+        arguments: Option<&Bound<'_, PyAny>>,
+        aio: Option<Aio<'_>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = convert::string(server, "server")?;
+        let name = convert::string(name, "name")?;
+        let url = convert::string(url, "url")?;
+        let arguments = convert::opt_object(arguments, "arguments")?;
+        let hub = self.hub_py(py)?;
+        let op: Op = Box::pin(async move {
+            hub.unsubscribe_events(&server, &name, arguments.as_ref(), &url)
+                .await?;
             Ok(Outcome::Unit)
         });
         run(py, op, aio, Exec::Here)

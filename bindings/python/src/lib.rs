@@ -24,6 +24,7 @@ mod bridge;
 mod calls;
 mod convert;
 mod errors;
+mod event_stream;
 mod events;
 mod handle;
 mod hub;
@@ -41,12 +42,13 @@ fn contract() -> String {
     mcpmux_core::contract::schemas().to_string()
 }
 
-/// The `mcpmux._native` module: `Hub`, `Events`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
+/// The `mcpmux._native` module: `Hub`, `Events`, `EventStream`, `Policy`, `Sessions`, `Bridge`, `Pending`, and the
 /// process-wide helpers `shutdown`, `after_fork_in_child`, `contract` and `version`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::NativeHub>()?;
     m.add_class::<events::NativeEvents>()?;
+    m.add_class::<event_stream::NativeEventStream>()?;
     m.add_class::<bridge::Bridge>()?;
     m.add_class::<bridge::Pending>()?;
     m.add_class::<session::NativeSessions>()?;

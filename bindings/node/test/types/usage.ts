@@ -1,6 +1,6 @@
 // Compiled (not run) by test/types.test.js with `tsc --noEmit --strict`:
 // index.d.ts describes the API as the tests use it, and rejects misuse.
-import { Hub, McpmuxError, ERROR_CODES, Policy, Sessions, version } from 'mcpmux'
+import { Hub, EventStream, McpmuxError, ERROR_CODES, Policy, Sessions, version } from 'mcpmux'
 import type { HubEvent, CompletionResult, AuditEvent, CallToolResult, RefreshReport, ToolVerdict, CompletionRequest, ErrorCode, HubTool, Progress, ServerStatus, TaskHandle, TaskInfo, WaitResult } from 'mcpmux'
 
 export async function usage(): Promise<void> {
@@ -52,6 +52,26 @@ export async function usage(): Promise<void> {
   const completion: CompletionResult = await hub.complete({ type: 'ref/prompt', name: 'p' }, { name: 'a', value: '' }, { arguments: { b: 'x' } }, 'demo')
   await hub.subscribe('demo://readme')
   await hub.unsubscribe('demo://readme', { server: 'demo' })
+  // The events extension.
+  const kinds = await hub.listEvents({ server: 'ev' })
+  const kindName: string = kinds[0].name
+  const page = await hub.pollEvents('ev', kindName, { arguments: { queue: 'a' }, maxEvents: 10 })
+  const after: string | null = page.cursor
+  const waitMs: number = page.next_poll_ms
+  const stream: EventStream = await hub.streamEvents('ev', kindName, { cursor: after ?? undefined })
+  const streamId: number = stream.id
+  const resume: string | null = stream.cursor
+  stream.stop()
+  hub.on('event', (e) => {
+    if (e.type === 'event' && e.subscription === streamId) console.log(e.event_id, e.data, e.cursor)
+    if (e.type === 'event_stream') console.log(e.state, e.truncated, e.error)
+  })
+  const sub = await hub.subscribeEvents('ev', 'build.finished', 'https://example.com/h', 'whsec_x', { ttlMs: 60_000 })
+  const subId: string = sub.id
+  await hub.unsubscribeEvents('ev', 'build.finished', 'https://example.com/h', { arguments: {} })
+  // @ts-expect-error: an unknown option
+  await hub.pollEvents('ev', kindName, { max_events: 3 })
+  void [waitMs, resume, subId]
   console.log(rtt, completion.values.length)
   // @ts-expect-error not a log level
   await hub.setLogLevel('demo', 'loud')

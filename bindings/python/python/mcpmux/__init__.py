@@ -70,6 +70,7 @@ __all__ = [
     "AsyncHub",
     "Events",
     "AsyncEvents",
+    "EventStream",
     "Policy",
     "AsyncPolicy",
     "Sessions",
@@ -172,7 +173,7 @@ Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
 #: Receives each hub event: ``{"type": "server_state" | "tools_changed" |
 #: "resources_changed" | "prompts_changed" | "resource_updated" | "log" |
-#: "task_status" | "lagged", ...}``.
+#: "task_status" | "event" | "event_stream" | "lagged", ...}``.
 EventCallback = Callable[[Dict[str, Any]], Any]
 
 
@@ -184,7 +185,11 @@ class Events:
     (``{"server"}``), ``{"type": "resource_updated", "server", "uri"}``,
     ``{"type": "log", "server", "level", "logger"?, "data"}``,
     ``{"type": "task_status", "server", "task_id", "status",
-    "message"?}``). ``next()`` blocks the calling thread with the GIL
+    "message"?}``; of a :meth:`Hub.stream_events` stream ``{"type":
+    "event", "server", "subscription", "name", "event_id", "timestamp"?,
+    "data", "cursor"?}`` and ``{"type": "event_stream", "server",
+    "subscription", "state", "cursor"?, "truncated", "error"?}``).
+    ``next()`` blocks the calling thread with the GIL
     released until an event comes (Ctrl-C interrupts it and loses none).
     Iteration ends once the hub is closed (after the events closing sent).
     An iterator that falls behind loses its oldest events (the engine never
@@ -226,6 +231,53 @@ class AsyncEvents:
         if event is None:
             raise StopAsyncIteration
         return event
+
+
+class EventStream:
+    """An open stream of an event type (events extension), made by
+    :meth:`Hub.stream_events` / :meth:`AsyncHub.stream_events`. Its
+    occurrences arrive on the hub's events (:meth:`Hub.events`,
+    ``on_event=``) as ``event`` dicts whose ``subscription`` is this
+    stream's :attr:`id`; changes of the stream (``active``, ``error``,
+    ``reconnecting``, ``terminated``, ``ended``, ``failed``) as
+    ``event_stream`` dicts. :meth:`stop` ends it, and so does leaving a
+    ``with`` (or ``async with``) block or dropping the object."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: Any) -> None:
+        """Internal: use :meth:`Hub.stream_events`."""
+        self._native = native
+
+    @property
+    def id(self) -> int:
+        """The stream's id: the ``subscription`` of its events."""
+        return self._native.id
+
+    @property
+    def cursor(self) -> Optional[str]:
+        """The latest cursor (from the last occurrence, heartbeat or
+        confirmation): keep it to resume, also after a restart."""
+        return self._native.cursor
+
+    def stop(self) -> None:
+        """Ends the stream (the server is told); calling it again does nothing."""
+        self._native.stop()
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> "EventStream":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<mcpmux.EventStream id={self.id} cursor={self.cursor!r}>"
 
 
 def _check_on_event(on_event: Any) -> None:
@@ -656,6 +708,77 @@ class Hub:
     def unsubscribe(self, uri: str, server: Optional[str] = None) -> None:
         """Ends a subscription made with :meth:`subscribe`."""
         self._native.subscribe(uri, server, False)
+
+    def list_events(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Event types of every server offering the events extension
+        (``io.modelcontextprotocol/events``), or of ``server``, each with a
+        ``server`` key (``events/list``). A named server without the
+        extension raises :class:`InvalidInput`."""
+        return self._native.list_events(server)
+
+    def poll_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        max_events: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Polls event type ``name`` of ``server`` from ``cursor``
+        (``events/poll``; ``None``: from now, which returns no events and a
+        cursor to keep). Returns the page ``{"events": [{"event_id",
+        "name", "timestamp"?, "data"}], "cursor", "truncated", "has_more",
+        "next_poll_ms"}``: keep ``cursor`` and poll again after
+        ``next_poll_ms`` (at once when ``has_more``). ``max_events`` is
+        capped at 1000."""
+        return self._native.poll_events(server, name, arguments, cursor, max_events)
+
+    def stream_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+    ) -> EventStream:
+        """Opens a stream of event type ``name`` of ``server`` from
+        ``cursor`` (``events/stream``; ``None``: from now). The occurrences
+        arrive on this hub's events as ``event`` dicts (see
+        :class:`EventStream`); keep :attr:`EventStream.cursor` to resume."""
+        return EventStream(self._native.stream_events(server, name, arguments, cursor))
+
+    def subscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        secret: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """Subscribes webhook ``url`` to event type ``name`` of ``server``
+        (``events/subscribe``); the server posts each occurrence there,
+        signed with ``secret`` (``whsec_`` and base64; never echoed or
+        logged). ``url`` must be ``https`` (``http`` only to a loopback
+        address), else :class:`InvalidInput`. ``ttl`` (seconds) asks for
+        the subscription's lifetime. Returns ``{"id", "refresh_before"?,
+        "cursor"?, "truncated", "delivery_status"?}``; subscribe again
+        before ``refresh_before`` to keep it."""
+        return self._native.subscribe_events(server, name, url, secret, arguments, cursor, ttl)
+
+    def unsubscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Ends the webhook subscription of ``url`` to event type ``name``
+        of ``server`` with these ``arguments`` (``events/unsubscribe``)."""
+        self._native.unsubscribe_events(server, name, url, arguments)
 
     def policy(
         self,
@@ -1115,6 +1238,60 @@ class AsyncHub:
     async def unsubscribe(self, uri: str, server: Optional[str] = None) -> None:
         """See :meth:`Hub.unsubscribe`."""
         await self._call(self._native.subscribe, uri, server, False)
+
+    async def list_events(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """See :meth:`Hub.list_events`."""
+        return await self._call(self._native.list_events, server)
+
+    async def poll_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        max_events: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.poll_events`."""
+        return await self._call(self._native.poll_events, server, name, arguments, cursor, max_events)
+
+    async def stream_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+    ) -> EventStream:
+        """See :meth:`Hub.stream_events`; the occurrences arrive on
+        :meth:`AsyncHub.events` (or ``on_event=``)."""
+        return EventStream(await self._call(self._native.stream_events, server, name, arguments, cursor))
+
+    async def subscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        secret: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """See :meth:`Hub.subscribe_events`."""
+        return await self._call(
+            self._native.subscribe_events, server, name, url, secret, arguments, cursor, ttl
+        )
+
+    async def unsubscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """See :meth:`Hub.unsubscribe_events`."""
+        await self._call(self._native.unsubscribe_events, server, name, url, arguments)
 
     def policy(
         self,

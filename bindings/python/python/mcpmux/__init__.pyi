@@ -36,7 +36,7 @@ ToolFormat = Literal["anthropic", "openai", "openai-responses", "mcp"]
 
 #: One hub event: ``{"type": "server_state" | "tools_changed" |
 #: "resources_changed" | "prompts_changed" | "resource_updated" | "log" |
-#: "task_status" | "lagged", ...}`` (see ``Events``).
+#: "task_status" | "event" | "event_stream" | "lagged", ...}`` (see ``Events``).
 HubEvent = Dict[str, Any]
 #: ``on_event(event)``; for AsyncHub it runs on the event loop and may be a coroutine function.
 EventCallback = Callable[[HubEvent], Any]
@@ -55,6 +55,27 @@ class AsyncEvents:
 
     def __aiter__(self) -> AsyncEvents: ...
     async def __anext__(self) -> HubEvent: ...
+
+class EventStream:
+    """An open stream of an event type (``stream_events``); its
+    occurrences arrive on the hub's events as ``event``."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def cursor(self) -> Optional[str]: ...
+    def stop(self) -> None: ...
+    def __enter__(self) -> EventStream: ...
+    def __exit__(self, *exc_info: Any) -> None: ...
+    async def __aenter__(self) -> EventStream: ...
+    async def __aexit__(self, *exc_info: Any) -> None: ...
+
+#: ``poll_events()`` result: ``events``, ``cursor``, ``truncated``,
+#: ``has_more``, ``next_poll_ms``.
+EventsPage = Dict[str, Any]
+#: ``subscribe_events()`` result: ``id``, ``refresh_before``?, ``cursor``?,
+#: ``truncated``, ``delivery_status``?.
+WebhookSubscription = Dict[str, Any]
 
 #: ``servers()`` item, as ``mcpmux servers --json`` prints it.
 ServerStatus = Dict[str, Any]
@@ -171,6 +192,42 @@ class Hub:
     ) -> Completion: ...
     def subscribe(self, uri: str, server: Optional[str] = None) -> None: ...
     def unsubscribe(self, uri: str, server: Optional[str] = None) -> None: ...
+    def list_events(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
+    def poll_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        max_events: Optional[int] = None,
+    ) -> EventsPage: ...
+    def stream_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+    ) -> EventStream: ...
+    def subscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        secret: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> WebhookSubscription: ...
+    def unsubscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+    ) -> None: ...
     def policy(
         self,
         *,
@@ -285,6 +342,42 @@ class AsyncHub:
     ) -> Completion: ...
     async def subscribe(self, uri: str, server: Optional[str] = None) -> None: ...
     async def unsubscribe(self, uri: str, server: Optional[str] = None) -> None: ...
+    async def list_events(self, server: Optional[str] = None) -> List[Dict[str, Any]]: ...
+    async def poll_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        max_events: Optional[int] = None,
+    ) -> EventsPage: ...
+    async def stream_events(
+        self,
+        server: str,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+    ) -> EventStream: ...
+    async def subscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        secret: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        cursor: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> WebhookSubscription: ...
+    async def unsubscribe_events(
+        self,
+        server: str,
+        name: str,
+        url: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+    ) -> None: ...
     def policy(
         self,
         *,

@@ -1,0 +1,277 @@
+//! The events extension (`io.modelcontextprotocol/events`) through the C
+//! ABI: list a server's event types, poll one from a cursor, open a stream
+//! whose occurrences arrive on the hub's event callback
+//! (mcpmux_hub_set_event_callback(): `event` and `event_stream` events).
+//! JSON in and out, blocking, any thread but an engine thread (as the other
+//! hub calls). Core does the work (`Hub::list_events`, `poll_events`,
+//! `stream_events`); this only converts.
+
+use std::ffi::c_char;
+use std::sync::Mutex;
+
+use mcpmux_core::events_ext::EventStreamHandle;
+use mcpmux_core::Error;
+use serde_json::{Map, Value};
+
+use crate::boundary::guard_value;
+use crate::error::{mcpmux_error, mcpmux_status};
+use crate::hub::{hub_ref, mcpmux_hub};
+use crate::util::{c_string, guard_status, json_string, write_out, Args};
+
+/// An open stream of an event type, made by mcpmux_hub_stream_events(),
+/// owned by the caller and freed (which stops the stream) with
+/// mcpmux_event_stream_free(). It does not depend on the hub being alive
+/// to be read or freed. Any thread.
+pub struct mcpmux_event_stream {
+    handle: Mutex<EventStreamHandle>,
+}
+
+/// `args_json` of an events call: the subscription's arguments, a JSON
+/// object (`None` for NULL).
+///
+/// # Safety
+/// As for [`Args::str`].
+unsafe fn arguments(args: Args, args_json: *const c_char) -> Result<Option<Value>, Error> {
+    // SAFETY: forwarded.
+    Ok(unsafe { args.opt_object("args_json", args_json) }?.map(Value::Object))
+}
+
+/// The options object, refusing keys not in `known`.
+fn options(
+    args: Args,
+    map: Option<Map<String, Value>>,
+    known: &[&str],
+) -> Result<Map<String, Value>, Error> {
+    let map = map.unwrap_or_default();
+    if let Some(other) = map.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(args.invalid(
+            "options_json",
+            format!("has unknown option '{other}' (known: {})", known.join(", ")),
+        ));
+    }
+    Ok(map)
+}
+
+/// The `cursor` option: a string or null.
+fn cursor_option(args: Args, map: &Map<String, Value>) -> Result<Option<String>, Error> {
+    match map.get("cursor") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(args.invalid("options_json", "option 'cursor' must be a string")),
+    }
+}
+
+/// Writes the event types of every server offering the events extension
+/// (or of `server` only, when not NULL) to `*out_json`: a JSON array, each
+/// item with a "server" member (`events/list`; the same as `mcpmux events
+/// list --json`). A named server without the extension is INVALID_INPUT.
+/// Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `hub` is a live hub; `server` NULL or a NUL-terminated string; `out_json`
+/// and `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_list_events(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_list_events",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.opt_str("server", server)?;
+            args.non_null("out_json", out_json)?;
+            let list = hub.shared.block_on(args, hub.hub.list_events(server))??;
+            write_out(out_json, json_string(&list)?);
+            Ok(())
+        })
+    }
+}
+
+/// Polls event type `name` of `server` (`events/poll`) and writes the page
+/// to `*out_json`: `{"events": [{"event_id", "name", "timestamp"?,
+/// "data"}], "cursor", "truncated", "has_more", "next_poll_ms"}`. Keep
+/// `cursor` and poll again after `next_poll_ms` (at once when `has_more`).
+/// `args_json` (nullable): the subscription's arguments, a JSON object.
+/// `options_json` (nullable): `{"cursor": "...", "max_events": n}`
+/// (no cursor: from now, which returns no events and a cursor to keep;
+/// `max_events` is capped at 1000); another key is INVALID_INPUT.
+/// Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()). A server's refusal is SERVER_ERROR.
+///
+/// # Safety
+/// `hub` is a live hub; `server` and `name` NUL-terminated strings;
+/// `args_json` and `options_json` NULL or NUL-terminated strings;
+/// `out_json` and `err` are NULL or valid for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_poll_events(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    name: *const c_char,
+    args_json: *const c_char,
+    options_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_poll_events",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.str("server", server)?;
+            let name = args.str("name", name)?;
+            let arguments = arguments(args, args_json)?;
+            let opts = options(
+                args,
+                args.opt_object("options_json", options_json)?,
+                &["cursor", "max_events"],
+            )?;
+            let cursor = cursor_option(args, &opts)?;
+            let max_events = match opts.get("max_events") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
+                    || {
+                        args.invalid(
+                            "options_json",
+                            "option 'max_events' must be a non-negative integer",
+                        )
+                    },
+                )?),
+            };
+            args.non_null("out_json", out_json)?;
+            let page = hub.shared.block_on(
+                args,
+                hub.hub.poll_events(
+                    server,
+                    name,
+                    arguments.as_ref(),
+                    cursor.as_deref(),
+                    max_events,
+                ),
+            )??;
+            write_out(out_json, json_string(&page)?);
+            Ok(())
+        })
+    }
+}
+
+/// Opens a stream of event type `name` of `server` (`events/stream`) and
+/// writes its handle to `*out_stream`. The occurrences arrive on the hub's
+/// event callback (mcpmux_hub_set_event_callback()) as `{"type": "event",
+/// "server", "subscription", "name", "event_id", "timestamp"?, "data",
+/// "cursor"?}`, the stream's changes as `{"type": "event_stream", "server",
+/// "subscription", "state", "cursor"?, "truncated", "error"?}`;
+/// `subscription` is mcpmux_event_stream_id(). `args_json` as for
+/// mcpmux_hub_poll_events(); `options_json` (nullable): `{"cursor":
+/// "..."}` (none: from now). Blocking until the request is sent.
+///
+/// On success `*out_stream` receives a stream owned by the caller (free it,
+/// which stops the stream, with mcpmux_event_stream_free()).
+///
+/// # Safety
+/// As for mcpmux_hub_poll_events(); `out_stream` is NULL or valid for one
+/// pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_stream_events(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    name: *const c_char,
+    args_json: *const c_char,
+    options_json: *const c_char,
+    out_stream: *mut *mut mcpmux_event_stream,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_stream_events",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.str("server", server)?;
+            let name = args.str("name", name)?;
+            let arguments = arguments(args, args_json)?;
+            let opts = options(
+                args,
+                args.opt_object("options_json", options_json)?,
+                &["cursor"],
+            )?;
+            let cursor = cursor_option(args, &opts)?;
+            args.non_null("out_stream", out_stream)?;
+            let handle = hub.shared.block_on(
+                args,
+                hub.hub
+                    .stream_events(server, name, arguments.as_ref(), cursor.as_deref(), None),
+            )??;
+            let stream = Box::new(mcpmux_event_stream {
+                handle: Mutex::new(handle),
+            });
+            write_out(out_stream, Box::into_raw(stream));
+            Ok(())
+        })
+    }
+}
+
+/// The stream's id: the `subscription` of its events; 0 for NULL. Any
+/// thread.
+///
+/// # Safety
+/// `stream` is NULL or a stream that was not freed.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_event_stream_id(stream: *const mcpmux_event_stream) -> u64 {
+    guard_value(0, || {
+        // SAFETY: the caller's promise.
+        unsafe { stream.as_ref() }.map_or(0, |s| {
+            s.handle.lock().unwrap_or_else(|p| p.into_inner()).id()
+        })
+    })
+}
+
+/// The stream's latest cursor (from its last occurrence, heartbeat or
+/// confirmation: keep it to resume, also after a restart), as a string
+/// owned by the caller (free it with mcpmux_string_free()); NULL when there
+/// is none yet, or for a NULL stream. Any thread.
+///
+/// # Safety
+/// `stream` is NULL or a stream that was not freed.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_event_stream_cursor(
+    stream: *const mcpmux_event_stream,
+) -> *mut c_char {
+    guard_value(std::ptr::null_mut(), || {
+        // SAFETY: the caller's promise.
+        let cursor = unsafe { stream.as_ref() }
+            .and_then(|s| s.handle.lock().unwrap_or_else(|p| p.into_inner()).cursor());
+        cursor
+            .and_then(|c| c_string(&c).ok())
+            .unwrap_or(std::ptr::null_mut())
+    })
+}
+
+/// Stops the stream (the server is told) and frees it. NULL is a no-op.
+/// Any thread, callbacks included.
+///
+/// # Safety
+/// `stream` is NULL or a stream that was not freed; it must not be used
+/// afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_event_stream_free(stream: *mut mcpmux_event_stream) {
+    guard_value((), || {
+        if !stream.is_null() {
+            // SAFETY: the caller gives back ownership of the Box.
+            drop(unsafe { Box::from_raw(stream) });
+        }
+    })
+}
