@@ -422,16 +422,7 @@ impl Client {
         if self.is_stateless() {
             return Box::pin(self.wait_flat(task, None, deadline, tool)).await;
         }
-        let of = if tool.is_empty() {
-            String::new()
-        } else {
-            format!(" of tool '{tool}'")
-        };
-        let label = format!(
-            "server '{}': task '{}'{of}",
-            self.name(),
-            task_id_short(&task.task_id)
-        );
+        let label = self.task_label(&task.task_id, tool);
         let what = || label.clone();
         let mut polls = 0u32;
         loop {
@@ -508,16 +499,7 @@ impl Client {
         deadline: Instant,
         tool: &str,
     ) -> Result<ToolResult, Error> {
-        let of = if tool.is_empty() {
-            String::new()
-        } else {
-            format!(" of tool '{tool}'")
-        };
-        let label = format!(
-            "server '{}': task '{}'{of}",
-            self.name(),
-            task_id_short(&task.task_id)
-        );
+        let label = self.task_label(&task.task_id, tool);
         let mut answered: HashSet<String> = HashSet::new();
         let mut polls = 0u32;
         loop {
@@ -732,6 +714,23 @@ impl Client {
         };
         ropts.max_total = ropts.timeout;
         ropts
+    }
+}
+
+impl Client {
+    /// How errors name a task: its server, id and tool (`tool` empty when
+    /// unknown).
+    fn task_label(&self, task_id: &str, tool: &str) -> String {
+        let of = if tool.is_empty() {
+            String::new()
+        } else {
+            format!(" of tool '{tool}'")
+        };
+        format!(
+            "server '{}': task '{}'{of}",
+            self.name(),
+            task_id_short(task_id)
+        )
     }
 }
 

@@ -68,21 +68,27 @@ pub fn demo_server() -> String {
         "mcpmux-demo-server{}",
         std::env::consts::EXE_SUFFIX
     ));
-    BUILD.call_once(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = std::process::Command::new(cargo)
-            .args(["build", "-q", "-p", "mcpmux-demo-server"])
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(root())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "`cargo build -p mcpmux-demo-server` failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    BUILD.call_once(|| cargo_build(&["-p", "mcpmux-demo-server"]));
     require(exe).display().to_string()
+}
+
+/// `cargo build -q ARGS` into this build's target directory; the test
+/// fails with cargo's output when it does.
+fn cargo_build(args: &[&str]) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["build", "-q"])
+        .args(args)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .current_dir(root())
+        .output()
+        .expect("run cargo build");
+    assert!(
+        out.status.success(),
+        "`cargo build {}` failed:\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The rmcp-based test server of the 2026-07-28 tasks extension
@@ -95,19 +101,12 @@ pub fn rmcp_tasks_server() -> String {
         .join("debug")
         .join(format!("rmcp-tasks-server{}", std::env::consts::EXE_SUFFIX));
     BUILD.call_once(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let out = std::process::Command::new(cargo)
-            .args(["build", "-q", "--locked", "--manifest-path"])
-            .arg(root().join("tests/servers/rmcp-tasks/Cargo.toml"))
-            .env("CARGO_TARGET_DIR", target_dir())
-            .current_dir(root())
-            .output()
-            .expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "building tests/servers/rmcp-tasks failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let manifest = root().join("tests/servers/rmcp-tasks/Cargo.toml");
+        cargo_build(&[
+            "--locked",
+            "--manifest-path",
+            &manifest.display().to_string(),
+        ]);
     });
     require(exe).display().to_string()
 }
