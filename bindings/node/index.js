@@ -480,6 +480,10 @@ function knownOptions(kind) {
       server: ['server'],
       policy: [...node('policy_options'), 'callTimeoutMs', 'auditPath', 'onAudit'],
       sessions: ['config', 'host'],
+      pollEvents: ['arguments', 'cursor', 'maxEvents'],
+      streamEvents: ['arguments', 'cursor'],
+      subscribeEvents: ['arguments', 'cursor', 'ttlMs'],
+      unsubscribeEvents: ['arguments'],
     }
   }
   return optionNames[kind]
@@ -625,20 +629,6 @@ function pump(hub, feed) {
     )
   }
   step()
-}
-
-/**
- * `options` as an object whose keys are all in `known`, else
- * `INVALID_INPUT` naming the unknown one (`undefined`/`null`: `{}`).
- */
-function knownOptions(options, known) {
-  const opts = optionsObject('options', options)
-  for (const key of Object.keys(opts)) {
-    if (!known.includes(key)) {
-      throw invalid('options', `has unknown option '${key}' (known: ${known.join(', ')})`)
-    }
-  }
-  return opts
 }
 
 /** An optional count: a non-negative integer below 2^32, or undefined. */
@@ -1379,7 +1369,7 @@ class Hub extends EventEmitter {
     try {
       checkString('server', server)
       checkString('name', name)
-      const opts = knownOptions(options, ['arguments', 'cursor', 'maxEvents'])
+      const opts = knownOptionsObject('options', options, 'pollEvents')
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
       maxEvents = optionalCount('maxEvents', opts.maxEvents)
@@ -1404,7 +1394,7 @@ class Hub extends EventEmitter {
     try {
       checkString('server', server)
       checkString('name', name)
-      const opts = knownOptions(options, ['arguments', 'cursor'])
+      const opts = knownOptionsObject('options', options, 'streamEvents')
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
     } catch (err) {
@@ -1438,7 +1428,7 @@ class Hub extends EventEmitter {
       checkString('name', name)
       checkString('url', url)
       checkString('secret', secret)
-      const opts = knownOptions(options, ['arguments', 'cursor', 'ttlMs'])
+      const opts = knownOptionsObject('options', options, 'subscribeEvents')
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
       ttlMs = millisOption('ttlMs', opts.ttlMs)
@@ -1463,7 +1453,7 @@ class Hub extends EventEmitter {
       checkString('server', server)
       checkString('name', name)
       checkString('url', url)
-      argsText = argsJson('arguments', knownOptions(options, ['arguments']).arguments)
+      argsText = argsJson('arguments', knownOptionsObject('options', options, 'unsubscribeEvents').arguments)
     } catch (err) {
       return Promise.reject(err)
     }
