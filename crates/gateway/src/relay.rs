@@ -8,7 +8,7 @@
 //! none, it gets the error a client without that capability gives
 //! (-32601, method not found). A request a server sends for one of its tasks
 //! (`_meta["io.modelcontextprotocol/related-task"]`) goes first to whoever
-//! that task was handed to ([`Relay::route_task`]): the gateway's own task
+//! that task was handed to (`Relay::route_task`): the gateway's own task
 //! of a 2026-07-28 client, which asks it through `tasks/get`.
 
 use std::sync::{Arc, Mutex, Weak};
