@@ -964,14 +964,18 @@ impl Client {
                     stateless::MAX_INPUT_REQUESTS
                 )));
             }
-            let mut answers = serde_json::Map::new();
-            for (key, question) in ask.requests {
-                let left = opts.max_total.saturating_sub(started.elapsed());
-                let answer = tokio::time::timeout(left, self.answer(question))
+            // Asked together (the server waits for all of them; a host, or a
+            // gateway's client, sees them in one round), within the time left.
+            let left = opts.max_total.saturating_sub(started.elapsed());
+            let asked = ask.requests.into_iter().map(|(key, question)| async move {
+                Ok::<_, Error>((key, self.answer(question).await?))
+            });
+            let answers: serde_json::Map<String, Value> =
+                tokio::time::timeout(left, futures::future::try_join_all(asked))
                     .await
-                    .map_err(|_| out_of_time(round + 1))??;
-                answers.insert(key, answer);
-            }
+                    .map_err(|_| out_of_time(round + 1))??
+                    .into_iter()
+                    .collect();
             params = stateless::retry_params(&params, answers, ask.request_state);
         }
         Err(Error::ProtocolError(format!(

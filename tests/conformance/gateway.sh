@@ -109,14 +109,17 @@ step "direct vs through the gateway"
 
 # The tasks extension (SEP-2663): the suite's server `tasks-*` scenarios
 # against the rmcp tasks server (tests/servers/rmcp-tasks, which carries the
-# suite's fixtures greet, slow_compute, failing_job, protocol_error_job)
-# directly, and through a gateway in front of it over stdio, where the
-# gateway hands out tasks of its own. Through the gateway every check must
-# pass. Left out: tasks-required-task-error (the gateway serves a client
-# without the extension by waiting for the task, which the text allows:
-# -32021 is for a server "unable to service" it), and the scenarios whose
-# fixtures the server lacks (tasks-mrtr-*, tasks-status-notifications).
-TASK_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-request-headers tasks-dispatch-and-envelope"
+# suite's fixtures greet, slow_compute, failing_job, protocol_error_job,
+# and confirm_delete, multi_input, test_tool_with_task) directly, and
+# through a gateway in front of it over stdio, where the gateway hands out
+# tasks of its own and asks the server's questions in input-required
+# results of its own (tasks-mrtr-composition). Through the gateway every
+# check must pass. Left out: tasks-required-task-error (the gateway serves
+# a client without the extension by waiting for the task, which the text
+# allows: -32021 is for a server "unable to service" it), and
+# tasks-status-notifications (the suite skips it: pending its rewrite
+# against subscriptions/listen).
+TASK_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-request-headers tasks-dispatch-and-envelope tasks-mrtr-input tasks-mrtr-composition"
 RMCP="$CARGO_TARGET_DIR/debug/rmcp-tasks-server"
 [ -x "$RMCP" ] || die "$RMCP missing: run tests/setup.sh first"
 

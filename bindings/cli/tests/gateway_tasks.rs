@@ -278,3 +278,130 @@ fn a_2025_servers_question_inside_its_task_reaches_a_2026_client() {
         "the answer reached the server: {text}"
     );
 }
+
+/// A tools/call of a 2026-07-28 client declaring `capabilities` (and,
+/// with `extra`, the retry's members).
+fn call_as(gw: &mut Raw, name: &str, capabilities: Value, extra: Value) -> Value {
+    let mut params = json!({"name": name, "arguments": {}});
+    if let Value::Object(extra) = extra {
+        params.as_object_mut().unwrap().extend(extra);
+    }
+    params["_meta"] = meta(false);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    gw.request("tools/call", params)
+}
+
+/// The one question of an input-required result: its key and itself.
+fn only_question(result: &Value) -> (String, Value) {
+    let asked = result["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{result}"));
+    assert_eq!(asked.len(), 1, "{result}");
+    let (key, question) = asked.iter().next().unwrap();
+    (key.clone(), question.clone())
+}
+
+/// A server's question within a plain call of a 2026-07-28 client (an
+/// rmcp server's input-required result, SEP-2322) goes back to the client
+/// that made the call, as an input-required result of the gateway's, and
+/// never to another client (this stdio client also declared elicitation
+/// at `initialize`, as a 2025-11-25 client: before, the question went to
+/// it); the retry with the answer finishes the call. A call that asks
+/// first and becomes a task afterwards works the same way with the tasks
+/// extension.
+#[test]
+fn a_servers_question_in_a_plain_call_goes_back_to_the_2026_client_that_made_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    let asks = json!({"elicitation": {}});
+
+    let first = call_as(&mut gw, "mcp_tasks_ask_plain", asks.clone(), json!({}));
+    let first = &first["result"];
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let state = first["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"));
+    assert!(
+        state.starts_with("mcpmux-rs-"),
+        "the gateway's own state: {state}"
+    );
+    assert!(first.get("content").is_none() && first.get("taskId").is_none());
+    let (key, question) = only_question(first);
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    assert_eq!(question["params"]["message"], "What is your name?");
+    assert!(
+        !gw.seen.iter().any(|m| m["method"] == "elicitation/create"),
+        "asked of the connection's 2025-11-25 side instead: {:?}",
+        gw.seen
+    );
+
+    let answer = json!({key.clone(): {"action": "accept", "content": {"name": "Ada"}}});
+    let retry = json!({"inputResponses": answer, "requestState": state});
+    let done = call_as(&mut gw, "mcp_tasks_ask_plain", asks.clone(), retry.clone());
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Ada", "{done}");
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+
+    // A requestState is good for one retry; another tool's is refused.
+    let again = call_as(&mut gw, "mcp_tasks_ask_plain", asks.clone(), retry);
+    assert_eq!(again["result"]["isError"], true, "{again}");
+    assert!(again["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("requestState"));
+    let other = call_as(&mut gw, "mcp_tasks_ask_plain", asks.clone(), json!({}));
+    let other_state = other["result"]["requestState"].as_str().unwrap().to_owned();
+    let wrong = call_as(
+        &mut gw,
+        "mcp_tasks_quick",
+        asks.clone(),
+        json!({"inputResponses": {}, "requestState": other_state}),
+    );
+    assert!(
+        wrong["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to a call of 'mcp_tasks_ask_plain'"),
+        "{wrong}"
+    );
+    // Still parked for its own retry; unanswered keys are asked again.
+    let unanswered = call_as(
+        &mut gw,
+        "mcp_tasks_ask_plain",
+        asks.clone(),
+        json!({"inputResponses": {}, "requestState": other_state}),
+    );
+    assert_eq!(
+        unanswered["result"]["resultType"], "input_required",
+        "{unanswered}"
+    );
+
+    // A client that cannot answer is not asked: the call fails.
+    let mute = call_as(&mut gw, "mcp_tasks_ask_plain", json!({}), json!({}));
+    assert_eq!(mute["result"]["isError"], true, "{mute}");
+
+    // Asked first, a task afterwards (the tasks extension).
+    let both = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+    let first = call_as(
+        &mut gw,
+        "mcp_tasks_test_tool_with_task",
+        both.clone(),
+        json!({}),
+    );
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let (key, _) = only_question(&first["result"]);
+    let created = call_as(
+        &mut gw,
+        "mcp_tasks_test_tool_with_task",
+        both,
+        json!({
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Bea"}}},
+            "requestState": first["result"]["requestState"],
+        }),
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert!(created["result"].get("requestState").is_none());
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let done = poll(&mut gw, &id, terminal);
+    assert_eq!(done["result"]["content"][0]["text"], "Hello, Bea", "{done}");
+}

@@ -605,24 +605,31 @@ impl Client {
                 crate::stateless::MAX_INPUT_REQUESTS
             )));
         }
-        let mut responses = serde_json::Map::new();
-        for (key, question) in fresh {
-            if key.len() > tasks::MAX_TASK_ID_BYTES {
-                return Err(Error::ProtocolError(format!(
-                    "{label}: an inputRequests key of {} bytes",
-                    key.len()
-                )));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let answer = tokio::time::timeout(left, self.answer(question.clone()))
+        if let Some(key) = fresh
+            .iter()
+            .find(|(key, _)| key.len() > tasks::MAX_TASK_ID_BYTES)
+        {
+            return Err(Error::ProtocolError(format!(
+                "{label}: an inputRequests key of {} bytes",
+                key.0.len()
+            )));
+        }
+        // Asked together: the task waits for all of them, and a host (or a
+        // gateway's client) sees them at once.
+        let asked = fresh.into_iter().map(|(key, question)| async move {
+            Ok::<_, Error>((key.clone(), self.answer(question.clone()).await?))
+        });
+        let left = deadline.saturating_duration_since(Instant::now());
+        let responses: serde_json::Map<String, Value> =
+            tokio::time::timeout(left, futures::future::try_join_all(asked))
                 .await
                 .map_err(|_| {
                     Error::Timeout(format!(
                         "{label}: the host did not answer its input within the call's total time"
                     ))
-                })??;
-            responses.insert(key.clone(), answer);
-        }
+                })??
+                .into_iter()
+                .collect();
         let keys: Vec<String> = responses.keys().cloned().collect();
         let ropts = self.task_request_options(deadline, false);
         self.rpc(

@@ -701,7 +701,38 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
                 "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
             ))),
         },
-        // A client of the tasks extension gets a task when the call becomes one.
+        // A 2026-07-28 client is asked the server's questions itself (an
+        // input-required result); one of the tasks extension gets a task
+        // when the call becomes one.
+        GatewayMode::Full if super::input_required::applies(params) => {
+            let tasks = super::tasks::declared(params);
+            let (gw, tool, arguments, out) = (
+                gateway.clone(),
+                name.to_owned(),
+                arguments.cloned(),
+                out.clone(),
+            );
+            super::input_required::call(gateway, name, params, move |asker| {
+                Box::pin(async move {
+                    let arguments = arguments.as_ref();
+                    if !tasks {
+                        let opts = CallOptions::default().with_handlers(asker);
+                        return call_hub_tool_with(&gw, &tool, arguments, progress, &out, opts)
+                            .await;
+                    }
+                    let (gw2, out2) = (gw.clone(), out.clone());
+                    let arguments = arguments.cloned();
+                    super::tasks::call(&gw, Some(asker), move |opts| {
+                        Box::pin(async move {
+                            call_hub_tool_with(&gw2, &tool, arguments.as_ref(), progress, &out2, opts)
+                                .await
+                        })
+                    })
+                    .await
+                })
+            })
+            .await
+        }
         GatewayMode::Full if super::tasks::declared(params) => {
             let (gw, name, arguments, out) = (
                 gateway.clone(),
@@ -709,7 +740,7 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
                 arguments.cloned(),
                 out.clone(),
             );
-            super::tasks::call(gateway, move |opts| {
+            super::tasks::call(gateway, None, move |opts| {
                 Box::pin(async move {
                     call_hub_tool_with(&gw, &name, arguments.as_ref(), progress, &out, opts).await
                 })

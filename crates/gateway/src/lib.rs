@@ -15,6 +15,7 @@ mod budget;
 mod connection;
 mod events;
 pub mod http;
+mod input_required;
 mod out;
 pub mod relay;
 pub mod stdio;
@@ -172,6 +173,8 @@ struct Shared {
     relay: Option<Relay>,
     /// The tasks handed out to 2026-07-28 clients (`tasks.rs`).
     tasks: tasks::Tasks,
+    /// Calls parked for their 2026-07-28 clients' answers.
+    input_required: input_required::Pending,
     /// Where the review tools run, when offered.
     #[cfg(feature = "sessions")]
     review: Option<mcpmux_sessions::SessionContext>,
@@ -213,6 +216,7 @@ impl Gateway {
                 options,
                 relay: None,
                 tasks: Default::default(),
+                input_required: Default::default(),
                 #[cfg(feature = "sessions")]
                 review: None,
             }),

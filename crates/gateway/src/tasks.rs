@@ -136,14 +136,20 @@ fn unknown_task(id: &str) -> Error {
     }
 }
 
+/// `prefix` and 128 random bits in hex: an id only who was given it can
+/// use. `None` when the system has no randomness to give.
+pub(crate) fn random_id(prefix: &str) -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(format!(
+        "{prefix}{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
 impl GatewayTask {
     fn new() -> Option<Arc<GatewayTask>> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).ok()?;
-        let id = format!(
-            "mcpmux-{}",
-            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-        );
+        let id = random_id("mcpmux-")?;
         let at = now();
         Some(Arc::new_cyclic(|me| GatewayTask {
             me: me.clone(),
@@ -294,15 +300,27 @@ impl GatewayTask {
         })
     }
 
-    /// Handlers that ask the client through this task.
-    fn handlers(self: &Arc<Self>) -> ClientHandlers {
-        let handler = |task: Arc<GatewayTask>| -> RequestHandler {
-            Arc::new(move |request| Box::pin(task.clone().ask(request)))
+    /// Handlers that ask the client through this task once it was handed
+    /// out, and through `before` (the client's input-required rounds)
+    /// until then.
+    fn handlers(self: &Arc<Self>, before: Option<ClientHandlers>) -> ClientHandlers {
+        let handler = |task: Arc<GatewayTask>, before: Option<RequestHandler>| -> RequestHandler {
+            Arc::new(move |request| {
+                let task = task.clone();
+                let before = before.clone().filter(|_| !task.lock().published);
+                Box::pin(async move {
+                    match before {
+                        Some(before) => before(request).await,
+                        None => task.ask(request).await,
+                    }
+                })
+            })
         };
+        let before = before.unwrap_or_default();
         ClientHandlers {
-            roots: Some(handler(self.clone())),
-            sampling: Some(handler(self.clone())),
-            elicitation: Some(handler(self.clone())),
+            roots: Some(handler(self.clone(), before.roots)),
+            sampling: Some(handler(self.clone(), before.sampling)),
+            elicitation: Some(handler(self.clone(), before.elicitation)),
         }
     }
 }
@@ -435,6 +453,17 @@ impl Tasks {
     }
 }
 
+/// Aborts the call it holds when dropped, unless taken first.
+struct AbortOnDrop(Option<AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(call) = self.0.take() {
+            call.abort();
+        }
+    }
+}
+
 fn task_id(params: &Value) -> Result<&str, Error> {
     params
         .get("taskId")
@@ -451,18 +480,26 @@ fn task_id(params: &Value) -> Result<&str, Error> {
 /// result when it ends without becoming a task upstream, else a
 /// `CreateTaskResult` of the gateway's. `call` runs the hub's call with the
 /// options given (the policy's path) and gives the client's result.
-pub(crate) async fn call<C>(gateway: &Gateway, call: C) -> Result<Value, Error>
+/// `before` answers the questions the server asks before the call became
+/// a task (the client's input-required rounds).
+pub(crate) async fn call<C>(
+    gateway: &Gateway,
+    before: Option<ClientHandlers>,
+    call: C,
+) -> Result<Value, Error>
 where
     C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
 {
     let Some(task) = GatewayTask::new() else {
-        return call(CallOptions::default()).await;
+        let mut opts = CallOptions::default();
+        opts.handlers = before;
+        return call(opts).await;
     };
     let (became_tx, became_rx) = oneshot::channel::<()>();
     let became_tx = Mutex::new(Some(became_tx));
     let mut opts = CallOptions::default()
         .with_task(true)
-        .with_handlers(task.handlers());
+        .with_handlers(task.handlers(before));
     let relay = gateway.inner.relay.clone();
     let routed: std::sync::Weak<dyn RelayTarget> = {
         let weak: std::sync::Weak<GatewayTask> = Arc::downgrade(&task);
@@ -479,6 +516,8 @@ where
         }
     }));
     let mut running = tokio::spawn(call(opts));
+    // A client gone before the call became its task takes the call along.
+    let mut abandoned = AbortOnDrop(Some(running.abort_handle()));
     tokio::select! {
         outcome = &mut running => {
             outcome.map_err(|e| Error::Internal(format!("tools/call: {e}")))?
@@ -488,6 +527,7 @@ where
                 // Past the bound: the client waits for the call instead.
                 return running.await.map_err(|e| Error::Internal(format!("tools/call: {e}")))?;
             }
+            abandoned.0 = None;
             task.lock().published = true;
             *task.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(running.abort_handle());
             let created = task.created();

@@ -33,7 +33,8 @@ use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
         ClientCapabilities, ContentBlock, CreateTaskResult, DetailedTask, GetTaskParams,
-        GetTaskResult, Implementation, InputRequest, InputRequests, JsonObject, ListToolsResult,
+        GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
+        JsonObject, ListToolsResult,
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Task, TaskPayload, TaskStatus,
         Tool, UpdateTaskParams,
     },
@@ -165,8 +166,11 @@ enum Kind {
     Plain,
     /// `ask_name`: completes with the name, or with an error when declined.
     AskName,
-    /// `many_inputs`: completes once every input request is answered.
+    /// `many_inputs`, `multi_input`: completes once every input request is
+    /// answered.
     ManyInputs,
+    /// `confirm_delete`: completes with what the answer to `confirm` said.
+    Confirm,
 }
 
 struct Entry {
@@ -328,6 +332,10 @@ impl Store {
             Kind::ManyInputs if done => Some(CallToolResult::success(vec![ContentBlock::text(
                 "every input answered",
             )])),
+            Kind::Confirm => answered
+                .iter()
+                .find(|(key, _)| key == "confirm")
+                .map(|(_, response)| confirm_result(response)),
             _ => None,
         };
         match result {
@@ -366,6 +374,41 @@ fn ask_name_result(response: &Value) -> CallToolResult {
         Some("cancel") => CallToolResult::error(vec![ContentBlock::text("cancelled")]),
         _ => CallToolResult::error(vec![ContentBlock::text("not an elicitation result")]),
     }
+}
+
+fn confirm_result(response: &Value) -> CallToolResult {
+    let confirmed = response.get("action").and_then(Value::as_str) == Some("accept")
+        && response.pointer("/content/confirm").and_then(Value::as_bool) == Some(true);
+    text(if confirmed { "deleted" } else { "kept" })
+}
+
+/// `test_tool_with_task`'s and `ask_plain`'s one question (SEP-2322).
+fn name_question() -> InputRequests {
+    let mut requests = InputRequests::new();
+    requests.insert(
+        "user_name".to_owned(),
+        elicitation(
+            "What is your name?",
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            }),
+        ),
+    );
+    requests
+}
+
+/// The name a retried request answered `user_name` with, if it did.
+fn answered_name(request: &CallToolRequestParams) -> Option<String> {
+    let answer = request.input_responses.as_ref()?.get("user_name")?;
+    (answer.get("action").and_then(Value::as_str) == Some("accept")).then(|| {
+        answer
+            .pointer("/content/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    })
 }
 
 fn to_object(value: &CallToolResult) -> JsonObject {
@@ -471,6 +514,32 @@ fn tools() -> Vec<Tool> {
         Tool::new(
             "protocol_error_job",
             "Conformance fixture: a task that fails with a protocol error.",
+            no_args(),
+        ),
+        Tool::new(
+            "confirm_delete",
+            "Conformance fixture: a task that asks to confirm (an elicitation under \
+             inputRequests key \"confirm\") and completes with \"deleted\" or \"kept\".",
+            schema(json!({
+                "type": "object",
+                "properties": {"filename": {"type": "string"}}
+            })),
+        ),
+        Tool::new(
+            "multi_input",
+            "Conformance fixture: a task with two input requests open at once.",
+            no_args(),
+        ),
+        Tool::new(
+            "test_tool_with_task",
+            "Conformance fixture: asks for a name with an input-required result (SEP-2322), \
+             then, retried with the answer, becomes a task that completes with \"Hello, <name>\".",
+            no_args(),
+        ),
+        Tool::new(
+            "ask_plain",
+            "Asks for a name with an input-required result (SEP-2322), then, retried with \
+             the answer, completes at once with \"Hello, <name>\" (no task).",
             no_args(),
         ),
         Tool::new(
@@ -644,6 +713,51 @@ impl TasksServer {
                 );
                 self.task_result(task)
             }
+            "confirm_delete" => {
+                let mut requests = InputRequests::new();
+                let file = args.get("filename").and_then(Value::as_str).unwrap_or("");
+                requests.insert(
+                    "confirm".to_owned(),
+                    elicitation(
+                        &format!("Delete {file:.200}?"),
+                        json!({
+                            "type": "object",
+                            "properties": {"confirm": {"type": "boolean"}},
+                            "required": ["confirm"]
+                        }),
+                    ),
+                );
+                let task = store.create(
+                    new_task_id(),
+                    TaskPayload::InputRequired {
+                        input_requests: requests,
+                    },
+                    Kind::Confirm,
+                    Some(TTL_MS),
+                )?;
+                self.task_result(task)
+            }
+            "multi_input" => {
+                let requests: InputRequests = ["first", "second"]
+                    .into_iter()
+                    .map(|key| {
+                        let question = elicitation(
+                            &format!("The {key} answer?"),
+                            json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+                        );
+                        (key.to_owned(), question)
+                    })
+                    .collect();
+                let task = store.create(
+                    new_task_id(),
+                    TaskPayload::InputRequired {
+                        input_requests: requests,
+                    },
+                    Kind::ManyInputs,
+                    Some(TTL_MS),
+                )?;
+                self.task_result(task)
+            }
             "huge_id" => {
                 let mut id = new_task_id();
                 id.push('-');
@@ -732,6 +846,34 @@ impl ServerHandler for TasksServer {
             return Ok(CallToolResponse::Complete(text(format!(
                 "computed {label} in {seconds} s"
             ))));
+        }
+        if request.name == "ask_plain" || request.name == "test_tool_with_task" {
+            // SEP-2322: the first round asks, the retry carries the answer.
+            let Some(name) = answered_name(&request) else {
+                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                    Some(name_question()),
+                    Some(format!("round-1:{}", request.name)),
+                )));
+            };
+            let hello = text(format!("Hello, {name}"));
+            if request.name == "ask_plain" || !declared {
+                return Ok(CallToolResponse::Complete(hello));
+            }
+            let task = self.store.create(
+                new_task_id(),
+                TaskPayload::Working,
+                Kind::Plain,
+                Some(TTL_MS),
+            )?;
+            self.store.settle_after(
+                &task.task_id,
+                Duration::from_millis(100),
+                TaskPayload::Completed {
+                    result: to_object(&hello),
+                },
+                None,
+            );
+            return self.task_result(task);
         }
         if !tools().iter().any(|t| t.name == request.name) {
             return Err(McpError::invalid_params(
