@@ -405,3 +405,36 @@ fn a_servers_question_in_a_plain_call_goes_back_to_the_2026_client_that_made_it(
     let done = poll(&mut gw, &id, terminal);
     assert_eq!(done["result"]["content"][0]["text"], "Hello, Bea", "{done}");
 }
+
+/// A 2025-11-25 server's request within a plain call of a 2026-07-28
+/// client (server-everything's elicitation, sent on its own while the call
+/// runs) goes back to that client as an input-required result too, not to
+/// the connection's 2025-11-25 side.
+#[test]
+fn a_2025_servers_request_in_a_2026_clients_call_goes_back_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    let asks = json!({"elicitation": {}});
+    let tool = "mcp_every_trigger-elicitation-request";
+    let first = call_as(&mut gw, tool, asks.clone(), json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert!(
+        !gw.seen.iter().any(|m| m["method"] == "elicitation/create"),
+        "asked of the connection's 2025-11-25 side instead: {:?}",
+        gw.seen
+    );
+    let (key, question) = only_question(&first["result"]);
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let done = call_as(
+        &mut gw,
+        tool,
+        asks,
+        json!({
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Zed"}}},
+            "requestState": first["result"]["requestState"],
+        }),
+    );
+    assert!(done["result"].to_string().contains("Zed"), "{done}");
+    assert_ne!(done["result"]["isError"], true, "{done}");
+}

@@ -14,7 +14,9 @@
 //! became a task (the tasks extension), or the next questions.
 //!
 //! A question is only ever asked of the client whose call it belongs to,
-//! never of another client of the gateway. One the client did not declare
+//! never of another client of the gateway; a 2025-11-25 server's request
+//! outside its tasks goes to the latest such call on that server (the
+//! relay's call routes). One the client did not declare
 //! the capability for (`elicitation`, `sampling`, `roots` in the request's
 //! `_meta` client capabilities) is answered as such a client would
 //! (-32601). `requestState` is 128 random bits, new each round and good
@@ -34,6 +36,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{oneshot, Notify};
 use tokio::task::JoinHandle;
 
+use super::relay::RelayTarget;
 use super::Gateway;
 
 /// Most calls parked for their clients at once.
@@ -77,6 +80,8 @@ impl Drop for Running {
 
 /// One call of a client, with the questions its server asked.
 pub(crate) struct PendingCall {
+    /// Itself, for the relay (which holds it weakly).
+    me: std::sync::Weak<PendingCall>,
     tool: String,
     /// The capabilities the client declared with the call.
     declared: Value,
@@ -116,7 +121,8 @@ impl PendingCall {
             .and_then(|m| m.get(mcpmux_core::internal::stateless::META_CLIENT_CAPABILITIES))
             .cloned()
             .unwrap_or(Value::Null);
-        Arc::new(PendingCall {
+        Arc::new_cyclic(|me| PendingCall {
+            me: me.clone(),
             tool: tool.to_owned(),
             declared,
             state: Mutex::new(Questions::default()),
@@ -128,11 +134,15 @@ impl PendingCall {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn can_answer(&self, method: &str) -> bool {
+        super::relay::capability_for(method)
+            .is_some_and(|c| self.declared.get(c).is_some_and(Value::is_object))
+    }
+
     /// A question the server asks within the call, open until the client's
     /// retry answers it.
     async fn ask(self: Arc<Self>, request: ServerRequest) -> Result<Value, Error> {
-        let capability = super::relay::capability_for(&request.method);
-        if !capability.is_some_and(|c| self.declared.get(c).is_some_and(Value::is_object)) {
+        if !self.can_answer(&request.method) {
             return Err(Error::ServerError {
                 code: -32601,
                 message: format!(
@@ -218,6 +228,29 @@ impl PendingCall {
                 .map(|(key, question, _)| (key.clone(), question.clone()))
                 .collect(),
         )
+    }
+}
+
+/// A 2025-11-25 server's requests within the call (sent on its own, not
+/// as part of the call's answer) are asked the same way.
+impl RelayTarget for PendingCall {
+    fn accepts(&self, method: &str) -> bool {
+        self.can_answer(method)
+    }
+
+    fn request(&self, method: &str, params: Value) -> BoxFuture<'static, Result<Value, Error>> {
+        let call = self.me.upgrade();
+        let request = ServerRequest {
+            server: String::new(),
+            method: method.to_owned(),
+            params,
+        };
+        Box::pin(async move {
+            match call {
+                Some(call) => call.ask(request).await,
+                None => Err(Error::Cancelled("the call is gone".into())),
+            }
+        })
     }
 }
 
@@ -312,6 +345,10 @@ where
         }
         _ => {
             let call = PendingCall::new(tool, params);
+            if let (Some(relay), Some(server)) = (&gateway.inner.relay, gateway.server_of(tool)) {
+                let weak: std::sync::Weak<PendingCall> = Arc::downgrade(&call);
+                relay.route_call(&server, weak);
+            }
             let running = Running(tokio::spawn(start(call.handlers())));
             (call, running)
         }

@@ -360,6 +360,13 @@ impl Gateway {
     /// The hub name of the tool a client calls `name`, if the hub has it
     /// (whether the policy offers it is the policy's to say when called).
     /// Runs on every call: it looks the name up, never lists the tools.
+    /// The server of the tool the client knows as `name`.
+    fn server_of(&self, name: &str) -> Option<String> {
+        let hub_name = self.resolve(name)?;
+        mcpmux_core::client::ToolRouter::tool_shared(&self.inner.hub, &hub_name)
+            .map(|t| t.server.clone())
+    }
+
     fn resolve(&self, name: &str) -> Option<String> {
         if !self.inner.options.no_prefix {
             return mcpmux_core::client::ToolRouter::tool_shared(&self.inner.hub, name)

@@ -9,7 +9,11 @@
 //! (-32601, method not found). A request a server sends for one of its tasks
 //! (`_meta["io.modelcontextprotocol/related-task"]`) goes first to whoever
 //! that task was handed to (`Relay::route_task`): the gateway's own task
-//! of a 2026-07-28 client, which asks it through `tasks/get`.
+//! of a 2026-07-28 client, which asks it through `tasks/get`. Any other
+//! request of a server goes first to the latest call of a 2026-07-28 client
+//! still running on that server (`Relay::route_call`), which asks it in an
+//! input-required result: such a client has no channel for requests of
+//! the server's, and its call is the likeliest asker.
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -35,9 +39,12 @@ pub struct Relay {
     targets: Arc<Mutex<Vec<Weak<dyn RelayTarget>>>>,
     /// Servers' tasks by `(server, task id)`, to who asks for them.
     task_routes: Arc<Mutex<Vec<TaskRoute>>>,
+    /// Calls of 2026-07-28 clients running on a server, newest last.
+    call_routes: Arc<Mutex<Vec<TaskRoute>>>,
 }
 
-/// Where the requests of one server's task go.
+/// Where the requests of one server's task (or, without a task id, of a
+/// call running on it) go.
 struct TaskRoute {
     server: String,
     task_id: String,
@@ -105,6 +112,34 @@ impl Relay {
         });
     }
 
+    /// Sends the requests `server` sends outside its tasks to `target`
+    /// first, while it lives and accepts them (a call of a 2026-07-28
+    /// client). At most [`MAX_TARGETS`] are kept, the oldest forgotten
+    /// first.
+    pub(crate) fn route_call(&self, server: &str, target: Weak<dyn RelayTarget>) {
+        let mut routes = self.call_routes.lock().unwrap();
+        routes.retain(|r| r.target.strong_count() > 0);
+        if routes.len() >= MAX_TARGETS {
+            routes.remove(0);
+        }
+        routes.push(TaskRoute {
+            server: server.to_owned(),
+            task_id: String::new(),
+            target,
+        });
+    }
+
+    /// The latest call routed for `req`'s server that accepts it.
+    fn call_target(&self, req: &ServerRequest) -> Option<Arc<dyn RelayTarget>> {
+        let routes = self.call_routes.lock().unwrap();
+        routes
+            .iter()
+            .rev()
+            .filter(|r| r.server == req.server)
+            .filter_map(|r| r.target.upgrade())
+            .find(|t| t.accepts(&req.method))
+    }
+
     /// The target of the task `req` was sent for, if one was routed.
     fn task_target(&self, req: &ServerRequest) -> Option<Arc<dyn RelayTarget>> {
         let task_id = req
@@ -132,14 +167,17 @@ impl Relay {
     }
 
     async fn forward(&self, req: ServerRequest) -> Result<Value, Error> {
-        let target = self.task_target(&req).or_else(|| {
-            let targets = self.targets.lock().unwrap();
-            targets
-                .iter()
-                .rev()
-                .filter_map(Weak::upgrade)
-                .find(|t| t.accepts(&req.method))
-        });
+        let target = self
+            .task_target(&req)
+            .or_else(|| self.call_target(&req))
+            .or_else(|| {
+                let targets = self.targets.lock().unwrap();
+                targets
+                    .iter()
+                    .rev()
+                    .filter_map(Weak::upgrade)
+                    .find(|t| t.accepts(&req.method))
+            });
         match target {
             Some(target) => {
                 // The answer does not need the client kept alive: once it
