@@ -77,6 +77,8 @@ pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS};
+pub use net::policy::NetworkPolicy;
+pub use net::ranges::IpNetwork;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use roots::{Root, Roots};
 pub use tasks::{Task, TaskHandle, TaskStatus};
