@@ -80,7 +80,7 @@ pub(crate) fn client_for(policy: &NetworkPolicy) -> Option<DirectClient> {
     }
     let made = build(policy)?;
     let mut kept = kept.lock().unwrap();
-    if kept.len() < super::MAX_KEPT_POLICIES {
+    if kept.len() < super::guard::MAX_KEPT_POLICIES {
         kept.push((policy.clone(), made.clone()));
     }
     Some(made)

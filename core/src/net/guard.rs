@@ -60,6 +60,68 @@ pub(crate) async fn resolve(
     }
 }
 
+/// How many policies' own clients of each kind are kept for reuse.
+pub(crate) const MAX_KEPT_POLICIES: usize = 16;
+
+/// `builder` under `policy`: when it checks addresses (`deny_private`),
+/// names resolve through it and no proxy is used (a proxy would resolve
+/// them itself, out of the policy's sight). IP-literal hosts still need
+/// [`NetworkPolicy::check_url`] before each request and on each redirect
+/// hop. Unchanged otherwise.
+pub fn checked_builder(
+    builder: reqwest::ClientBuilder,
+    policy: &NetworkPolicy,
+) -> reqwest::ClientBuilder {
+    if !policy.deny_private {
+        return builder;
+    }
+    builder
+        .no_proxy()
+        .dns_resolver(Arc::new(Resolver(Arc::new(policy.clone()))))
+}
+
+/// The client of kind `kind` (`"engine"`, `"llm"`: clients with different
+/// settings) kept for `policy`, made by `make` on first use. At most
+/// [`MAX_KEPT_POLICIES`] are kept per process; past that a new one is made
+/// each time.
+pub fn kept_client(
+    kind: &'static str,
+    policy: &NetworkPolicy,
+    make: impl FnOnce() -> Option<reqwest::Client>,
+) -> Option<reqwest::Client> {
+    type Kept = std::sync::Mutex<Vec<(&'static str, NetworkPolicy, reqwest::Client)>>;
+    static KEPT: std::sync::OnceLock<Kept> = std::sync::OnceLock::new();
+    let kept = KEPT.get_or_init(Default::default);
+    let found = kept
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(k, p, _)| *k == kind && p == policy)
+        .map(|(_, _, c)| c.clone());
+    if found.is_some() {
+        return found;
+    }
+    let made = make()?;
+    let mut kept = kept.lock().unwrap();
+    if kept.len() < MAX_KEPT_POLICIES * 2 {
+        kept.push((kind, policy.clone(), made.clone()));
+    }
+    Some(made)
+}
+
+/// A client that can reach nothing but what `policy` allows and follows
+/// no redirect: what stands in if a policy's own client cannot be built
+/// (never with these settings), since the shared, unchecked client must
+/// not.
+pub fn refusing_client(policy: &NetworkPolicy) -> reqwest::Client {
+    checked_builder(
+        super::builder().redirect(reqwest::redirect::Policy::none()),
+        &policy.clone().with_deny_private(true),
+    )
+    .build()
+    .unwrap_or_default()
+}
+
 /// reqwest's resolver for the clients of one policy.
 pub(crate) struct Resolver(pub(crate) Arc<NetworkPolicy>);
 

@@ -71,59 +71,21 @@ pub(crate) fn client() -> reqwest::Client {
 /// The client for requests under `policy`: the process-wide one unless
 /// the policy has addresses to check (`deny_private`); then one of its
 /// own, which resolves through the policy and uses no proxy, kept for the
-/// next hub with the same policy (a few at most: past
-/// [`MAX_KEPT_POLICIES`] a new one is made each time).
+/// next hub with the same policy ([`guard::kept_client`]).
 pub(crate) fn client_for(policy: &NetworkPolicy) -> reqwest::Client {
     if !policy.deny_private {
         return client();
     }
-    kept(policy, || build_client(Some(policy)).ok()).unwrap_or_else(|| refusing_client(policy))
-}
-
-/// How many policies' own clients (reqwest's and the direct one each) are
-/// kept for reuse.
-pub(crate) const MAX_KEPT_POLICIES: usize = 16;
-
-/// The client kept for `policy`, made by `make` on first use.
-fn kept(
-    policy: &NetworkPolicy,
-    make: impl FnOnce() -> Option<reqwest::Client>,
-) -> Option<reqwest::Client> {
-    static KEPT: OnceLock<std::sync::Mutex<Vec<(NetworkPolicy, reqwest::Client)>>> =
-        OnceLock::new();
-    let kept = KEPT.get_or_init(Default::default);
-    if let Some((_, c)) = kept.lock().unwrap().iter().find(|(p, _)| p == policy) {
-        return Some(c.clone());
-    }
-    let made = make()?;
-    let mut kept = kept.lock().unwrap();
-    if kept.len() < MAX_KEPT_POLICIES {
-        kept.push((policy.clone(), made.clone()));
-    }
-    Some(made)
-}
-
-/// A client that can reach nothing: what a policy gets if its own client
-/// cannot be built (it never fails with these settings; but the shared,
-/// unchecked client must never stand in for a checked one).
-fn refusing_client(policy: &NetworkPolicy) -> reqwest::Client {
-    builder()
-        .no_proxy()
-        .dns_resolver(std::sync::Arc::new(guard::Resolver(std::sync::Arc::new(
-            policy.clone(),
-        ))))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default()
+    guard::kept_client("engine", policy, || build_client(Some(policy)).ok())
+        .unwrap_or_else(|| guard::refusing_client(policy))
 }
 
 /// The engine's client: pooled, same-origin redirects only; with a policy
 /// that checks addresses, resolving through it, without a proxy, and each
 /// redirect hop checked.
 fn build_client(policy: Option<&NetworkPolicy>) -> Result<reqwest::Client, reqwest::Error> {
-    let checked = policy.cloned().map(std::sync::Arc::new);
-    let on_hop = checked.clone();
-    let mut b = builder()
+    let on_hop = policy.cloned();
+    let b = builder()
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
         // Credentials go only where they were configured for: a
@@ -142,14 +104,22 @@ fn build_client(policy: Option<&NetworkPolicy>) -> Result<reqwest::Client, reqwe
             }
         }))
         .referer(false);
-    if let Some(policy) = checked {
-        // A proxy would resolve the names itself, out of the policy's
-        // sight: with addresses to check, connections are direct.
-        b = b
-            .no_proxy()
-            .dns_resolver(std::sync::Arc::new(guard::Resolver(policy)));
+    match policy {
+        Some(policy) => guard::checked_builder(b, policy).build(),
+        None => b.build(),
     }
-    b.build()
+}
+
+/// Checks a URL about to be requested under `policy`
+/// ([`NetworkPolicy::check_url`]) for a client outside the engine (the
+/// LLM providers): the refusal names `label`.
+pub fn check_url(policy: &NetworkPolicy, label: &str, url: &url::Url) -> Result<(), Error> {
+    policy.check_url(label, url)
+}
+
+/// The network policy's refusal among `e`'s causes, as its message.
+pub fn refusal_message(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    refusal_in(e).map(ToString::to_string)
 }
 
 /// The HTTP client of one policy: every request it makes is checked
