@@ -58,10 +58,10 @@ struct Cli {
     /// A directory (or file:// URI) shared with every server as a root (`roots/list`); repeatable. Declares the roots capability.
     #[arg(long = "roots", global = true, value_name = "DIR")]
     roots: Vec<String>,
-    /// Refuse to connect to loopback, private, link-local (169.254.169.254), CGNAT, unique-local, multicast and unspecified addresses, judged on the resolved address: servers, redirects, OAuth endpoints, LLM providers. Adds to the config's [network] deny_private.
+    /// Refuse to connect to loopback, private, link-local (169.254.169.254), CGNAT, unique-local, multicast and unspecified addresses, judged on the resolved address: servers, redirects, OAuth endpoints, LLM providers. Adds to deny_private of the config's network table.
     #[arg(long, global = true)]
     deny_private: bool,
-    /// A network still reached with deny_private (CIDR such as 10.1.2.0/24, or one address); repeatable or comma-separated. Adds to the config's [network] allow_networks.
+    /// A network still reached with deny_private (CIDR such as 10.1.2.0/24, or one address); repeatable or comma-separated. Adds to allow_networks of the config's network table.
     #[arg(
         long = "allow-networks",
         global = true,
@@ -69,7 +69,7 @@ struct Cli {
         value_delimiter = ','
     )]
     allow_networks: Vec<String>,
-    /// Only https and wss URLs (http to loopback too, unless deny_private is on). Adds to the config's [network] require_https.
+    /// Only https and wss URLs (http to loopback too, unless deny_private is on). Adds to require_https of the config's network table.
     #[arg(long, global = true)]
     require_https: bool,
     /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.

@@ -66,7 +66,7 @@ pub(crate) const MAX_KEPT_POLICIES: usize = 16;
 /// `builder` under `policy`: when it checks addresses (`deny_private`),
 /// names resolve through it and no proxy is used (a proxy would resolve
 /// them itself, out of the policy's sight). IP-literal hosts still need
-/// [`NetworkPolicy::check_url`] before each request and on each redirect
+/// `NetworkPolicy::check_url` before each request and on each redirect
 /// hop. Unchanged otherwise.
 pub fn checked_builder(
     builder: reqwest::ClientBuilder,
@@ -82,7 +82,7 @@ pub fn checked_builder(
 
 /// The client of kind `kind` (`"engine"`, `"llm"`: clients with different
 /// settings) kept for `policy`, made by `make` on first use. At most
-/// [`MAX_KEPT_POLICIES`] are kept per process; past that a new one is made
+/// `MAX_KEPT_POLICIES` are kept per process; past that a new one is made
 /// each time.
 pub fn kept_client(
     kind: &'static str,

@@ -111,7 +111,7 @@ fn build_client(policy: Option<&NetworkPolicy>) -> Result<reqwest::Client, reqwe
 }
 
 /// Checks a URL about to be requested under `policy`
-/// ([`NetworkPolicy::check_url`]) for a client outside the engine (the
+/// (`NetworkPolicy::check_url`) for a client outside the engine (the
 /// LLM providers): the refusal names `label`.
 pub fn check_url(policy: &NetworkPolicy, label: &str, url: &url::Url) -> Result<(), Error> {
     policy.check_url(label, url)
