@@ -223,12 +223,7 @@ pub fn resource_matches(server: &url::Url, resource: &str) -> bool {
 pub fn is_secure_endpoint(url: &url::Url) -> bool {
     match url.scheme() {
         "https" => true,
-        "http" => match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        },
+        "http" => net::is_loopback_host(url),
         _ => false,
     }
 }
