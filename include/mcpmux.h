@@ -466,7 +466,13 @@ enum mcpmux_status mcpmux_hub_connect_file(struct mcpmux_engine *engine, const c
  * show as "starting" in mcpmux_hub_servers() and go on starting in the
  * background (their tools are listed, with a `tools_changed` event, once
  * they are up). Without it, as mcpmux_hub_connect(): until every server is
- * connected or has failed. Blocking.
+ * connected or has failed. `{"deny_private": true}` refuses to connect to
+ * loopback, private, link-local, CGNAT, unique-local, multicast and
+ * unspecified addresses (judged on the resolved address, for every
+ * connection); `"allow_networks": ["10.1.2.0/24"]` are exceptions to it;
+ * `"require_https": true` allows only https/wss URLs. They add to the
+ * config's `[network]`. A refused server is failed (CONNECT_FAILED naming
+ * the server, the host and the address). Blocking.
  *
  * # Safety
  * As for mcpmux_hub_connect(); `options_json` is NULL or a NUL-terminated

@@ -354,6 +354,18 @@ export interface ConnectOptions {
    * or file: URLs. Declares the `roots` capability (`listChanged`).
    */
   roots?: Array<string | URL>
+  /**
+   * Refuse to connect to loopback, private, link-local (169.254.169.254),
+   * CGNAT, unique-local, multicast and unspecified addresses, judged on the
+   * resolved address at connect time, for every connection (servers,
+   * redirects, OAuth endpoints). Adds to the config's `[network]`
+   * `deny_private`.
+   */
+  denyPrivate?: boolean
+  /** Networks still reached with `denyPrivate` (`'10.1.2.0/24'`, or one address). */
+  allowNetworks?: string[]
+  /** Only https and wss URLs (http to loopback only without `denyPrivate`). */
+  requireHttps?: boolean
 }
 
 /** What an `onElicitation` handler returns. */

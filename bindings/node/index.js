@@ -473,7 +473,7 @@ function knownOptions(kind) {
     const names = JSON.parse(native.contract()).names
     const node = (part, fields) => names[part].filter((n) => fields === undefined || fields.includes(n.field)).map((n) => n.node)
     optionNames = {
-      connect: ['authorize', 'onEvent', 'startupTimeoutMs', 'onElicitation', 'onSampling', 'roots'],
+      connect: ['authorize', 'onEvent', 'startupTimeoutMs', 'onElicitation', 'onSampling', 'roots', 'denyPrivate', 'allowNetworks', 'requireHttps'],
       callTool: [...node('call_options'), 'signal', 'policy'],
       callToolAsTask: node('call_options', ['timeout', 'task_ttl']),
       taskResult: node('call_options', ['timeout']),
@@ -503,6 +503,30 @@ function checkOptions(argument, options, kind) {
     throw invalid(argument, native.unknownOption(key, known))
   }
   return options
+}
+
+/**
+ * The network options of `Hub.connect` with their types checked (the
+ * engine checks each network): `denyPrivate` and `requireHttps` booleans,
+ * `allowNetworks` an array of strings.
+ */
+function networkOptions(options) {
+  const given = (k) => options !== undefined && options !== null && options[k] !== undefined && options[k] !== null
+  const flag = (k) => {
+    if (!given(k)) return false
+    if (typeof options[k] !== 'boolean') throw invalid(`options.${k}`, `must be true or false, got ${describe(options[k])}`)
+    return options[k]
+  }
+  let allowNetworks = []
+  if (given('allowNetworks')) {
+    const v = options.allowNetworks
+    if (!Array.isArray(v)) throw invalid('options.allowNetworks', `must be an array of networks such as '10.1.2.0/24', got ${describe(v)}`)
+    v.forEach((n, i) => {
+      if (typeof n !== 'string') throw invalid(`options.allowNetworks[${i}]`, `must be a string, got ${describe(n)}`)
+    })
+    allowNetworks = v
+  }
+  return { denyPrivate: flag('denyPrivate'), allowNetworks, requireHttps: flag('requireHttps') }
 }
 
 /** {@link optionsObject} checked by {@link checkOptions}. */
@@ -759,6 +783,15 @@ class Hub extends EventEmitter {
    *   questions. `roots` (paths, `file://` URIs or file: URLs) are shared
    *   with servers (`roots/list`); {@link Hub#setRoots} changes them. A
    *   capability is declared only when its handler (or `roots`) is given.
+   *   `denyPrivate: true` refuses to connect to loopback, private,
+   *   link-local (169.254.169.254), CGNAT, unique-local, multicast and
+   *   unspecified addresses, judged on the resolved address at connect time,
+   *   for every connection (servers, redirects, OAuth endpoints);
+   *   `allowNetworks` (`['10.1.2.0/24', ...]`) are exceptions to it;
+   *   `requireHttps: true` allows only https/wss URLs (http to loopback
+   *   only without `denyPrivate`). They add to the config's `[network]`. A
+   *   refused server is `failed` (CONNECT_FAILED naming the server, the
+   *   host and the address).
    * @returns {Promise<Hub>}
    */
   static async connect(config, options) {
@@ -786,8 +819,10 @@ class Hub extends EventEmitter {
     const roots = options !== undefined && options !== null && options.roots !== undefined && options.roots !== null
       ? rootsList(options.roots, 'options.roots')
       : null
+    const { denyPrivate, allowNetworks, requireHttps } = networkOptions(options)
     const nativeHub = await run((id) =>
-      dispatcher.connect(id, text, kind, authorize, withEvents, startupTimeoutMs, onRequest, requests, roots)
+      dispatcher.connect(id, text, kind, authorize, withEvents, startupTimeoutMs, onRequest, requests, roots,
+        denyPrivate, allowNetworks, requireHttps)
     )
     const hub = new Hub(nativeHub, withEvents)
     if (withEvents) hub.on('event', onEvent)

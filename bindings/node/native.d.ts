@@ -80,8 +80,10 @@ export declare class Dispatcher {
    * start (taken by `NativeHub.events(true)`). `onRequest(method,
    * paramsJson)` answers the server requests of the kinds in `requests`
    * (see requests.rs); `roots` are shared with every server.
+   * `denyPrivate`, `allowNetworks` and `requireHttps` are core's
+   * `HubOptions::network` (they add to the config's `[network]`).
    */
-  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null, onRequest?: ((method: string, paramsJson: string) => Promise<string>) | undefined | null, requests?: Array<string> | undefined | null, roots?: Array<string> | undefined | null): void
+  connect(id: number, config: string, kind: string, authorize?: ((url: string, redirectUri: string, server: string) => Promise<string>) | undefined | null, events?: boolean | undefined | null, startupTimeoutMs?: number | undefined | null, onRequest?: ((method: string, paramsJson: string) => Promise<string>) | undefined | null, requests?: Array<string> | undefined | null, roots?: Array<string> | undefined | null, denyPrivate?: boolean | undefined | null, allowNetworks?: Array<string> | undefined | null, requireHttps?: boolean | undefined | null): void
 }
 
 /**

@@ -74,6 +74,10 @@ pub struct ClientOptions {
     /// `io.modelcontextprotocol/ui` for a host that renders apps. The tasks
     /// extension is declared by the engine itself on 2026-07-28.
     pub extensions: serde_json::Map<String, Value>,
+    /// Where the client may connect ([`crate::NetworkPolicy`]): every
+    /// connection of a network server (OAuth's included) is under it. The
+    /// hub sets its options' policy with its config's `[network]`.
+    pub network: crate::NetworkPolicy,
 }
 
 impl Default for ClientOptions {
@@ -86,6 +90,7 @@ impl Default for ClientOptions {
             events: EventSender::default(),
             roots_list_changed: false,
             extensions: serde_json::Map::new(),
+            network: crate::NetworkPolicy::default(),
         }
     }
 }
@@ -352,10 +357,16 @@ impl Client {
             };
             peer.set_trace_info(crate::telemetry::PeerInfo::new(t, &config.name, url));
         }
-        let transport =
-            crate::transport::connect_with_auth(&label, config, peer.sink(), &options.auth)
-                .await
-                .map_err(connect_failed)?;
+        let network = crate::net::Http::new(&options.network);
+        let transport = crate::transport::connect_with_auth(
+            &label,
+            config,
+            peer.sink(),
+            &options.auth,
+            &network,
+        )
+        .await
+        .map_err(connect_failed)?;
         peer.attach(transport);
         match Self::lifecycle(config, options, &peer).await {
             Ok((init, stateless)) => {

@@ -14,6 +14,7 @@ use crate::error::Error;
 mod entry;
 mod keys;
 mod layers;
+mod network;
 mod raw;
 mod source;
 mod supervision;
@@ -70,6 +71,10 @@ pub struct Config {
     /// checked and `${VAR}`-expanded: OpenTelemetry settings that the
     /// `OTEL_*` variables override (see docs/telemetry.md). Empty when absent.
     pub telemetry: Map<String, Value>,
+    /// The `[network]` table (JSON: top-level `"network"` object): where
+    /// the hub's servers, their OAuth endpoints and the session's LLM
+    /// providers may be reached. Refuses nothing when absent.
+    pub network: crate::NetworkPolicy,
 }
 
 /// One server entry.
@@ -533,6 +538,7 @@ fn parse_with(
     let layers = layers::registered();
     check_session(&ctx, &session, &layers)?;
     let telemetry = telemetry::read(&ctx, doc.get("telemetry"))?;
+    let network = network::read(&ctx, doc.get("network"))?;
     // A file with only a [session] table is valid: sessions then run
     // without tools.
     if !found_any && doc.get("session").is_none() {
@@ -578,6 +584,7 @@ fn parse_with(
             _ => Map::new(),
         },
         telemetry,
+        network,
     })
 }
 

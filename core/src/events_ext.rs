@@ -153,13 +153,7 @@ pub fn check_webhook_url(url: &str) -> Result<(), Error> {
     match parsed.scheme() {
         "https" => Ok(()),
         "http" => {
-            let loopback = match parsed.host() {
-                Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-                Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-                Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-                None => false,
-            };
-            if loopback {
+            if crate::net::is_loopback_host(&parsed) {
                 Ok(())
             } else {
                 Err(bad("must be https (http only on a loopback address)"))

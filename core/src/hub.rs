@@ -59,6 +59,12 @@ pub struct HubOptions {
     /// Extensions declared to every server (`capabilities.extensions`),
     /// see [`ClientOptions::extensions`]: only those the host implements.
     pub extensions: serde_json::Map<String, Value>,
+    /// Where the servers may be reached ([`crate::NetworkPolicy`]:
+    /// `deny_private`, `allow_networks`, `require_https`). It adds up with
+    /// the config's `[network]` ([`crate::NetworkPolicy::merged`]): a check
+    /// is on when either turns it on, a network is allowed when either
+    /// lists it. Off by default.
+    pub network: crate::NetworkPolicy,
 }
 
 impl Default for HubOptions {
@@ -71,6 +77,7 @@ impl Default for HubOptions {
             startup_wait: None,
             roots: None,
             extensions: serde_json::Map::new(),
+            network: crate::NetworkPolicy::default(),
         }
     }
 }
@@ -121,6 +128,12 @@ impl HubOptions {
     /// Sets [`HubOptions::roots`].
     pub fn with_roots(mut self, roots: crate::roots::Roots) -> Self {
         self.roots = Some(roots);
+        self
+    }
+
+    /// Sets [`HubOptions::network`].
+    pub fn with_network(mut self, network: crate::NetworkPolicy) -> Self {
+        self.network = network;
         self
     }
 }
@@ -405,6 +418,9 @@ struct HubInner {
     rebuilding: Mutex<()>,
     /// The host's roots ([`HubOptions::roots`]), which `set_roots` changes.
     roots: Option<crate::roots::Roots>,
+    /// What every client of the hub is connected with; its `network` is the
+    /// host's ([`HubOptions::network`]), which [`HubInner::connect_options`]
+    /// adds the current config's `[network]` to.
     options: ClientOptions,
 }
 
@@ -466,6 +482,7 @@ impl Hub {
                     events: options.events,
                     roots_list_changed,
                     extensions: options.extensions,
+                    network: options.network,
                     on_tools_changed: Some(Arc::new(move || {
                         if let Some(hub) = me.upgrade() {
                             hub.rebuild_index();
@@ -1209,7 +1226,7 @@ impl Hub {
         if let Some(old) = slot.client() {
             old.close().await;
         }
-        let result = surface::connect(&slot.config, &self.inner.options).await;
+        let result = surface::connect(&slot.config, &self.inner.connect_options()).await;
         let outcome = result.as_ref().map(|_| ()).map_err(Clone::clone);
         self.inner.start_supervising(&slot, result);
         outcome

@@ -77,6 +77,8 @@ pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
 pub use jsonrpc::{ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS};
+pub use net::policy::NetworkPolicy;
+pub use net::ranges::IpNetwork;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use roots::{Root, Roots};
 pub use tasks::{Task, TaskHandle, TaskStatus};
@@ -98,9 +100,11 @@ pub mod internal {
     pub mod secrets {
         pub use crate::secrets::{known, redact, redact_value, register};
     }
-    /// The HTTP client builder and the SSE parser.
+    /// The HTTP client builder, the SSE parser, and the network policy
+    /// for clients outside the engine (the LLM providers).
     pub mod net {
-        pub use crate::net::{builder, sse_parser};
+        pub use crate::net::guard::{checked_builder, kept_client, refusing_client};
+        pub use crate::net::{builder, check_url, refusal_message, sse_parser};
     }
     /// The stateless protocol revision's constants and completion result.
     /// The 2026-07-28 revision's header values (`=?base64?...?=`).

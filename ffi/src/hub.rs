@@ -306,21 +306,52 @@ pub unsafe extern "C" fn mcpmux_hub_connect_file(
 }
 
 /// The keys of a connect's `options_json`.
-pub(crate) const CONNECT_OPTIONS: [&str; 3] =
-    ["startup_timeout_ms", "startup_timeout_seconds", "roots"];
+pub(crate) const CONNECT_OPTIONS: [&str; 6] = [
+    "startup_timeout_ms",
+    "startup_timeout_seconds",
+    "roots",
+    "deny_private",
+    "allow_networks",
+    "require_https",
+];
 
 /// Reads `options_json` of a connect: `startup_timeout_ms` /
-/// `startup_timeout_seconds` (core's `HubOptions::startup_wait`) and
-/// `roots` (core's `HubOptions::roots`). `also`: the keys the caller read
-/// already (named with the others when a key is unknown).
+/// `startup_timeout_seconds` (core's `HubOptions::startup_wait`), `roots`
+/// (core's `HubOptions::roots`) and `deny_private`, `allow_networks`,
+/// `require_https` (core's `HubOptions::network`). `also`: the keys the
+/// caller read already (named with the others when a key is unknown).
 pub(crate) fn connect_options(
     args: Args,
     options: Option<Map<String, Value>>,
     also: &[&str],
 ) -> Result<mcpmux_core::HubOptions, Error> {
     let mut hub_options = mcpmux_core::HubOptions::default();
+    let (mut deny_private, mut require_https) = (false, false);
+    let mut allow_networks: Vec<String> = Vec::new();
     for (key, value) in options.unwrap_or_default() {
         let unit = match key.as_str() {
+            "deny_private" | "require_https" => {
+                let Value::Bool(on) = value else {
+                    return Err(args.invalid(
+                        "options_json",
+                        format!("option '{key}' must be true or false, not {value}"),
+                    ));
+                };
+                match key.as_str() {
+                    "deny_private" => deny_private = on,
+                    _ => require_https = on,
+                }
+                continue;
+            }
+            "allow_networks" => {
+                allow_networks = crate::util::string_list(
+                    args,
+                    "options_json 'allow_networks'",
+                    &value,
+                    "a JSON array of networks such as \"10.1.2.0/24\"",
+                )?;
+                continue;
+            }
             "startup_timeout_ms" => Unit::Millis,
             "startup_timeout_seconds" => Unit::Seconds,
             "roots" => {
@@ -360,6 +391,13 @@ pub(crate) fn connect_options(
             ));
         }
     }
+    hub_options.network = mcpmux_core::NetworkPolicy::from_options(
+        deny_private,
+        &allow_networks,
+        require_https,
+        "allow_networks",
+    )
+    .map_err(|e| args.invalid("options_json", format!("option {e}")))?;
     Ok(hub_options)
 }
 
@@ -369,7 +407,13 @@ pub(crate) fn connect_options(
 /// show as "starting" in mcpmux_hub_servers() and go on starting in the
 /// background (their tools are listed, with a `tools_changed` event, once
 /// they are up). Without it, as mcpmux_hub_connect(): until every server is
-/// connected or has failed. Blocking.
+/// connected or has failed. `{"deny_private": true}` refuses to connect to
+/// loopback, private, link-local, CGNAT, unique-local, multicast and
+/// unspecified addresses (judged on the resolved address, for every
+/// connection); `"allow_networks": ["10.1.2.0/24"]` are exceptions to it;
+/// `"require_https": true` allows only https/wss URLs. They add to the
+/// config's `[network]`. A refused server is failed (CONNECT_FAILED naming
+/// the server, the host and the address). Blocking.
 ///
 /// # Safety
 /// As for mcpmux_hub_connect(); `options_json` is NULL or a NUL-terminated

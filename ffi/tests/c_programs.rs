@@ -188,6 +188,11 @@ fn c_hub_reload() {
 }
 
 #[test]
+fn c_network_policy() {
+    c_test("test_network");
+}
+
+#[test]
 fn c_example_builds_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let exe = dir.path().join("hello");

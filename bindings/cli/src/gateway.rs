@@ -146,7 +146,11 @@ pub async fn run(
     if !args.no_review_tools && !hub.config().session.is_empty() {
         // The same sessions as `mcpmux review` and `mcpmux serve`: rounds
         // run in detached processes of this program with this config.
-        let ctx = crate::review::context(crate::review::optional_config(config_flag)?)?;
+        // Under the hub's network policy (the config's and the flags').
+        let ctx = crate::review::context(
+            crate::review::optional_config(config_flag)?,
+            &hub.config().network,
+        )?;
         gateway = gateway.offer_review_tools(ctx)?;
     }
     for note in gateway.startup_notes() {

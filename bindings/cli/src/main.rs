@@ -58,6 +58,20 @@ struct Cli {
     /// A directory (or file:// URI) shared with every server as a root (`roots/list`); repeatable. Declares the roots capability.
     #[arg(long = "roots", global = true, value_name = "DIR")]
     roots: Vec<String>,
+    /// Refuse to connect to loopback, private, link-local (169.254.169.254), CGNAT, unique-local, multicast and unspecified addresses, judged on the resolved address: servers, redirects, OAuth endpoints, LLM providers. Adds to deny_private of the config's network table.
+    #[arg(long, global = true)]
+    deny_private: bool,
+    /// A network still reached with deny_private (CIDR such as 10.1.2.0/24, or one address); repeatable or comma-separated. Adds to allow_networks of the config's network table.
+    #[arg(
+        long = "allow-networks",
+        global = true,
+        value_name = "CIDR",
+        value_delimiter = ','
+    )]
+    allow_networks: Vec<String>,
+    /// Only https and wss URLs (http to loopback too, unless deny_private is on). Adds to require_https of the config's network table.
+    #[arg(long, global = true)]
+    require_https: bool,
     /// Log to stderr (-v info, -vv debug). MCPMUX_LOG sets a filter instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -284,6 +298,17 @@ fn usage_error(e: &clap::Error) -> String {
     format!("{message} (see mcpmux --help)")
 }
 
+/// The network flags as a policy (`--allow-networks` entries checked:
+/// INVALID_INPUT naming a bad one).
+fn network_flags(cli: &Cli) -> Result<mcpmux_core::NetworkPolicy, Error> {
+    mcpmux_core::NetworkPolicy::from_options(
+        cli.deny_private,
+        &cli.allow_networks,
+        cli.require_https,
+        "--allow-networks",
+    )
+}
+
 fn fail(e: &Error) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "{}", e.to_json());
     ExitCode::from(EXIT_FAILURE)
@@ -312,23 +337,29 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         .map(|secs| mcpmux_core::contract::seconds("--timeout", secs))
         .transpose()?;
     let call_opts = call_options(&cli.command)?;
+    let network = network_flags(&cli)?;
     match &cli.command {
         Command::Trust(args) => return trust_cmd::run(args, cli.config.as_deref(), cli.json),
         Command::Review { action } => {
-            let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
+            let config = review::optional_config(cli.config.as_deref())?;
+            let ctx = review::context(config, &network)?;
             if let Some(result) = review::execute(&ctx, action).await? {
                 print_json(&result)?;
             }
             return Ok(0);
         }
         Command::Serve => {
-            let ctx = review::context(review::optional_config(cli.config.as_deref())?)?;
+            let config = review::optional_config(cli.config.as_deref())?;
+            let ctx = review::context(config, &network)?;
             serve::serve(ctx).await?;
             return Ok(0);
         }
         _ => {}
     }
     let mut config = load_config(cli.config.as_deref())?;
+    // The flags add to the config's `[network]`; what the config holds
+    // reaches every connection (servers, OAuth, a gateway's servers).
+    config.network = config.network.merged(&network);
     if let Some(timeout) = timeout {
         for server in &mut config.servers {
             server.timeout = timeout;

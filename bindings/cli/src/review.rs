@@ -107,16 +107,31 @@ pub fn optional_config(flag: Option<&Path>) -> Result<Option<(Config, PathBuf)>,
 }
 
 /// The context of the CLI and `serve`: rounds run in a detached
-/// `mcpmux [--config ABS] review run-round DIR`.
-pub fn context(config: Option<(Config, PathBuf)>) -> Result<SessionContext, Error> {
+/// `mcpmux [--config ABS] [network flags] review run-round DIR`. The
+/// network flags (`network`) add to the config's `[network]`, here and in
+/// the round's process; without a config there is nothing they apply to.
+pub fn context(
+    config: Option<(Config, PathBuf)>,
+    network: &mcpmux_core::NetworkPolicy,
+) -> Result<SessionContext, Error> {
     let program = std::env::current_exe()
         .map_err(|e| Error::Internal(format!("cannot find the mcpmux executable: {e}")))?;
     let mut args = Vec::new();
-    let config = config.map(|(c, path)| {
+    let config = config.map(|(mut c, path)| {
         args.push("--config".to_owned());
         args.push(path.display().to_string());
+        c.network = c.network.merged(network);
         c
     });
+    if network.deny_private {
+        args.push("--deny-private".to_owned());
+    }
+    if network.require_https {
+        args.push("--require-https".to_owned());
+    }
+    for allowed in &network.allow_networks {
+        args.push(format!("--allow-networks={allowed}"));
+    }
     args.extend(["review".to_owned(), "run-round".to_owned()]);
     Ok(SessionContext {
         config,

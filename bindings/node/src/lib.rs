@@ -598,6 +598,8 @@ impl Dispatcher {
     /// start (taken by `NativeHub.events(true)`). `onRequest(method,
     /// paramsJson)` answers the server requests of the kinds in `requests`
     /// (see requests.rs); `roots` are shared with every server.
+    /// `denyPrivate`, `allowNetworks` and `requireHttps` are core's
+    /// `HubOptions::network` (they add to the config's `[network]`).
     #[napi]
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
@@ -617,7 +619,16 @@ impl Dispatcher {
         on_request: Option<requests::JsFunction<'_>>,
         requests: Option<Vec<String>>,
         roots: Option<Vec<String>>,
+        deny_private: Option<bool>,
+        allow_networks: Option<Vec<String>>,
+        require_https: Option<bool>,
     ) -> napi::Result<()> {
+        let network = mcpmux_core::NetworkPolicy::from_options(
+            deny_private.unwrap_or(false),
+            &allow_networks.unwrap_or_default(),
+            require_https.unwrap_or(false),
+            "options.allowNetworks",
+        );
         let mut options = mcpmux_core::HubOptions::default();
         let startup_wait = millis_option(startup_timeout_ms, "startupTimeoutMs");
         if let Some(f) = authorize {
@@ -631,6 +642,7 @@ impl Dispatcher {
         spawn_op(&self.sink, id, async move {
             options.startup_wait = startup_wait?;
             options.roots = roots?;
+            options.network = network?;
             let config = load_config(&kind, config)?;
             Ok(Outcome::Hub(
                 Hub::connect_with(config, options).await?,

@@ -74,8 +74,10 @@ impl NativeHub {
     /// `on_request(method, params) -> dict` answers the server requests of
     /// the kinds in `requests` (`"elicitation"`, `"sampling"`; see
     /// `requests.rs`); `roots` (paths or `file://` URIs) are shared with
-    /// every server.
-    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false, startup_timeout=None, on_request=None, requests=Vec::new(), roots=None))]
+    /// every server. `deny_private`, `allow_networks` and `require_https`
+    /// are core's `HubOptions::network` (they add to the config's
+    /// `[network]`).
+    #[pyo3(signature = (kind, config, aio=None, authorize=None, events=false, startup_timeout=None, on_request=None, requests=Vec::new(), roots=None, deny_private=false, allow_networks=Vec::new(), require_https=false))]
     #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
@@ -88,11 +90,21 @@ impl NativeHub {
         on_request: Option<Py<PyAny>>,
         requests: Vec<String>,
         roots: Option<Vec<String>>,
+        deny_private: bool,
+        allow_networks: Vec<String>,
+        require_https: bool,
     ) -> PyResult<Py<PyAny>> {
         let startup_wait = convert::opt_seconds(startup_timeout, "startup_timeout")?;
+        let network = mcpmux_core::NetworkPolicy::from_options(
+            deny_private,
+            &allow_networks,
+            require_https,
+            "argument 'allow_networks'",
+        )
+        .map_err(|e| errors::to_py(py, &e))?;
         let parsed = load_config(py, kind, config)?;
         let mut options = {
-            let mut options = mcpmux_core::HubOptions::default();
+            let mut options = mcpmux_core::HubOptions::default().with_network(network);
             options.startup_wait = startup_wait;
             options
         };

@@ -138,11 +138,16 @@ pub fn server_metadata_urls(issuer: &url::Url) -> Vec<url::Url> {
     rel.iter().filter_map(|r| issuer.join(r).ok()).collect()
 }
 
-/// GETs a JSON document; `Ok(None)` for a 4xx (not there), an error for
-/// anything else that is not a JSON success.
-pub async fn get_json(label: &str, url: &url::Url) -> Result<Option<serde_json::Value>, Error> {
-    let response = net::client()
-        .get(url.clone())
+/// GETs a JSON document through `http` (under its network policy);
+/// `Ok(None)` for a 4xx (not there), an error for anything else that is
+/// not a JSON success.
+pub async fn get_json(
+    http: &net::Http,
+    label: &str,
+    url: &url::Url,
+) -> Result<Option<serde_json::Value>, Error> {
+    let response = http
+        .get(label, url)?
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
@@ -167,14 +172,16 @@ pub async fn get_json(label: &str, url: &url::Url) -> Result<Option<serde_json::
 }
 
 /// The protected-resource metadata of `server`: the first of
-/// [`resource_metadata_urls`] that answers; `None` when none does.
+/// [`resource_metadata_urls`] that answers; `None` when none does. A URL
+/// the network policy refuses ends the search with that refusal.
 pub async fn resource_metadata(
+    http: &net::Http,
     label: &str,
     server: &url::Url,
     from_challenge: Option<&str>,
 ) -> Result<Option<ResourceMetadata>, Error> {
     for url in resource_metadata_urls(server, from_challenge) {
-        match get_json(label, &url).await {
+        match get_json(http, label, &url).await {
             Ok(Some(doc)) => {
                 let prm: ResourceMetadata = serde_json::from_value(doc).map_err(|e| {
                     Error::AuthFailed(format!(
@@ -186,6 +193,7 @@ pub async fn resource_metadata(
                 return Ok(Some(prm));
             }
             Ok(None) => continue,
+            Err(e) if net::policy::is_refusal(&e) => return Err(e),
             Err(e) => {
                 tracing::debug!(server = label, "protected resource metadata: {e}");
                 continue;
@@ -215,12 +223,7 @@ pub fn resource_matches(server: &url::Url, resource: &str) -> bool {
 pub fn is_secure_endpoint(url: &url::Url) -> bool {
     match url.scheme() {
         "https" => true,
-        "http" => match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        },
+        "http" => net::is_loopback_host(url),
         _ => false,
     }
 }
@@ -270,7 +273,11 @@ pub fn check_endpoints(
 /// The metadata of the authorization server `issuer`; its `issuer` must be
 /// the one the URLs were built from (RFC 8414 §3.3). `None` when no
 /// well-known URL answers.
-pub async fn server_metadata(label: &str, issuer: &str) -> Result<Option<ServerMetadata>, Error> {
+pub async fn server_metadata(
+    http: &net::Http,
+    label: &str,
+    issuer: &str,
+) -> Result<Option<ServerMetadata>, Error> {
     let base = url::Url::parse(issuer).map_err(|_| {
         Error::AuthFailed(format!(
             "{label}: authorization server '{issuer}' is not a valid URL"
@@ -279,7 +286,7 @@ pub async fn server_metadata(label: &str, issuer: &str) -> Result<Option<ServerM
     // Its metadata is not fetched over cleartext either.
     secure_endpoint(label, "authorization server", issuer)?;
     for url in server_metadata_urls(&base) {
-        let Some(doc) = get_json(label, &url).await? else {
+        let Some(doc) = get_json(http, label, &url).await? else {
             continue;
         };
         let mut meta: ServerMetadata = serde_json::from_value(doc).map_err(|e| {
@@ -422,9 +429,13 @@ mod tests {
 
     #[tokio::test]
     async fn cleartext_issuer_is_not_fetched() {
-        let e = server_metadata("server 's'", "http://auth.evil.example")
-            .await
-            .unwrap_err();
+        let e = server_metadata(
+            &net::Http::default(),
+            "server 's'",
+            "http://auth.evil.example",
+        )
+        .await
+        .unwrap_err();
         assert_eq!(e.code(), "AUTH_FAILED", "{e}");
         assert!(e.to_string().contains("http://auth.evil.example/"), "{e}");
     }

@@ -30,6 +30,7 @@ impl Authorizer {
         _url: &url::Url,
         _config: OAuthConfig,
         _options: &AuthOptions,
+        _network: &crate::net::Http,
     ) -> Authorizer {
         Authorizer {
             label: format!("server '{server}'"),

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// Top-level keys of a TOML config. (A JSON file's other top-level keys
 /// belong to the other clients that read the same file and are ignored.)
-pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session", "telemetry"];
+pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session", "telemetry", "network"];
 
 /// Keys of the `[mcp]` table.
 pub(super) const MCP: &[&str] = &["servers", "timeout_seconds", "max_message_bytes"];

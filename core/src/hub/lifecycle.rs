@@ -16,6 +16,16 @@ use crate::error::Error;
 use crate::events::HubEvent;
 
 impl HubInner {
+    /// The options a server is started with: the hub's, under the host's
+    /// network policy and the current config's `[network]` together (a
+    /// reload that changes `[network]` applies to the servers started
+    /// after it).
+    pub(super) fn connect_options(&self) -> crate::client::ClientOptions {
+        let mut options = self.options.clone();
+        options.network = options.network.merged(&self.config.read().unwrap().network);
+        options
+    }
+
     /// Starts server `slot` when it is `idle` and hands it to a supervisor;
     /// when a start is already under way, waits for it instead. Returns
     /// once the server is connected, failed or restarting (or was never
@@ -25,7 +35,7 @@ impl HubInner {
         if !slot.is_idle() {
             return;
         }
-        let started = super::surface::connect(&slot.config, &self.options).await;
+        let started = super::surface::connect(&slot.config, &self.connect_options()).await;
         if slot.is_closed() {
             // The hub closed, or a reload removed the server, meanwhile.
             if let Ok(client) = started {

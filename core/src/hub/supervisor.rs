@@ -156,7 +156,7 @@ pub(super) async fn supervise(
                     return;
                 }
                 let config = slot.config.clone();
-                let options = inner.options.clone();
+                let options = inner.connect_options();
                 drop(inner);
                 let connected = super::surface::connect(&config, &options).await;
                 let Some(inner) = hub.upgrade() else { return };

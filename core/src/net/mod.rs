@@ -4,8 +4,16 @@
 //! body reads, SSE event streams ([`sse_parser`]), and error messages that
 //! never show a URL's query or a header's value. It uses only `error` and
 //! `secrets`, so nothing here can depend on a transport or on `auth`.
+//!
+//! The network policy (`[network]`: [`policy`], its address ranges in
+//! [`ranges`], applied at connect time by [`guard`]) lives here too: every
+//! request goes through an [`Http`] of its policy, which checks the URL
+//! before sending and whose client resolves through the policy.
 
 pub(crate) mod direct;
+pub(crate) mod guard;
+pub(crate) mod policy;
+pub(crate) mod ranges;
 pub mod sse_parser;
 
 use std::collections::BTreeMap;
@@ -16,6 +24,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use self::policy::NetworkPolicy;
 use self::sse_parser::{EventStream, SseParser};
 use crate::error::Error;
 
@@ -55,28 +64,141 @@ pub fn builder() -> reqwest::ClientBuilder {
 pub(crate) fn client() -> reqwest::Client {
     static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
     CLIENT
-        .get_or_init(|| {
-            builder()
-                .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-                .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-                // Credentials go only where they were configured for: a
-                // redirect to another origin is not followed, and no
-                // Referer (which would carry the URL's query) is sent.
-                .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                    let first = attempt.previous().first().cloned();
-                    if attempt.previous().len() > 5 {
-                        attempt.error("too many redirects")
-                    } else if first.is_some_and(|f| same_origin(&f, attempt.url())) {
-                        attempt.follow()
-                    } else {
-                        attempt.stop()
-                    }
-                }))
-                .referer(false)
-                .build()
-                .expect("the HTTP client builds with static settings")
-        })
+        .get_or_init(|| build_client(None).expect("the HTTP client builds with static settings"))
         .clone()
+}
+
+/// The client for requests under `policy`: the process-wide one unless
+/// the policy has addresses to check (`deny_private`); then one of its
+/// own, which resolves through the policy and uses no proxy, kept for the
+/// next hub with the same policy ([`guard::kept_client`]).
+pub(crate) fn client_for(policy: &NetworkPolicy) -> reqwest::Client {
+    if !policy.deny_private {
+        return client();
+    }
+    guard::kept_client("engine", policy, || build_client(Some(policy)).ok())
+        .unwrap_or_else(|| guard::refusing_client(policy))
+}
+
+/// The engine's client: pooled, same-origin redirects only; with a policy
+/// that checks addresses, resolving through it, without a proxy, and each
+/// redirect hop checked.
+fn build_client(policy: Option<&NetworkPolicy>) -> Result<reqwest::Client, reqwest::Error> {
+    let on_hop = policy.cloned();
+    let b = builder()
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+        // Credentials go only where they were configured for: a
+        // redirect to another origin is not followed, and no
+        // Referer (which would carry the URL's query) is sent.
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            let first = attempt.previous().first().cloned();
+            if attempt.previous().len() > 5 {
+                attempt.error("too many redirects")
+            } else if let Some(Err(refused)) = on_hop.as_ref().map(|p| p.judge_url(attempt.url())) {
+                attempt.error(refused)
+            } else if first.is_some_and(|f| same_origin(&f, attempt.url())) {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        }))
+        .referer(false);
+    match policy {
+        Some(policy) => guard::checked_builder(b, policy).build(),
+        None => b.build(),
+    }
+}
+
+/// Checks a URL about to be requested under `policy`
+/// (`NetworkPolicy::check_url`) for a client outside the engine (the
+/// LLM providers): the refusal names `label`.
+pub fn check_url(policy: &NetworkPolicy, label: &str, url: &url::Url) -> Result<(), Error> {
+    policy.check_url(label, url)
+}
+
+/// The network policy's refusal among `e`'s causes, as its message.
+pub fn refusal_message(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    refusal_in(e).map(ToString::to_string)
+}
+
+/// The HTTP client of one policy: every request it makes is checked
+/// ([`NetworkPolicy::check_url`]) before it is sent, and its connections
+/// resolve through the policy ([`client_for`]). What every module that
+/// speaks HTTP sends with, so that no request skips the policy.
+#[derive(Clone)]
+pub(crate) struct Http {
+    client: reqwest::Client,
+    policy: std::sync::Arc<NetworkPolicy>,
+}
+
+impl Default for Http {
+    fn default() -> Self {
+        Http::new(&NetworkPolicy::default())
+    }
+}
+
+impl Http {
+    /// The client for `policy`.
+    pub(crate) fn new(policy: &NetworkPolicy) -> Http {
+        Http {
+            client: client_for(policy),
+            policy: std::sync::Arc::new(policy.clone()),
+        }
+    }
+
+    /// The policy its requests are under.
+    pub(crate) fn policy(&self) -> &NetworkPolicy {
+        &self.policy
+    }
+
+    /// The client for a transport bound to `url` (Streamable HTTP, SSE:
+    /// every request goes to that URL, or to its origin), once `url` is
+    /// checked; or the policy's refusal naming `label`.
+    pub(crate) fn bound_to(&self, label: &str, url: &url::Url) -> Result<reqwest::Client, Error> {
+        self.policy.check_url(label, url)?;
+        Ok(self.client.clone())
+    }
+
+    /// A request to `url`, or the policy's refusal naming `label`.
+    pub(crate) fn request(
+        &self,
+        label: &str,
+        method: reqwest::Method,
+        url: &url::Url,
+    ) -> Result<reqwest::RequestBuilder, Error> {
+        self.policy.check_url(label, url)?;
+        Ok(self.client.request(method, url.clone()))
+    }
+
+    /// A GET of `url` ([`Http::request`]).
+    pub(crate) fn get(
+        &self,
+        label: &str,
+        url: &url::Url,
+    ) -> Result<reqwest::RequestBuilder, Error> {
+        self.request(label, reqwest::Method::GET, url)
+    }
+
+    /// A POST to `url` ([`Http::request`]).
+    pub(crate) fn post(
+        &self,
+        label: &str,
+        url: &url::Url,
+    ) -> Result<reqwest::RequestBuilder, Error> {
+        self.request(label, reqwest::Method::POST, url)
+    }
+}
+
+/// Whether `url`'s host is a loopback one: `localhost`, 127.0.0.0/8 or
+/// `::1` (where cleartext `http` stays on the machine).
+pub(crate) fn is_loopback_host(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
 }
 
 /// The configured headers as a map whose values are marked sensitive (kept
@@ -118,12 +240,16 @@ pub(crate) fn network_error(label: &str, url: &url::Url, e: reqwest::Error) -> E
 }
 
 /// A failed exchange as TRANSPORT_CLOSED, from any client's error: its
-/// message and each distinct cause (never the URL's query).
+/// message and each distinct cause (never the URL's query); a refusal of
+/// the network policy among the causes is the whole message.
 pub(crate) fn unreachable_error(
     label: &str,
     url: &url::Url,
     e: &(dyn std::error::Error + 'static),
 ) -> Error {
+    if let Some(refused) = refusal_in(e) {
+        return refused.error(label);
+    }
     let mut causes = vec![e.to_string()];
     let mut source = e.source();
     while let Some(s) = source {
@@ -138,6 +264,20 @@ pub(crate) fn unreachable_error(
         display_url(url),
         causes.join(": ")
     ))
+}
+
+/// The network policy's refusal among `e` and its causes, if there is one.
+pub(crate) fn refusal_in<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a policy::Refused> {
+    let mut at: Option<&'a (dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = at {
+        if let Some(refused) = err.downcast_ref::<policy::Refused>() {
+            return Some(refused);
+        }
+        at = err.source();
+    }
+    None
 }
 
 /// Whether two URLs have the same scheme, host and port.

@@ -33,16 +33,19 @@ use futures::future::BoxFuture;
 use crate::auth::AuthOptions;
 use crate::config::{ServerConfig, TransportConfig};
 use crate::error::Error;
+use crate::net::Http;
 
 /// Opens the transport `config` asks for. `label` names the server in
 /// errors; what the transport reads goes to `sink`; `auth` holds the host's
 /// authorization hooks (used by Streamable HTTP servers whose config has
-/// `auth.type = "oauth"`).
+/// `auth.type = "oauth"`); every connection of a network transport is
+/// under `network`'s policy.
 pub async fn connect_with_auth(
     label: &str,
     config: &ServerConfig,
     sink: Weak<dyn FrameSink>,
     auth: &AuthOptions,
+    network: &Http,
 ) -> Result<Arc<dyn Transport>, Error> {
     let max = config.max_message_bytes;
     Ok(match &config.transport {
@@ -66,12 +69,21 @@ pub async fn connect_with_auth(
             max,
             sink,
             auth,
+            network,
         )?,
         TransportConfig::Sse(net) => {
-            sse::SseTransport::connect(label, net, max, config.timeout, sink).await?
+            sse::SseTransport::connect(label, net, max, config.timeout, sink, network).await?
         }
         TransportConfig::WebSocket(net) => {
-            websocket::WebSocketTransport::connect(label, net, max, config.timeout, sink).await?
+            websocket::WebSocketTransport::connect(
+                label,
+                net,
+                max,
+                config.timeout,
+                sink,
+                network.policy(),
+            )
+            .await?
         }
     })
 }

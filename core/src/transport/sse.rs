@@ -57,20 +57,23 @@ struct Inner {
 }
 
 impl SseTransport {
-    /// Opens the stream and waits (within `timeout`) for the `endpoint` event.
+    /// Opens the stream and waits (within `timeout`) for the `endpoint`
+    /// event; every request under `network`'s policy (the endpoint is on
+    /// the stream's origin, so checking the URL once covers it).
     pub async fn connect(
         label: &str,
         config: &NetworkConfig,
         max_message_bytes: usize,
         timeout: Duration,
         sink: Weak<dyn FrameSink>,
+        network: &http::Http,
     ) -> Result<Arc<SseTransport>, Error> {
         let (endpoint, mut known) = watch::channel(None);
         let inner = Arc::new(Inner {
             label: label.to_owned(),
             url: config.url.clone(),
             headers: http::header_map(label, &config.headers)?,
-            http: http::client(),
+            http: network.bound_to(label, &config.url)?,
             max_message_bytes,
             sink,
             endpoint,

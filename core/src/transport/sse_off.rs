@@ -23,6 +23,7 @@ impl SseTransport {
         _max_message_bytes: usize,
         _timeout: Duration,
         _sink: Weak<dyn FrameSink>,
+        _network: &crate::net::Http,
     ) -> Result<Arc<SseTransport>, Error> {
         Err(Error::ConfigInvalid(format!(
             "{label}: type sse {}",

@@ -81,7 +81,7 @@ struct Inner {
     http: reqwest::Client,
     /// POSTs go on hyper-util's client directly ([`crate::net::direct`])
     /// when there is one and the URL suits it (no user info); else reqwest.
-    direct: Option<(&'static DirectClient, hyper::Uri)>,
+    direct: Option<(DirectClient, hyper::Uri)>,
     max_message_bytes: usize,
     sink: Weak<dyn FrameSink>,
     state: Mutex<State>,
@@ -162,7 +162,9 @@ impl Outgoing {
 impl StreamableHttpTransport {
     /// A transport for server `server` at `config`, with the host's
     /// authorization hooks for an `auth.type = "oauth"` config; nothing is
-    /// sent until the first message.
+    /// sent until the first message. Every request is under `network`'s
+    /// policy: the URL is checked here (every request goes to it), each
+    /// connection when it is made.
     pub fn with_auth(
         label: &str,
         server: &str,
@@ -170,13 +172,16 @@ impl StreamableHttpTransport {
         max_message_bytes: usize,
         sink: Weak<dyn FrameSink>,
         auth: &AuthOptions,
+        network: &http::Http,
     ) -> Result<Arc<StreamableHttpTransport>, Error> {
+        let client = network.bound_to(label, &config.url)?;
         let authorizer = match &config.auth {
             Some(AuthConfig::OAuth(oauth)) => Some(Arc::new(Authorizer::new(
                 server,
                 &config.url,
                 (**oauth).clone(),
                 auth,
+                network,
             ))),
             _ => None,
         };
@@ -185,8 +190,8 @@ impl StreamableHttpTransport {
                 label: label.to_owned(),
                 url: config.url.clone(),
                 headers: http::header_map(label, &config.headers)?,
-                http: http::client(),
-                direct: direct_route(&config.url),
+                http: client,
+                direct: direct_route(&config.url, network.policy()),
                 max_message_bytes,
                 sink,
                 state: Mutex::new(State::default()),
@@ -984,10 +989,13 @@ impl Answer {
 }
 
 /// The client and URI for POSTs to `url` without reqwest, when there is a
-/// direct client ([`crate::net::direct::client`]) and the URL is one that
-/// client sends as reqwest would: http or https, no user info (reqwest turns
-/// that into an `Authorization` header).
-fn direct_route(url: &url::Url) -> Option<(&'static DirectClient, hyper::Uri)> {
+/// direct client for `policy` ([`crate::net::direct::client_for`]) and the
+/// URL is one that client sends as reqwest would: http or https, no user
+/// info (reqwest turns that into an `Authorization` header).
+fn direct_route(
+    url: &url::Url,
+    policy: &crate::net::policy::NetworkPolicy,
+) -> Option<(DirectClient, hyper::Uri)> {
     if !matches!(url.scheme(), "http" | "https")
         || !url.username().is_empty()
         || url.password().is_some()
@@ -995,7 +1003,7 @@ fn direct_route(url: &url::Url) -> Option<(&'static DirectClient, hyper::Uri)> {
         return None;
     }
     let uri = url.as_str().parse::<hyper::Uri>().ok()?;
-    Some((crate::net::direct::client()?, uri))
+    Some((crate::net::direct::client_for(policy)?, uri))
 }
 
 /// Whether `body` is a JSON-RPC response to request `id`.

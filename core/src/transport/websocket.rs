@@ -20,6 +20,8 @@ use super::{stdio, FrameSink, Transport};
 use crate::config::NetworkConfig;
 use crate::error::Error;
 use crate::net as http;
+use crate::net::guard;
+use crate::net::policy::NetworkPolicy;
 
 /// Interval of our keep-alive pings.
 const PING_EVERY: Duration = Duration::from_secs(30);
@@ -40,14 +42,18 @@ pub struct WebSocketTransport {
 }
 
 impl WebSocketTransport {
-    /// Opens the socket (within `timeout`) and starts its reader and writer.
+    /// Opens the socket (within `timeout`) and starts its reader and
+    /// writer. Under a `network` policy that checks addresses, the TCP
+    /// connection is made here, to an address the policy lets through.
     pub async fn connect(
         label: &str,
         config: &NetworkConfig,
         max_message_bytes: usize,
         timeout: Duration,
         sink: Weak<dyn FrameSink>,
+        network: &NetworkPolicy,
     ) -> Result<std::sync::Arc<WebSocketTransport>, Error> {
+        network.check_url(label, &config.url)?;
         let shown = http::display_url(&config.url);
         let mut request = config.url.as_str().into_client_request().map_err(|e| {
             Error::ConfigInvalid(format!("{label}: bad WebSocket URL {shown}: {e}"))
@@ -62,15 +68,31 @@ impl WebSocketTransport {
         let ws_config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
             .max_message_size(Some(max_message_bytes))
             .max_frame_size(Some(max_message_bytes));
-        let connecting =
-            tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
+        let connecting = async {
+            if !network.deny_private {
+                return tokio_tungstenite::connect_async_with_config(
+                    request,
+                    Some(ws_config),
+                    true,
+                )
+                .await
+                .map_err(|e| format!("cannot open WebSocket {shown}: {e}"));
+            }
+            let host = config.url.host_str().unwrap_or_default();
+            let port = config.url.port_or_known_default().unwrap_or(80);
+            let stream = guard::connect_tcp(network, host, port, timeout)
+                .await
+                .map_err(|e| match http::refusal_in(&*e) {
+                    Some(refused) => refused.to_string(),
+                    None => format!("cannot open WebSocket {shown}: {e}"),
+                })?;
+            tokio_tungstenite::client_async_tls_with_config(request, stream, Some(ws_config), None)
+                .await
+                .map_err(|e| format!("cannot open WebSocket {shown}: {e}"))
+        };
         let (socket, _) = match tokio::time::timeout(timeout, connecting).await {
             Ok(Ok(ok)) => ok,
-            Ok(Err(e)) => {
-                return Err(Error::TransportClosed(format!(
-                    "{label}: cannot open WebSocket {shown}: {e}"
-                )))
-            }
+            Ok(Err(why)) => return Err(Error::TransportClosed(format!("{label}: {why}"))),
             Err(_) => {
                 return Err(Error::Timeout(format!(
                     "{label}: WebSocket {shown} did not open within {:.1} s",

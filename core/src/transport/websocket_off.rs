@@ -23,6 +23,7 @@ impl WebSocketTransport {
         _max_message_bytes: usize,
         _timeout: Duration,
         _sink: Weak<dyn FrameSink>,
+        _network: &crate::net::policy::NetworkPolicy,
     ) -> Result<Arc<WebSocketTransport>, Error> {
         Err(Error::ConfigInvalid(format!(
             "{label}: type websocket {}",

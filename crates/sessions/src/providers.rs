@@ -49,6 +49,13 @@ pub fn make(ctx: &SessionContext, settings: &Settings) -> Result<SharedProvider,
                         .clamp(0.0, super::settings::MAX_NUMBER)
                         + STALL_MARGIN_SECONDS,
                 )),
+                // The session config's `[network]`: the provider's URL is
+                // under the same policy as its servers.
+                network: ctx
+                    .config
+                    .as_ref()
+                    .map(|c| c.network.clone())
+                    .unwrap_or_default(),
             };
             http_provider(&settings.reviewer, api)
         }

@@ -106,6 +106,7 @@ fn settings(case: &Case, kind: Kind, stream: bool) -> ApiSettings {
         model: Some(case.model.clone()),
         stream,
         request_timeout: Some(Duration::from_secs(10)),
+        ..Default::default()
     }
 }
 

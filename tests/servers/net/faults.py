@@ -62,6 +62,8 @@ Faults that point the client at another origin (--target URL, e.g. a
 header-recording server on another port; --on is ignored):
 
   redirect       every request is answered 307 Temporary Redirect to --target
+  oauth-metadata every request is answered 401 with `WWW-Authenticate: Bearer
+                 resource_metadata="<--target>"` (OAuth discovery is sent there)
   sse-endpoint   legacy SSE: GET answers an event stream whose `endpoint`
                  event is --target (another origin), then holds the stream;
                  POSTs to this server are answered 202
@@ -381,7 +383,7 @@ async def http_client(reader, writer):
         if args.fault == "silent" and args.on == "all":
             await reader.read()
             return
-        if args.fault in ("redirect", "sse-endpoint"):
+        if args.fault in ("redirect", "sse-endpoint", "oauth-metadata"):
             await pointing_elsewhere(reader, writer)
             return
         while True:
@@ -455,7 +457,7 @@ async def ping_flood(reader, writer, rpc_method):
 
 
 async def pointing_elsewhere(reader, writer):
-    """The `redirect` and `sse-endpoint` faults."""
+    """The `redirect`, `sse-endpoint` and `oauth-metadata` faults."""
     request = await read_request(reader)
     if request is None:
         return
@@ -465,6 +467,9 @@ async def pointing_elsewhere(reader, writer):
         writer.write(
             http_response(307, "Temporary Redirect", "text/plain", b"moved", (f"Location: {args.target}",))
         )
+    elif args.fault == "oauth-metadata":
+        challenge = f'WWW-Authenticate: Bearer resource_metadata="{args.target}"'
+        writer.write(http_response(401, "Unauthorized", "text/plain", b"authorize first", (challenge,)))
     elif method == "GET":
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -531,14 +536,14 @@ async def main():
     parser.add_argument(
         "--fault",
         required=True,
-        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "sse-late-end", "input-flood", "input-slow", "notfound", "redirect", "sse-endpoint", "ping-flood", "ws-drop", "ws-ping-flood"],
+        choices=["500", "html200", "html502", "sse-cut", "sse-endless", "json-endless", "json-huge", "sse-legacy-endless", "silent", "sse-linger", "sse-late-end", "input-flood", "input-slow", "notfound", "redirect", "sse-endpoint", "oauth-metadata", "ping-flood", "ws-drop", "ws-ping-flood"],
     )
-    parser.add_argument("--target", help="where `redirect` and `sse-endpoint` point")
+    parser.add_argument("--target", help="where `redirect`, `sse-endpoint` and `oauth-metadata` point")
     parser.add_argument("--on", choices=["all", "call"], default="call")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--log")
     args = parser.parse_args()
-    if args.fault in ("redirect", "sse-endpoint") and not args.target:
+    if args.fault in ("redirect", "sse-endpoint", "oauth-metadata") and not args.target:
         parser.error(f"--fault {args.fault} needs --target URL")
 
     if args.fault in ("ws-drop", "ws-ping-flood"):

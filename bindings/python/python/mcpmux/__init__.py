@@ -36,7 +36,7 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _native
 from ._requests import RequestHandler, RootsArg, request_options, roots_list
@@ -280,6 +280,26 @@ class EventStream:
         return f"<mcpmux.EventStream id={self.id} cursor={self.cursor!r}>"
 
 
+def _network_options(deny_private: Any, allow_networks: Any, require_https: Any) -> Dict[str, Any]:
+    """The network arguments of ``connect`` as the engine takes them, their
+    types checked (the engine checks each network)."""
+    for name, flag in (("deny_private", deny_private), ("require_https", require_https)):
+        if not isinstance(flag, bool):
+            raise InvalidInput(f"argument '{name}' must be True or False, not {type(flag).__name__!r}")
+    if allow_networks is None:
+        networks: List[str] = []
+    elif isinstance(allow_networks, (str, bytes)) or not isinstance(allow_networks, collections.abc.Iterable):
+        raise InvalidInput(
+            f"argument 'allow_networks' must be a list of networks such as \"10.1.2.0/24\", not {type(allow_networks).__name__!r}"
+        )
+    else:
+        networks = list(allow_networks)
+        for i, n in enumerate(networks):
+            if not isinstance(n, str):
+                raise InvalidInput(f"argument 'allow_networks'[{i}] must be a str, not {type(n).__name__!r}")
+    return {"deny_private": deny_private, "allow_networks": networks, "require_https": require_https}
+
+
 def _check_on_event(on_event: Any) -> None:
     if on_event is not None and not callable(on_event):
         raise InvalidInput(f"argument 'on_event' must be callable or None, not {type(on_event).__name__!r}")
@@ -375,6 +395,9 @@ class Hub:
         on_elicitation: Optional[RequestHandler] = None,
         on_sampling: Optional[RequestHandler] = None,
         roots: Optional[RootsArg] = None,
+        deny_private: bool = False,
+        allow_networks: Optional[Sequence[str]] = None,
+        require_https: bool = False,
     ) -> "Hub":
         """Starts every enabled server of ``config`` at once and returns the hub.
 
@@ -412,6 +435,17 @@ class Hub:
         :meth:`set_roots` changes them. A capability is declared only when
         its handler (or ``roots``) is given.
 
+        ``deny_private=True`` refuses to connect to loopback, private,
+        link-local (169.254.169.254), CGNAT, unique-local, multicast and
+        unspecified addresses, judged on the resolved address at connect
+        time, for every connection (servers, redirects, OAuth endpoints);
+        ``allow_networks`` (``["10.1.2.0/24", ...]``) are exceptions to it;
+        ``require_https=True`` allows only ``https``/``wss`` URLs (``http``
+        to loopback only without ``deny_private``). They add to the
+        config's ``[network]`` table. A refused server is ``failed``
+        (``CONNECT_FAILED`` naming the server, the host and the address);
+        a bad network raises :class:`InvalidInput`.
+
         ``config`` is a path (``str`` or ``pathlib.Path``) to a TOML or JSON
         file, TOML or JSON text, or a ``dict`` in either shape
         (``{"mcpServers": {...}}`` or ``{"mcp": {"servers": [...]}}``). A
@@ -436,6 +470,7 @@ class Hub:
                 on_request=on_request,
                 requests=requests,
                 roots=None if roots is None else roots_list(roots),
+                **_network_options(deny_private, allow_networks, require_https),
             )
         )
         if on_event is not None:
@@ -993,6 +1028,9 @@ class AsyncHub:
         on_elicitation: Optional[RequestHandler] = None,
         on_sampling: Optional[RequestHandler] = None,
         roots: Optional[RootsArg] = None,
+        deny_private: bool = False,
+        allow_networks: Optional[Sequence[str]] = None,
+        require_https: bool = False,
     ) -> _Connecting:
         """Starts every enabled server of ``config`` at once; gives the hub.
 
@@ -1008,14 +1046,23 @@ class AsyncHub:
         ``loop.call_soon_threadsafe``); if it returns an awaitable, that
         runs as a task. ``startup_timeout`` as for :meth:`Hub.connect`.
 
-        ``on_elicitation``, ``on_sampling`` and ``roots`` as for
-        :meth:`Hub.connect`; a handler may be ``async def``: it then runs
-        on the event loop that connected the hub.
+        ``on_elicitation``, ``on_sampling``, ``roots``, ``deny_private``,
+        ``allow_networks`` and ``require_https`` as for :meth:`Hub.connect`;
+        a handler may be ``async def``: it then runs on the event loop that
+        connected the hub.
         """
         _check_on_event(on_event)
+        network = _network_options(deny_private, allow_networks, require_https)
         return _Connecting(
             cls._connect(
-                config, authorize, on_event, startup_timeout, on_elicitation, on_sampling, roots
+                config,
+                authorize,
+                on_event,
+                startup_timeout,
+                on_elicitation,
+                on_sampling,
+                roots,
+                network,
             )
         )
 
@@ -1029,6 +1076,7 @@ class AsyncHub:
         on_elicitation: Optional[RequestHandler] = None,
         on_sampling: Optional[RequestHandler] = None,
         roots: Optional[RootsArg] = None,
+        network: Optional[Dict[str, Any]] = None,
     ) -> "AsyncHub":
         kind, value = _config_args(config)
         on_request, requests = request_options(
@@ -1042,6 +1090,7 @@ class AsyncHub:
             on_request=on_request,
             requests=requests,
             roots=None if roots is None else roots_list(roots),
+            **(network or {}),
         )
         hub = cls(await _run(connect, kind, value))
         if on_event is not None:

@@ -14,6 +14,7 @@ from typing import (
     Literal,
     Mapping,
     Optional,
+    Sequence,
     Tuple,
     Type,
     Union,
@@ -130,6 +131,9 @@ class Hub:
         on_elicitation: Optional[RequestHandler] = ...,
         on_sampling: Optional[RequestHandler] = ...,
         roots: Optional[RootsArg] = ...,
+        deny_private: bool = ...,
+        allow_networks: Optional[Sequence[str]] = ...,
+        require_https: bool = ...,
     ) -> Hub: ...
     @property
     def closed(self) -> bool: ...
@@ -278,6 +282,9 @@ class AsyncHub:
         on_elicitation: Optional[RequestHandler] = ...,
         on_sampling: Optional[RequestHandler] = ...,
         roots: Optional[RootsArg] = ...,
+        deny_private: bool = ...,
+        allow_networks: Optional[Sequence[str]] = ...,
+        require_https: bool = ...,
     ) -> _Connecting: ...
     @property
     def closed(self) -> bool: ...

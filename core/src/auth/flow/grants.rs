@@ -232,7 +232,7 @@ impl Authorizer {
         if !scopes.is_empty() {
             form.push(("scope".into(), scopes.join(" ")));
         }
-        let mut request = net::client().post(url.clone());
+        let mut request = self.http.post(&self.label, &url)?;
         if let Some(id) = &self.config.idp_client_id {
             match &self.config.idp_client_secret {
                 Some(secret) => request = request.header(AUTHORIZATION, basic(id, secret)),

@@ -45,6 +45,9 @@ pub struct Authorizer {
     store: Arc<dyn TokenStore>,
     current: Mutex<Current>,
     flight: tokio::sync::Mutex<Flight>,
+    /// Every request of the flow (discovery, registration, tokens) goes
+    /// through it, under the hub's network policy.
+    http: net::Http,
 }
 
 /// What requests read: the token and its generation (bumped on every change).
@@ -88,12 +91,14 @@ enum TokenOutcome {
 }
 
 impl Authorizer {
-    /// An authorizer for server `server` at `url`.
+    /// An authorizer for server `server` at `url`, whose requests go
+    /// through `http`.
     pub fn new(
         server: &str,
         url: &url::Url,
         config: OAuthConfig,
         options: &AuthOptions,
+        http: &net::Http,
     ) -> Authorizer {
         Authorizer {
             server: server.to_owned(),
@@ -104,6 +109,7 @@ impl Authorizer {
             store: options.store(),
             current: Mutex::new(Current::default()),
             flight: tokio::sync::Mutex::new(Flight::default()),
+            http: http.clone(),
         }
     }
 
@@ -267,7 +273,7 @@ impl Authorizer {
         let Some(issuer) = flight.credentials.issuer.clone() else {
             return Ok(false);
         };
-        let meta = match discovery::server_metadata(&self.label, &issuer).await? {
+        let meta = match discovery::server_metadata(&self.http, &self.label, &issuer).await? {
             Some(m) => m,
             None => ServerMetadata::defaults_for(&url::Url::parse(&issuer).map_err(|_| {
                 Error::AuthFailed(format!("{}: stored issuer is not a URL", self.label))
@@ -331,6 +337,7 @@ impl Authorizer {
         step_up: bool,
     ) -> Result<(), Error> {
         let prm = discovery::resource_metadata(
+            &self.http,
             &self.label,
             &self.url,
             challenge.resource_metadata.as_deref(),
@@ -390,7 +397,7 @@ impl Authorizer {
             Some(i) => i.clone(),
             None => self.url.origin().ascii_serialization(),
         };
-        match discovery::server_metadata(&self.label, &issuer).await? {
+        match discovery::server_metadata(&self.http, &self.label, &issuer).await? {
             Some(m) => Ok(m),
             None => {
                 let base = url::Url::parse(&issuer).map_err(|_| {

@@ -107,8 +107,9 @@ impl Authorizer {
             "application_type": "native",
         });
         let url = self.endpoint_url(endpoint, "registration_endpoint")?;
-        let response = net::client()
-            .post(url.clone())
+        let response = self
+            .http
+            .post(&self.label, &url)?
             .header(CONTENT_TYPE, "application/json")
             .body(body.to_string())
             .send()

@@ -95,8 +95,9 @@ impl Authorizer {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let mut request = net::client()
-                .post(url.clone())
+            let mut request = self
+                .http
+                .post(&self.label, &url)?
                 .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
                 .header(reqwest::header::ACCEPT, "application/json")
                 .body(encode_form(&form));

@@ -27,6 +27,7 @@ use crate::llm::provider::{
 };
 use mcpmux_core::error::Error;
 use mcpmux_core::internal::net::sse_parser::{Event, EventStream, Item};
+use mcpmux_core::NetworkPolicy;
 
 /// How many times a request is sent at most (the first try included).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -61,6 +62,10 @@ pub struct ApiSettings {
     /// Time allowed without any byte arriving (before the response headers
     /// and between chunks); default [`DEFAULT_REQUEST_TIMEOUT`] (300 s).
     pub request_timeout: Option<Duration>,
+    /// Where the API may be reached: the session config's `[network]`
+    /// (`deny_private`, `allow_networks`, `require_https`), judged on the
+    /// address connected to. Refuses nothing by default.
+    pub network: NetworkPolicy,
 }
 
 impl Default for ApiSettings {
@@ -71,6 +76,7 @@ impl Default for ApiSettings {
             model: None,
             stream: true,
             request_timeout: None,
+            network: NetworkPolicy::default(),
         }
     }
 }
@@ -162,24 +168,32 @@ impl fmt::Debug for ApiSettings {
             .field("model", &self.model)
             .field("stream", &self.stream)
             .field("request_timeout", &self.request_timeout)
+            .field("network", &self.network)
             .finish()
     }
 }
 
-/// The process-wide HTTP client of the LLM providers: pooled connections,
-/// TLS through rustls, no redirects (an API answers where it is asked; a
-/// redirect would carry the key elsewhere), no Referer.
-fn client() -> reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            mcpmux_core::internal::net::builder()
-                .pool_idle_timeout(Duration::from_secs(60))
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_else(|_| reqwest::Client::new())
-        })
-        .clone()
+/// The HTTP client of the LLM providers under `policy`: pooled
+/// connections, TLS through rustls, no redirects (an API answers where it
+/// is asked; a redirect would carry the key elsewhere), no Referer. One
+/// for the process, or one per policy that checks addresses (resolving
+/// through it, without a proxy).
+fn client(policy: &NetworkPolicy) -> reqwest::Client {
+    use mcpmux_core::internal::net;
+    let build = || {
+        net::checked_builder(net::builder(), policy)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .ok()
+    };
+    if !policy.deny_private {
+        static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+        return CLIENT
+            .get_or_init(|| build().unwrap_or_else(reqwest::Client::new))
+            .clone();
+    }
+    net::kept_client("llm", policy, build).unwrap_or_else(|| net::refusing_client(policy))
 }
 
 /// One provider's endpoint: the URL it posts to, its headers (auth marked
@@ -192,6 +206,8 @@ pub(crate) struct Endpoint {
     /// Kept only to scrub it from error text a server might echo.
     key: Option<String>,
     pub idle: Duration,
+    /// The settings' network policy, which every request is under.
+    network: NetworkPolicy,
 }
 
 impl fmt::Debug for Endpoint {
@@ -246,6 +262,7 @@ impl Endpoint {
             headers,
             key,
             idle: settings.request_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+            network: settings.network.clone(),
         })
     }
 
@@ -286,19 +303,35 @@ impl Endpoint {
         let body = serde_json::to_vec(body).map_err(|e| {
             Error::Internal(format!("{}: request not serializable: {e}", self.label))
         })?;
+        // A refusal is final: the next attempt would be refused too.
+        mcpmux_core::internal::net::check_url(&self.network, self.label, &self.url).map_err(
+            |e| {
+                self.error(
+                    e.to_string()
+                        .trim_start_matches(self.label)
+                        .trim_start_matches(": "),
+                )
+            },
+        )?;
+        let http = client(&self.network);
         let mut attempt = 1;
         loop {
-            let request = client()
+            let request = http
                 .post(self.url.clone())
                 .headers(self.headers.clone())
                 .body(body.clone())
                 .send();
             let (err, pause) = match tokio::time::timeout(self.idle, request).await {
                 Err(_) => return Err(self.timeout()),
-                Ok(Err(e)) => (
-                    self.error(format!("cannot reach {}: {}", self.shown_url(), causes(e))),
-                    None,
-                ),
+                Ok(Err(e)) => {
+                    if let Some(refused) = mcpmux_core::internal::net::refusal_message(&e) {
+                        return Err(self.error(refused));
+                    }
+                    (
+                        self.error(format!("cannot reach {}: {}", self.shown_url(), causes(e))),
+                        None,
+                    )
+                }
                 Ok(Ok(response)) if response.status().is_success() => {
                     events(ProviderEvent::Progress);
                     return Ok(response);
