@@ -128,7 +128,6 @@ pub fn refusal_message(e: &(dyn std::error::Error + 'static)) -> Option<String> 
 /// speaks HTTP sends with, so that no request skips the policy.
 #[derive(Clone)]
 pub(crate) struct Http {
-    client: reqwest::Client,
     policy: std::sync::Arc<NetworkPolicy>,
 }
 
@@ -139,10 +138,12 @@ impl Default for Http {
 }
 
 impl Http {
-    /// The client for `policy`.
+    /// The client for `policy`. The underlying client is taken when a
+    /// request is made, not here: the process-wide one reads the
+    /// environment's proxy settings when it is built, which must be at the
+    /// first HTTP request, not when a stdio server connects.
     pub(crate) fn new(policy: &NetworkPolicy) -> Http {
         Http {
-            client: client_for(policy),
             policy: std::sync::Arc::new(policy.clone()),
         }
     }
@@ -157,7 +158,7 @@ impl Http {
     /// checked; or the policy's refusal naming `label`.
     pub(crate) fn bound_to(&self, label: &str, url: &url::Url) -> Result<reqwest::Client, Error> {
         self.policy.check_url(label, url)?;
-        Ok(self.client.clone())
+        Ok(client_for(&self.policy))
     }
 
     /// A request to `url`, or the policy's refusal naming `label`.
@@ -168,7 +169,7 @@ impl Http {
         url: &url::Url,
     ) -> Result<reqwest::RequestBuilder, Error> {
         self.policy.check_url(label, url)?;
-        Ok(self.client.request(method, url.clone()))
+        Ok(client_for(&self.policy).request(method, url.clone()))
     }
 
     /// A GET of `url` ([`Http::request`]).
