@@ -12,7 +12,9 @@ use serde_json::Value;
 use crate::config::ServerConfig;
 use crate::error::Error;
 use crate::events::{self, EventSender, HubEvent};
-use crate::jsonrpc::{codes, Inbound, Peer, ProgressCallback, RequestOptions, RpcError};
+use crate::jsonrpc::{
+    codes, AnswerGate, Inbound, Peer, ProgressCallback, RequestOptions, RpcError,
+};
 use crate::protocol::{self, InitializeResult, Tool};
 use crate::stateless::{self, RequestMeta};
 use crate::tool_names::HubTool;
@@ -135,6 +137,11 @@ pub struct CallOptions {
     /// place of the hub's handlers; a kind it lacks falls back to them.
     /// Requests a 2025-11-25 server sends on its own still go to the hub's.
     pub handlers: Option<ClientHandlers>,
+    /// Asked, on the connection's reader, whether to keep the call's result
+    /// once it is read, before any copy of it is made (see [`AnswerGate`]).
+    /// Offered only a plain call's result: not a task's, nor a 2026-07-28
+    /// server's (whose answer may be a task or a question), which are kept.
+    pub answer_gate: Option<Arc<dyn AnswerGate>>,
 }
 
 impl CallOptions {
@@ -189,6 +196,12 @@ impl CallOptions {
     /// Sets [`CallOptions::handlers`].
     pub fn with_handlers(mut self, handlers: ClientHandlers) -> Self {
         self.handlers = Some(handlers);
+        self
+    }
+
+    /// Sets [`CallOptions::answer_gate`].
+    pub fn with_answer_gate(mut self, gate: Arc<dyn AnswerGate>) -> Self {
+        self.answer_gate = Some(gate);
         self
     }
 }
@@ -675,6 +688,8 @@ impl Client {
         }
         let mut ropts = self.request_options(opts);
         ropts.track_progress = true;
+        // A plain call on a session: its answer is its result.
+        ropts.answer_gate = opts.answer_gate.clone();
         let raw = self.peer_tools_call(name, arguments, None, &ropts).await?;
         ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
     }
@@ -690,6 +705,10 @@ impl Client {
     ) -> Result<Box<RawValue>, Error> {
         let mut ropts = self.request_options(opts);
         ropts.track_progress = true;
+        if task.is_none() && self.inner.stateless.is_none() {
+            // The answer is the call's result (see `CallOptions::answer_gate`).
+            ropts.answer_gate = opts.answer_gate.clone();
+        }
         if self.inner.stateless.is_some() {
             let tool = self
                 .tools()
@@ -1074,6 +1093,8 @@ impl Client {
             on_progress: opts.on_progress.clone(),
             cancellable: true,
             headers: Vec::new(),
+            // Set only where the answer is the call's result.
+            answer_gate: None,
         }
     }
 }

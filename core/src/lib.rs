@@ -76,7 +76,9 @@ pub use config::{Config, ConfigSource, ServerConfig, TransportConfig, TransportK
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
 pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
-pub use jsonrpc::{ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS};
+pub use jsonrpc::{
+    Admission, AnswerGate, Backpressure, ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS,
+};
 pub use net::policy::NetworkPolicy;
 pub use net::ranges::IpNetwork;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};

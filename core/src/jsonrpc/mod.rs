@@ -6,8 +6,10 @@
 //! drive timeouts and cancellation (`notifications/progress`,
 //! `notifications/cancelled`).
 
+mod answer_gate;
 mod peer;
 
+pub use answer_gate::{Admission, AnswerGate, Backpressure};
 pub use peer::{
     Inbound, Peer, ProgressCallback, ProgressUpdate, RequestOptions, MAX_SERVER_REQUESTS,
 };

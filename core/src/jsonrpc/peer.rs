@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use super::answer_gate::{Admission, AnswerGate, Backpressure};
 use super::{
     codes, encode_notification, encode_request, encode_response, Incoming, Kind, RpcError,
 };
@@ -62,6 +63,9 @@ pub struct RequestOptions {
     pub cancellable: bool,
     /// Extra transport headers for this request (HTTP only).
     pub headers: Vec<(String, String)>,
+    /// Asked, on the reader, whether to keep the result once it is read
+    /// (see [`AnswerGate`]); `None` keeps it.
+    pub answer_gate: Option<Arc<dyn AnswerGate>>,
 }
 
 impl Default for RequestOptions {
@@ -73,6 +77,7 @@ impl Default for RequestOptions {
             on_progress: None,
             cancellable: true,
             headers: Vec::new(),
+            answer_gate: None,
         }
     }
 }
@@ -128,6 +133,8 @@ enum Answer {
 struct Pending {
     tx: oneshot::Sender<Answer>,
     progress: Option<Arc<ProgressState>>,
+    /// Decides whether its result is kept (`RequestOptions::answer_gate`).
+    gate: Option<Arc<dyn AnswerGate>>,
     deadline: Deadline,
     /// Tell the server when it times out (`RequestOptions::cancellable`).
     cancellable: bool,
@@ -186,6 +193,10 @@ struct Shared {
     sweep_wake: Arc<tokio::sync::Notify>,
     /// How a lone call waits for its answer ([`awake`]).
     wait_choice: WaitChoice,
+    /// Why the reader holds off (see [`FrameSink::hold_off`]): the
+    /// pressures answer gates reported, each once, until relieved (dropped
+    /// whenever the reader looks); at most one per answer read since.
+    held_off: Mutex<Vec<Arc<dyn Backpressure>>>,
     /// The server as spans describe it, set only while telemetry is on:
     /// then each request is a client span ([`Peer::request`]).
     #[cfg(feature = "telemetry")]
@@ -221,6 +232,7 @@ impl Peer {
                 gone: tokio::sync::watch::Sender::new(false),
                 sweep_wake: Arc::default(),
                 wait_choice: WaitChoice::default(),
+                held_off: Mutex::default(),
                 #[cfg(feature = "telemetry")]
                 trace: OnceLock::new(),
             }),
@@ -372,6 +384,7 @@ impl Peer {
                 Pending {
                     tx,
                     progress,
+                    gate: opts.answer_gate.clone(),
                     deadline,
                     cancellable: opts.cancellable,
                 },
@@ -577,6 +590,39 @@ impl Shared {
         }
     }
 
+    /// Hands `result` (of a message of `bytes` bytes) to request `id`, a
+    /// copy of it if the request's gate keeps it (before the copy is made:
+    /// one it refuses is never copied).
+    fn complete_result(&self, id: u64, result: &RawValue, bytes: usize) {
+        let Some(pending) = self.table.lock().unwrap().pending.remove(&id) else {
+            return tracing::debug!(server = %self.label, id, "response to a request no longer waited for");
+        };
+        let admission = match &pending.gate {
+            Some(gate) => gate.admit(bytes),
+            None => Admission::Keep,
+        };
+        let reply = match admission {
+            Admission::Keep => Ok(result.to_owned()),
+            Admission::KeepAndHoldOff(pressure) => {
+                let mut held_off = self.held_off.lock().unwrap();
+                if !held_off.iter().any(|p| Arc::ptr_eq(p, &pressure)) {
+                    held_off.push(pressure);
+                }
+                Ok(result.to_owned())
+            }
+            Admission::Refuse(why) => Err(Error::LimitExceeded(why)),
+        };
+        let _ = pending.tx.send(Answer::Reply(reply));
+    }
+
+    /// The pressures the reader still holds off for (the relieved ones
+    /// forgotten).
+    fn pressures(&self) -> Vec<Arc<dyn Backpressure>> {
+        let mut held_off = self.held_off.lock().unwrap();
+        held_off.retain(|p| !p.is_relieved());
+        held_off.clone()
+    }
+
     /// Fails every request in flight with `error` (the connection stays up).
     fn fail_all(&self, error: &Error) {
         let drained: Vec<Pending> = self
@@ -728,7 +774,7 @@ impl Shared {
                 };
                 let reply = match (msg.result, msg.error) {
                     (_, Some(err)) => Err(Error::from(err)),
-                    (Some(result), None) => Ok(result.to_owned()),
+                    (Some(result), None) => return self.complete_result(id, result, trimmed.len()),
                     (None, None) => unreachable!("kind() checked result or error"),
                 };
                 self.complete(id, reply);
@@ -821,11 +867,29 @@ impl FrameSink for Shared {
         self.table.lock().unwrap().pending.contains_key(&id)
     }
 
+    fn hold_off(&self) -> Option<BoxFuture<'static, ()>> {
+        let pressures = self.pressures();
+        if pressures.is_empty() {
+            return None;
+        }
+        Some(Box::pin(async move {
+            for pressure in pressures {
+                pressure.relieved().await;
+            }
+        }))
+    }
+
+    fn is_held_off(&self) -> bool {
+        !self.pressures().is_empty()
+    }
+
     fn on_closed(&self, error: Error) {
         let (pending, serving) = {
             let mut table = self.table.lock().unwrap();
             table.closed.get_or_insert(error.clone());
             table.serving_bytes = 0;
+            // Nothing more is read: nothing to hold off for.
+            self.held_off.lock().unwrap().clear();
             (
                 std::mem::take(&mut table.pending),
                 std::mem::take(&mut table.serving),
@@ -967,6 +1031,77 @@ mod tests {
         assert!(!refused(fit + 2));
         request(fit + 3);
         assert!(refused(fit + 3));
+    }
+
+    /// A gate that answers one admission as told, and notes the size asked.
+    struct Scripted(Mutex<Option<Admission>>, AtomicU64);
+
+    impl AnswerGate for Scripted {
+        fn admit(&self, bytes: usize) -> Admission {
+            self.1.store(bytes as u64, Ordering::Relaxed);
+            self.0.lock().unwrap().take().expect("one admission")
+        }
+    }
+
+    /// Pressure relieved once the flag is set.
+    struct Relief(tokio::sync::watch::Sender<bool>);
+
+    impl Backpressure for Relief {
+        fn is_relieved(&self) -> bool {
+            *self.0.borrow()
+        }
+        fn relieved(self: Arc<Self>) -> BoxFuture<'static, ()> {
+            Box::pin(async move {
+                let _ = self.0.subscribe().wait_for(|relieved| *relieved).await;
+            })
+        }
+    }
+
+    /// A request whose answer `{"n":n}` the gate meets with `admission`:
+    /// its outcome, and the size the gate was asked about with the line's.
+    async fn gated(
+        peer: &Peer,
+        admission: Admission,
+        n: u64,
+    ) -> (Result<Box<RawValue>, Error>, u64, usize) {
+        let gate = Arc::new(Scripted(Mutex::new(Some(admission)), AtomicU64::new(0)));
+        let opts = RequestOptions {
+            answer_gate: Some(gate.clone()),
+            ..RequestOptions::default()
+        };
+        let id = peer.next_id();
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"n":{n}}}}}"#);
+        let sink = peer.sink().upgrade().unwrap();
+        let answer = async {
+            tokio::task::yield_now().await;
+            sink.on_frame(line.as_bytes());
+        };
+        let (outcome, ()) =
+            futures::future::join(peer.request::<Value>(id, "x", None, &opts), answer).await;
+        (outcome, gate.1.load(Ordering::Relaxed), line.len())
+    }
+
+    #[tokio::test]
+    async fn an_answer_gate_keeps_or_refuses_a_result_and_may_hold_the_reader_off() {
+        let peer = peer();
+        let sink = peer.sink().upgrade().unwrap();
+        let (kept, asked, size) = gated(&peer, Admission::Keep, 1).await;
+        assert_eq!(kept.unwrap().get(), r#"{"n":1}"#);
+        assert_eq!(asked as usize, size, "asked about the whole message");
+        let (refused, _, _) = gated(&peer, Admission::Refuse("no room".into()), 2).await;
+        let e = refused.unwrap_err();
+        assert_eq!(e.code(), "LIMIT_EXCEEDED");
+        assert!(e.to_string().contains("no room"), "{e}");
+        assert!(!sink.is_held_off() && sink.hold_off().is_none());
+        // Kept, with the reader held off until the pressure is relieved.
+        let relief = Arc::new(Relief(tokio::sync::watch::Sender::new(false)));
+        let (held, _, _) = gated(&peer, Admission::KeepAndHoldOff(relief.clone()), 3).await;
+        assert_eq!(held.unwrap().get(), r#"{"n":3}"#);
+        assert!(sink.is_held_off());
+        let wait = sink.hold_off().expect("held off");
+        relief.0.send_replace(true);
+        wait.await;
+        assert!(!sink.is_held_off() && sink.hold_off().is_none());
     }
 
     #[tokio::test]

@@ -186,4 +186,29 @@ pub trait FrameSink: Send + Sync + 'static {
         let _ = id;
         false
     }
+
+    /// A wait before the reader reads more from the server, or `None` to
+    /// read on: what it handed on is being handled past a bound (an
+    /// [`AnswerGate`](crate::jsonrpc::AnswerGate) said so), and the server's
+    /// pipe or socket should push back meanwhile. Readers await it before
+    /// each read (see [`held_off`]).
+    fn hold_off(&self) -> Option<BoxFuture<'static, ()>> {
+        None
+    }
+
+    /// Whether [`hold_off`](FrameSink::hold_off) would wait now: a reader
+    /// stops reading, and a caller reading on its own thread
+    /// ([`Transport::read_now`]) reads nothing.
+    fn is_held_off(&self) -> bool {
+        false
+    }
+}
+
+/// Waits while `sink` holds its reader off ([`FrameSink::hold_off`]),
+/// without keeping it alive meanwhile.
+pub(crate) async fn held_off(sink: &Weak<dyn FrameSink>) {
+    let wait = sink.upgrade().and_then(|sink| sink.hold_off());
+    if let Some(wait) = wait {
+        wait.await;
+    }
 }

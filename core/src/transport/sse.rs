@@ -205,7 +205,12 @@ impl Inner {
 
     async fn pump(&self, response: reqwest::Response, position: &mut StreamPosition) {
         let mut events = http::events(response, self.max_message_bytes);
-        while let Some(item) = events.next().await {
+        loop {
+            // What was read is handled past a bound: the socket pushes back.
+            super::held_off(&self.sink).await;
+            let Some(item) = events.next().await else {
+                break;
+            };
             let Ok(item) = item else { break };
             position.saw(events.parser());
             let event = match item {

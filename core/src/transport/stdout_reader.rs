@@ -86,6 +86,9 @@ impl StdoutReader {
     /// the stream ends, a read fails or the sink is gone.
     pub(crate) async fn run(&self) -> Stopped {
         loop {
+            // What was handed on is being handled past a bound: the
+            // server's writes wait in the pipe meanwhile.
+            super::held_off(&self.sink).await;
             if self.pipe.readable().await.is_err() {
                 return Stopped::Failed;
             }
@@ -105,6 +108,9 @@ impl StdoutReader {
                         if !splitter.split(&mut out) {
                             return Stopped::SinkGone;
                         }
+                        if self.held_off() {
+                            break;
+                        }
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -115,8 +121,19 @@ impl StdoutReader {
     }
 }
 
+impl StdoutReader {
+    /// Whether the sink holds the reader off ([`FrameSink::is_held_off`]).
+    fn held_off(&self) -> bool {
+        self.sink.upgrade().is_some_and(|sink| sink.is_held_off())
+    }
+}
+
 impl ReadNow for StdoutReader {
     fn read_now(&self) {
+        if self.held_off() {
+            // The reader task reads on once the sink takes more.
+            return;
+        }
         let Ok(mut splitter) = self.state.try_lock() else {
             // The task (or another caller) is reading: it hands out the answer.
             return;

@@ -656,6 +656,9 @@ impl Inner {
         }
         let kind = http::content_type_of(response.headers());
         if status.is_success() && kind == "application/json" {
+            // Not read while what was read before is handled past a bound:
+            // the server's socket pushes back meanwhile.
+            super::held_off(&self.sink).await;
             // The common answer, read without reqwest when it came without.
             let body = match response {
                 Answer::Direct(r) => {
@@ -794,7 +797,12 @@ impl Inner {
         request: Option<u64>,
     ) {
         let mut events = http::events(response, self.max_message_bytes);
-        while let Some(item) = events.next().await {
+        loop {
+            // See `handle`: the socket pushes back meanwhile.
+            super::held_off(&self.sink).await;
+            let Some(item) = events.next().await else {
+                break;
+            };
             let Ok(item) = item else { break };
             position.saw(events.parser());
             match item {

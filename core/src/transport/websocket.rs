@@ -133,6 +133,8 @@ impl WebSocketTransport {
         let reader_label = label.to_owned();
         let reader = tokio::spawn(async move {
             let why = loop {
+                // What was read is handled past a bound: the socket pushes back.
+                super::held_off(&sink).await;
                 let message = match read.next().await {
                     None => break "the server closed the WebSocket".to_owned(),
                     Some(Err(e)) => break format!("WebSocket failed: {e}"),

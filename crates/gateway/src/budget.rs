@@ -1,33 +1,62 @@
 //! The bytes of messages a gateway holds for its clients (answers waiting
 //! to be written, or a batch's answers being assembled), counted against a
-//! budget per client and a total one.
+//! budget per client and a total one, with every copy the gateway makes of
+//! them.
 //!
-//! A message is counted from the moment it is ready to go out until the
-//! transport has written it (stdio) or hyper has taken the last of it
-//! (HTTP): [`Held`] gives its bytes back when dropped. An answer that does
-//! not fit is not kept: the client gets a -32000 "gateway busy" error in
-//! its place, and while a client is full its new requests get the same
-//! error at once (see `connection.rs`). One answer larger than the
-//! client's budget still goes out whole when the client holds nothing
-//! else and it fits the total, so no answer is refused for ever.
+//! A tool's result is counted from the moment a server's reader reads it
+//! (`admission.rs`, through core's `AnswerGate`): once as the message it
+//! becomes, and [`COPIES_WHILE_HANDLED`] − 1 more times while it is parsed,
+//! redacted and re-encoded. Once it is the message waiting for its client
+//! the further copies are given back ([`Held::settle`]); while it is
+//! encoded for the transport, the encoding counts as one more. Other
+//! messages are counted from the moment they are ready to go out
+//! ([`ClientBudget::hold`]). Until the transport has written it (stdio) or
+//! hyper has taken the last of it (HTTP): [`Held`] gives its bytes back
+//! when dropped.
+//!
+//! An answer that does not fit is not kept: the client gets a -32000
+//! "gateway busy" error in its place, and while a client is full its new
+//! requests get the same error at once (see `connection.rs`). Whether it
+//! fits counts the messages held (each once), so that what a client gets
+//! does not depend on how fast the gateway handles answers; the copies of
+//! answers being handled count towards backpressure instead: while they
+//! take a client (or the gateway) past its budget, the servers' readers
+//! read nothing more ([`ClientBudget::pressure`]), until they are handled,
+//! which needs no reading. One answer larger than the client's budget still
+//! goes out whole when the client holds nothing else and it fits the
+//! total, so no answer is refused for ever.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+use mcpmux_core::Backpressure;
 use serde_json::Value;
+use tokio::sync::Notify;
 
 /// Default bytes held for one client (64 MiB).
 pub const DEFAULT_CLIENT_BUDGET_BYTES: usize = 64 << 20;
 /// Default bytes held for every client together (256 MiB).
 pub const DEFAULT_TOTAL_BUDGET_BYTES: usize = 256 << 20;
 
+/// Most copies of one tool result the gateway holds at once while it
+/// handles it: the result as read; the result parsed; and the one the
+/// policy's redaction, or the framing of its text, builds before the one
+/// it replaces is dropped.
+pub(crate) const COPIES_WHILE_HANDLED: usize = 3;
+
 /// One count of bytes against a limit.
 #[derive(Debug)]
 struct Count {
     limit: usize,
+    /// The messages held, each once.
     used: AtomicUsize,
+    /// The further copies of messages being handled or encoded.
+    copies: AtomicUsize,
     /// Something was refused since the last bytes were given back.
     full: AtomicBool,
+    /// Woken when bytes are given back (see [`Count::pressed`]).
+    relief: Notify,
 }
 
 impl Count {
@@ -35,18 +64,21 @@ impl Count {
         Count {
             limit,
             used: AtomicUsize::new(0),
+            copies: AtomicUsize::new(0),
             full: AtomicBool::new(false),
+            relief: Notify::new(),
         }
     }
 
-    /// Takes `bytes` when they fit (or, with `alone_ok`, when nothing is
-    /// held); otherwise marks the count full.
-    fn take(&self, bytes: usize, alone_ok: bool) -> bool {
+    /// Takes `bytes` when they fit (or, with `alone_with`, when that is all
+    /// that is held: a message alone goes whatever its size); otherwise
+    /// marks the count full.
+    fn take(&self, bytes: usize, alone_with: Option<usize>) -> bool {
         let taken = self
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 let fits = used.checked_add(bytes).is_some_and(|sum| sum <= self.limit);
-                (fits || (alone_ok && used == 0)).then(|| used + bytes)
+                (fits || alone_with == Some(used)).then(|| used + bytes)
             })
             .is_ok();
         if !taken {
@@ -58,6 +90,48 @@ impl Count {
     fn give_back(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::AcqRel);
         self.full.store(false, Ordering::Release);
+        self.relief.notify_waiters();
+    }
+
+    /// Counts `bytes` of copies, fitting or not: they exist already (or are
+    /// about to), and are given back once handled; they only hold readers
+    /// off meanwhile.
+    fn add_copies(&self, bytes: usize) {
+        self.copies.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    fn give_back_copies(&self, bytes: usize) {
+        if bytes > 0 {
+            self.copies.fetch_sub(bytes, Ordering::AcqRel);
+            self.relief.notify_waiters();
+        }
+    }
+
+    /// Whether copies of messages being handled take this count past its
+    /// limit: readers hold off until they are handled (which gives the
+    /// copies back without any reading, so this always ends).
+    fn pressed(&self) -> bool {
+        let copies = self.copies.load(Ordering::Acquire);
+        copies > 0 && self.used.load(Ordering::Acquire) + copies > self.limit
+    }
+
+    /// Ends once [`Count::pressed`] is false.
+    async fn relieved(&self) {
+        loop {
+            let notified = self.relief.notified();
+            tokio::pin!(notified);
+            // Registered before the check: a relief in between wakes it.
+            notified.as_mut().enable();
+            if !self.pressed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Everything counted: the messages held and their copies.
+    fn all(&self) -> usize {
+        self.used.load(Ordering::Acquire) + self.copies.load(Ordering::Acquire)
     }
 
     /// Whether a new request should wait: the limit is reached, or an
@@ -78,9 +152,9 @@ impl Total {
         Total(Arc::new(Count::new(limit)))
     }
 
-    /// Bytes held now for every client.
+    /// Bytes held now for every client, with every copy.
     pub(crate) fn held(&self) -> usize {
-        self.0.used.load(Ordering::Acquire)
+        self.0.all()
     }
 }
 
@@ -89,13 +163,21 @@ impl Total {
 pub(crate) struct ClientBudget {
     own: Arc<Count>,
     total: Total,
+    /// Its backpressure, one for all its answers (readers keep one of each).
+    pressure: Arc<Pressure>,
 }
 
 impl ClientBudget {
     pub(crate) fn new(limit: usize, total: Total) -> ClientBudget {
+        let own = Arc::new(Count::new(limit));
+        let pressure = Arc::new(Pressure {
+            own: own.clone(),
+            total: total.0.clone(),
+        });
         ClientBudget {
-            own: Arc::new(Count::new(limit)),
+            own,
             total,
+            pressure,
         }
     }
 
@@ -122,15 +204,39 @@ impl ClientBudget {
     /// Counts `msg` (its JSON size) against the budgets; why not, when it
     /// does not fit.
     pub(crate) fn hold(&self, msg: &Value) -> Result<Held, String> {
-        let bytes = json_len(msg);
-        if !self.own.take(bytes, true) {
+        self.take(json_len(msg))
+    }
+
+    /// Counts an answer of `bytes` just read off a server, with the
+    /// further copies it will have while it is handled (which hold readers
+    /// off past the budget, see [`ClientBudget::pressure`]); why not, when
+    /// it does not fit: then it is never copied.
+    pub(crate) fn admit(&self, bytes: usize) -> Result<Held, String> {
+        let mut held = self.take(bytes)?;
+        let copies = bytes.saturating_mul(COPIES_WHILE_HANDLED - 1);
+        self.own.add_copies(copies);
+        self.total.0.add_copies(copies);
+        held.copies = copies;
+        Ok(held)
+    }
+
+    /// This client's backpressure: whether the copies of the answers being
+    /// handled for it take it, or the gateway, past its budget (the same
+    /// `Arc` every time).
+    pub(crate) fn pressure(&self) -> Arc<Pressure> {
+        self.pressure.clone()
+    }
+
+    /// Counts `bytes` of one message against both budgets.
+    fn take(&self, bytes: usize) -> Result<Held, String> {
+        if !self.own.take(bytes, Some(0)) {
             return Err(format!(
                 "gateway busy: a message of {bytes} bytes for this client does not fit its budget ({} bytes, {} held for it); it was dropped",
                 self.own.limit,
                 self.own.used.load(Ordering::Acquire)
             ));
         }
-        if !self.total.0.take(bytes, false) {
+        if !self.total.0.take(bytes, None) {
             self.own.give_back(bytes);
             return Err(format!(
                 "gateway busy: a message of {bytes} bytes does not fit the gateway's total budget ({} bytes, {} held); it was dropped",
@@ -140,17 +246,52 @@ impl ClientBudget {
         }
         Ok(Held {
             bytes,
+            copies: 0,
             own: self.own.clone(),
             total: self.total.clone(),
         })
     }
 }
 
-/// Bytes of one message counted against a client's budget, given back when
-/// dropped.
+/// Whether the copies of the answers being handled for one client take it,
+/// or the gateway, past its budget: a server's reader then reads nothing
+/// more until they are handled.
+#[derive(Debug)]
+pub(crate) struct Pressure {
+    own: Arc<Count>,
+    total: Arc<Count>,
+}
+
+impl Pressure {
+    /// Whether a reader should hold off now.
+    pub(crate) fn pressed(&self) -> bool {
+        self.own.pressed() || self.total.pressed()
+    }
+}
+
+impl Backpressure for Pressure {
+    fn is_relieved(&self) -> bool {
+        !self.pressed()
+    }
+
+    fn relieved(self: Arc<Self>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            while self.pressed() {
+                self.own.relieved().await;
+                self.total.relieved().await;
+            }
+        })
+    }
+}
+
+/// Bytes of one message counted against a client's budget (with the
+/// further copies of an answer being handled), given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Held {
     bytes: usize,
+    /// Further copies counted while the answer is handled (none once
+    /// settled).
+    copies: usize,
     own: Arc<Count>,
     total: Total,
 }
@@ -160,12 +301,72 @@ impl Held {
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// The answer admitted when it was read is now `msg`, the message
+    /// waiting for its client: counted at its size, once. Why not, when it
+    /// grew past what fits (its bytes are then still held, until dropped).
+    pub(crate) fn settle(&mut self, msg: &Value) -> Result<(), String> {
+        let bytes = json_len(msg);
+        if bytes > self.bytes {
+            let more = bytes - self.bytes;
+            // As a message of its own would: alone or within the budget.
+            if !self.own.take(more, Some(self.bytes)) {
+                return Err(format!(
+                    "gateway busy: a message of {bytes} bytes for this client does not fit its budget ({} bytes); it was dropped",
+                    self.own.limit
+                ));
+            }
+            if !self.total.0.take(more, None) {
+                self.own.give_back(more);
+                return Err(format!(
+                    "gateway busy: a message of {bytes} bytes does not fit the gateway's total budget ({} bytes); it was dropped",
+                    self.total.0.limit
+                ));
+            }
+        } else {
+            self.own.give_back(self.bytes - bytes);
+            self.total.0.give_back(self.bytes - bytes);
+        }
+        self.bytes = bytes;
+        let copies = std::mem::take(&mut self.copies);
+        self.own.give_back_copies(copies);
+        self.total.0.give_back_copies(copies);
+        Ok(())
+    }
+
+    /// Counts one more copy of `bytes` (an encoding being made) until the
+    /// guard is dropped.
+    fn copy(&self, bytes: usize) -> EncodingCopy {
+        self.own.add_copies(bytes);
+        self.total.0.add_copies(bytes);
+        EncodingCopy {
+            bytes,
+            own: self.own.clone(),
+            total: self.total.0.clone(),
+        }
+    }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
+        self.total.0.give_back_copies(self.copies);
+        self.own.give_back_copies(self.copies);
         self.total.0.give_back(self.bytes);
         self.own.give_back(self.bytes);
+    }
+}
+
+/// One more copy of a held message, counted until dropped.
+struct EncodingCopy {
+    bytes: usize,
+    own: Arc<Count>,
+    total: Arc<Count>,
+}
+
+impl Drop for EncodingCopy {
+    fn drop(&mut self) {
+        self.total.give_back_copies(self.bytes);
+        self.own.give_back_copies(self.bytes);
     }
 }
 
@@ -185,15 +386,27 @@ impl From<Value> for Outgoing {
 }
 
 impl Outgoing {
-    /// `msg` serialized (in a buffer of the exact size, and room for a
-    /// newline, when it is counted), the message itself dropped; and what
-    /// it holds.
+    /// `msg` serialized (in a buffer of the exact size when it is counted),
+    /// the message itself dropped; and what it holds.
     pub(crate) fn into_bytes(self) -> (Vec<u8>, Option<Held>) {
-        let size = self.held.as_ref().map_or(256, Held::bytes);
-        let mut out = Vec::with_capacity(size + 1);
+        self.into_framed(b"", b"")
+    }
+
+    /// [`Outgoing::into_bytes`] between `prefix` and `suffix` (a line's
+    /// newline, an SSE event's fields), in the same buffer. While both the
+    /// message and its encoding exist, the encoding counts as a copy.
+    pub(crate) fn into_framed(self, prefix: &[u8], suffix: &[u8]) -> (Vec<u8>, Option<Held>) {
+        let Outgoing { msg, held } = self;
+        let size = held.as_ref().map_or(256, Held::bytes);
+        let copy = held.as_ref().map(|held| held.copy(size));
+        let mut out = Vec::with_capacity(prefix.len() + size + suffix.len());
+        out.extend_from_slice(prefix);
         // Writing a Value to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut out, &self.msg);
-        (out, self.held)
+        let _ = serde_json::to_writer(&mut out, &msg);
+        out.extend_from_slice(suffix);
+        drop(msg);
+        drop(copy);
+        (out, held)
     }
 }
 
@@ -253,7 +466,7 @@ mod tests {
         }
         .into_bytes();
         assert_eq!(bytes.len(), 50);
-        assert_eq!(bytes.capacity(), 51);
+        assert_eq!(bytes.capacity(), 50);
         drop((b, held));
         assert_eq!(total.held(), 0);
     }

@@ -8,9 +8,10 @@
 //! when the client does not keep up (a client that stops reading cannot
 //! make the gateway hold an unbounded backlog). What answers, notifications
 //! and relayed requests hold is counted against the client's budget
-//! (`budget.rs`) until written: an answer that does not fit is replaced by
-//! a -32000 "gateway busy" error, and while the client is full its new
-//! requests get that error at once.
+//! (`budget.rs`) until written, a tool's result from the moment a server's
+//! reader reads it (`admission.rs`): an answer that does not fit is
+//! replaced by a -32000 "gateway busy" error, and while the client is full
+//! its new requests get that error at once.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -21,6 +22,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
+use super::admission::{AnswerCharge, ReleaseOnDrop};
 use super::budget::{ClientBudget, Outgoing};
 use super::out::Out;
 use super::relay::{capability_for, RelayTarget};
@@ -189,7 +191,11 @@ impl Connection {
         let task_key = key.clone();
         let budget = self.budget.clone();
         let task = tokio::spawn(async move {
-            let answering = answer(&gateway, &id, &method, &params, &out, &log_level);
+            // What a server's reader counts of the answer; given back if
+            // this task ends without settling it (cancelled).
+            let charge = AnswerCharge::new(budget);
+            let _release = ReleaseOnDrop(charge.clone());
+            let answering = answer(&gateway, &id, &method, &params, &out, &log_level, &charge);
             // A SERVER span, child of the request's `_meta.traceparent`.
             let answered = telemetry::serve_via(via, &method, &params, answering).await;
             let answer = match answered {
@@ -202,16 +208,11 @@ impl Connection {
                 Err(e) => error_of(&id, &e),
             };
             // Held against the client's budget until written; one that
-            // does not fit is dropped for a small refusal.
-            let answer = match budget.hold(&answer) {
-                Ok(held) => Outgoing {
-                    msg: answer,
-                    held: Some(held),
-                },
-                Err(why) => {
-                    drop(answer);
-                    error_answer(&id, -32000, &why, Some("LIMIT_EXCEEDED")).into()
-                }
+            // does not fit (now, or when a server's reader read it) is
+            // dropped for a small refusal.
+            let answer = match charge.settle(answer) {
+                Ok(answer) => answer,
+                Err(why) => error_answer(&id, -32000, &why, Some("LIMIT_EXCEEDED")).into(),
             };
             // Counted until its answer is queued: a client that stops
             // reading holds at most MAX_REQUESTS_IN_FLIGHT answers.
@@ -378,7 +379,8 @@ impl RelayTarget for Downstream {
     }
 }
 
-/// The result of one request, or the error to answer with.
+/// The result of one request, or the error to answer with. A tool's result
+/// is counted against `charge` as soon as it is read.
 async fn answer(
     gateway: &Gateway,
     id: &Value,
@@ -386,6 +388,7 @@ async fn answer(
     params: &Value,
     out: &Out,
     log_level: &LogLevel,
+    charge: &Arc<AnswerCharge>,
 ) -> Result<Value, Error> {
     let hub = gateway.hub();
     let string = |key: &str| -> Result<&str, Error> {
@@ -426,7 +429,7 @@ async fn answer(
         }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
-        "tools/call" => Ok(call(gateway, params, out).await),
+        "tools/call" => Ok(call(gateway, params, out, charge).await),
         "resources/list" => Ok(json!({
             "resources": super::apps::listed_resources(gateway, hub.list_resources(None).await?)
         })),
@@ -669,8 +672,9 @@ fn own(items: Vec<Value>) -> Vec<Value> {
 
 /// A `tools/call`: always a tool result; refusals and failures are results
 /// with `isError` and the error's code first in their text, so that a
-/// model sees them.
-async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
+/// model sees them. The result of a plain call is counted against
+/// `charge` as soon as it is read (a task's, once it is handed out).
+async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerCharge>) -> Value {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let arguments = params.get("arguments").filter(|a| !a.is_null());
     let progress = params
@@ -695,7 +699,7 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 let inner_args = arguments.and_then(|a| a.get("arguments")).filter(|a| !a.is_null());
-                call_hub_tool(gateway, inner_name, inner_args, progress, out).await
+                call_hub_tool(gateway, inner_name, inner_args, progress, out, charge).await
             }
             other => Err(Error::UnknownTool(format!(
                 "unknown tool '{other}' (this gateway offers {SEARCH_TOOLS}, {DESCRIBE_TOOL} and {CALL_TOOL})"
@@ -747,7 +751,9 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
             })
             .await
         }
-        GatewayMode::Full => call_hub_tool(gateway, name, arguments, progress, out).await,
+        GatewayMode::Full => {
+            call_hub_tool(gateway, name, arguments, progress, out, charge).await
+        }
     };
     result.unwrap_or_else(|e| {
         json!({
@@ -757,23 +763,19 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out) -> Value {
     })
 }
 
-/// Calls the tool the client knows as `name` through the policy.
+/// Calls the tool the client knows as `name` through the policy, its
+/// result counted against `charge` from the moment it is read.
 async fn call_hub_tool(
     gateway: &Gateway,
     name: &str,
     arguments: Option<&Value>,
     progress: Option<Value>,
     out: &Out,
+    charge: &Arc<AnswerCharge>,
 ) -> Result<Value, Error> {
-    call_hub_tool_with(
-        gateway,
-        name,
-        arguments,
-        progress,
-        out,
-        CallOptions::default(),
-    )
-    .await
+    let gate: Arc<dyn mcpmux_core::AnswerGate> = charge.clone();
+    let options = CallOptions::default().with_answer_gate(gate);
+    call_hub_tool_with(gateway, name, arguments, progress, out, options).await
 }
 
 /// [`call_hub_tool`] with the call's options to start from (a task's).

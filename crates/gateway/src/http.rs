@@ -1289,24 +1289,25 @@ fn sse_response(
         (rx, guard, first, None::<Held>),
         move |(mut rx, mut guard, mut queue, sent)| async move {
             drop(sent);
-            let (msg, held) = match queue.pop_front() {
-                Some(Outgoing { msg, held }) => (msg, held),
+            let out = match queue.pop_front() {
+                Some(out) => out,
                 None if !stream_for_get && guard.pending.is_empty() => return None,
                 None => match rx.recv().await {
-                    Some(Outgoing { msg, held }) => {
-                        if msg.get("method").is_none() {
-                            guard.answered(&msg["id"]);
+                    Some(out) => {
+                        if out.msg.get("method").is_none() {
+                            guard.answered(&out.msg["id"]);
                         }
-                        (msg, held)
+                        out
                     }
                     None => {
                         // The session ended: what is pending is answered here.
                         queue.extend(guard.give_up().into_iter().map(Outgoing::from));
-                        (queue.pop_front()?.msg, None)
+                        queue.pop_front()?
                     }
                 },
             };
-            let frame = Frame::data(Bytes::from(format!("event: message\ndata: {msg}\n\n")));
+            let (event, held) = out.into_framed(b"event: message\ndata: ", b"\n\n");
+            let frame = Frame::data(Bytes::from(event));
             Some((Ok::<_, Infallible>(frame), (rx, guard, queue, held)))
         },
     );

@@ -8,8 +8,10 @@
 //! hub's change notifications. [`stdio`] serves one client over
 //! newline-delimited JSON-RPC on a reader and a writer. What the gateway
 //! holds for its clients is counted against a budget per client and a
-//! total one (`budget.rs`).
+//! total one (`budget.rs`), a tool's result from the moment a server's
+//! reader reads it (`admission.rs`).
 
+mod admission;
 mod apps;
 mod budget;
 mod connection;
@@ -80,10 +82,13 @@ pub struct GatewayOptions {
     /// `deny_tools`, `scopes`, redaction, limits, framing and audit still apply.
     pub expose_all: bool,
     /// Bytes of answers the gateway holds for one client (waiting to be
-    /// written, or a batch being assembled; `--client-budget-mib`); past
-    /// it, the client's further requests get JSON-RPC -32000 "gateway
-    /// busy". One answer larger than this still goes out when the client
-    /// holds nothing else. Default [`DEFAULT_CLIENT_BUDGET_BYTES`].
+    /// written, or a batch being assembled; a tool's result from the
+    /// moment a server's reader reads it, with the copies handling it
+    /// makes; `--client-budget-mib`); past it, the client's further
+    /// requests get JSON-RPC -32000 "gateway busy", and servers' readers
+    /// hold off while copies take it past. One answer larger than this
+    /// still goes out when the client holds nothing else. Default
+    /// [`DEFAULT_CLIENT_BUDGET_BYTES`].
     pub client_budget_bytes: usize,
     /// Bytes of answers the gateway holds for every client together
     /// (`--total-budget-mib`). Default [`DEFAULT_TOTAL_BUDGET_BYTES`].
@@ -261,9 +266,11 @@ impl Gateway {
         &self.inner.hub
     }
 
-    /// Bytes of answers the gateway holds now for all its clients (waiting
-    /// to be written, or being assembled): at most
-    /// [`GatewayOptions::total_budget_bytes`].
+    /// Bytes of answers the gateway holds now for all its clients, with
+    /// every copy (waiting to be written, being assembled, or being handled
+    /// since a server's reader read them): at most
+    /// [`GatewayOptions::total_budget_bytes`], but for the copies of the
+    /// answers readers had read when they held off.
     pub fn held_bytes(&self) -> usize {
         self.inner.total.held()
     }

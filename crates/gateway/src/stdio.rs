@@ -34,8 +34,7 @@ where
     let connection = Connection::new(gateway, Out::Queue(out.clone()));
     let writing = tokio::spawn(async move {
         while let Some(msg) = outgoing.recv().await {
-            let (mut line, held) = msg.into_bytes();
-            line.push(b'\n');
+            let (line, held) = msg.into_framed(b"", b"\n");
             if writer.write_all(&line).await.is_err() || writer.flush().await.is_err() {
                 return; // the client is gone
             }

@@ -2,10 +2,11 @@
 //! client library hides (exact ids, floods, never answering, never
 //! reading).
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -29,7 +30,24 @@ pub struct Raw {
     pub seen: Vec<Value>,
     /// The gateway's answer to our `initialize`.
     initialized: Value,
+    /// Set to make a slow reader ([`Raw::start_slow`]) read at full speed.
+    fast: Arc<AtomicBool>,
 }
+
+/// How the thread that reads the gateway's stdout reads it.
+enum Reading {
+    /// As fast as it can, every line queued for the test.
+    Buffered,
+    /// A line only once the test took the previous one.
+    Unbuffered,
+    /// [`SLOW_CHUNK`] bytes per [`SLOW_PAUSE`] until told to read fast.
+    Slow,
+}
+
+/// What a slow client ([`Raw::start_slow`]) reads at once...
+pub const SLOW_CHUNK: usize = 4096;
+/// ...and how long it waits before it reads again.
+pub const SLOW_PAUSE: Duration = Duration::from_millis(100);
 
 impl Raw {
     /// Starts `mcpmux --config <sandbox>/mcpmux.toml gateway ARGS` and
@@ -40,22 +58,41 @@ impl Raw {
 
     /// Like [`Raw::start`], declaring `capabilities` in `initialize`.
     pub fn start_with(sb: &Sandbox, args: &[&str], capabilities: Value) -> Raw {
-        Raw::spawn(sb, args, capabilities, false)
+        Raw::spawn(sb, args, &[], capabilities, Reading::Buffered)
     }
 
     /// Like [`Raw::start`], but the gateway's stdout is read only while the
     /// test waits for a message: between two waits, the test is a client
     /// that does not read (one line at most is held on our side).
     pub fn start_unbuffered(sb: &Sandbox, args: &[&str]) -> Raw {
-        Raw::spawn(sb, args, json!({}), true)
+        Raw::spawn(sb, args, &[], json!({}), Reading::Unbuffered)
     }
 
-    fn spawn(sb: &Sandbox, args: &[&str], capabilities: Value, unbuffered: bool) -> Raw {
+    /// Like [`Raw::start`], with `envs` set for the gateway, and its stdout
+    /// read slowly: [`SLOW_CHUNK`] bytes every [`SLOW_PAUSE`], whatever the
+    /// test waits for, until [`Raw::read_fast`].
+    pub fn start_slow(sb: &Sandbox, args: &[&str], envs: &[(&str, &str)]) -> Raw {
+        Raw::spawn(sb, args, envs, json!({}), Reading::Slow)
+    }
+
+    /// From now on a slow client ([`Raw::start_slow`]) reads at full speed.
+    pub fn read_fast(&self) {
+        self.fast.store(true, Ordering::Relaxed);
+    }
+
+    fn spawn(
+        sb: &Sandbox,
+        args: &[&str],
+        envs: &[(&str, &str)],
+        capabilities: Value,
+        reading: Reading,
+    ) -> Raw {
         let mut child = Command::new(mcpmux_bin())
             .arg("--config")
             .arg(sb.path().join("mcpmux.toml"))
             .arg("gateway")
             .args(args)
+            .envs(envs.iter().copied())
             .current_dir(sb.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -65,29 +102,39 @@ impl Raw {
         let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (stdin_fd, stdout_fd) = (stdin.as_raw_fd(), stdout.as_raw_fd());
-        let lines = if unbuffered {
-            // A line is read only once the previous one was taken (and the
-            // BufReader's own buffer is kept small).
-            let (tx, lines) = mpsc::sync_channel(0);
-            std::thread::spawn(move || {
-                let reader = BufReader::with_capacity(512, stdout);
-                for line in reader.lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        return;
+        let fast = Arc::new(AtomicBool::new(false));
+        let lines = match reading {
+            Reading::Unbuffered => {
+                // A line is read only once the previous one was taken (and
+                // the BufReader's own buffer is kept small).
+                let (tx, lines) = mpsc::sync_channel(0);
+                std::thread::spawn(move || {
+                    let reader = BufReader::with_capacity(512, stdout);
+                    for line in reader.lines().map_while(Result::ok) {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
                     }
-                }
-            });
-            lines
-        } else {
-            let (tx, lines) = mpsc::channel();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        return;
+                });
+                lines
+            }
+            Reading::Buffered => {
+                let (tx, lines) = mpsc::channel();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
                     }
-                }
-            });
-            lines
+                });
+                lines
+            }
+            Reading::Slow => {
+                let (tx, lines) = mpsc::channel();
+                let fast = fast.clone();
+                std::thread::spawn(move || read_slowly(stdout, &fast, &tx));
+                lines
+            }
         };
         let mut raw = Raw {
             child,
@@ -98,6 +145,7 @@ impl Raw {
             next_id: 0,
             seen: Vec::new(),
             initialized: Value::Null,
+            fast,
         };
         raw.initialized = raw.request(
             "initialize",
@@ -239,6 +287,35 @@ impl Raw {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("VmHWM in /proc status");
         kib / 1024
+    }
+}
+
+/// Reads `stdout` [`SLOW_CHUNK`] bytes per [`SLOW_PAUSE`] (all it can once
+/// `fast` is set), sending each line on `tx` once it is whole.
+fn read_slowly(mut stdout: ChildStdout, fast: &AtomicBool, tx: &mpsc::Sender<String>) {
+    let mut line = Vec::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let fast_now = fast.load(Ordering::Relaxed);
+        let want = if fast_now { chunk.len() } else { SLOW_CHUNK };
+        let n = match stdout.read(&mut chunk[..want]) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        for piece in chunk[..n].split_inclusive(|b| *b == b'\n') {
+            line.extend_from_slice(piece);
+            if line.last() == Some(&b'\n') {
+                line.pop();
+                let text = String::from_utf8_lossy(&line).into_owned();
+                line.clear();
+                if tx.send(text).is_err() {
+                    return;
+                }
+            }
+        }
+        if !fast_now {
+            std::thread::sleep(SLOW_PAUSE);
+        }
     }
 }
 
