@@ -137,6 +137,7 @@ pub fn jsonrpc_stream(data: &[u8]) -> Result<(), String> {
             on_progress: None,
             cancellable: true,
             headers: Vec::new(),
+            answer_gate: None,
         };
         let calls: Vec<_> = (0..3)
             .map(|_| {
