@@ -438,3 +438,176 @@ fn a_2025_servers_request_in_a_2026_clients_call_goes_back_to_it() {
     assert!(done["result"].to_string().contains("Zed"), "{done}");
     assert_ne!(done["result"]["isError"], true, "{done}");
 }
+
+/// A 2025-11-25 client's request (no 2026-07-28 `_meta`).
+fn request_2025(gw: &mut Raw, method: &str, params: Value) -> Value {
+    gw.request(method, params)
+}
+
+#[test]
+fn a_2025_client_runs_its_own_tasks_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    let caps = &gw.initialize_answer()["result"]["capabilities"];
+    assert_eq!(
+        caps["tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        "{caps}"
+    );
+
+    // Augmented with params.task: a CreateTaskResult at once.
+    let created = request_2025(
+        &mut gw,
+        "tools/call",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 2, "b": 40, "ms": 300}, "task": {"ttl": 60000}}),
+    );
+    let task = &created["result"]["task"];
+    let id = task["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    assert!(id.starts_with("mcpmux-"), "{created}");
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttl"], 60000, "{created}");
+    assert!(task["pollInterval"].as_u64().is_some() && task["createdAt"].is_string());
+    assert!(created["result"].get("content").is_none(), "{created}");
+
+    // tasks/result waits for the end and answers the call's result.
+    let result = request_2025(&mut gw, "tasks/result", json!({"taskId": id}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "sum: 42",
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str()
+    );
+    let got = request_2025(&mut gw, "tasks/get", json!({"taskId": id}));
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    assert!(got["result"].get("result").is_none(), "{got}");
+    let listed = request_2025(&mut gw, "tasks/list", json!({}));
+    assert!(
+        listed["result"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["taskId"] == id.as_str()),
+        "{listed}"
+    );
+    // An ended task cannot be cancelled.
+    let late = request_2025(&mut gw, "tasks/cancel", json!({"taskId": id}));
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+
+    // Cancelled while running: the task says so, and so does its result.
+    let long = request_2025(
+        &mut gw,
+        "tools/call",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 1, "b": 1, "ms": 20000}, "task": {}}),
+    );
+    let long_id = long["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancelled = request_2025(&mut gw, "tasks/cancel", json!({"taskId": long_id}));
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let after = request_2025(&mut gw, "tasks/result", json!({"taskId": long_id}));
+    assert!(
+        after["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cancelled")),
+        "{after}"
+    );
+
+    // Another connection's tasks do not exist for this one; a 2026-07-28
+    // request cannot reach them either.
+    let mut other = Raw::start_with(&sb, &[], json!({}));
+    let foreign = request_2025(&mut other, "tasks/get", json!({"taskId": id}));
+    assert_eq!(foreign["error"]["code"], -32602, "{foreign}");
+    let none = request_2025(&mut other, "tasks/list", json!({}));
+    assert_eq!(none["result"]["tasks"], json!([]), "{none}");
+    let stateless = request(&mut gw, "tasks/get", json!({"taskId": id}), true);
+    assert_eq!(stateless["error"]["code"], -32602, "{stateless}");
+}
+
+#[test]
+fn a_servers_question_in_a_2025_clients_task_is_asked_naming_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    let created = request_2025(
+        &mut gw,
+        "tools/call",
+        json!({"name": "mcp_every_simulate-research-query", "arguments": {"topic": "python", "ambiguous": true}, "task": {"ttl": 60000}}),
+    );
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    // The server's question comes to this client, naming the gateway's task.
+    let asked = gw.notification("elicitation/create");
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id.as_str(),
+        "{asked}"
+    );
+    let waiting = request_2025(&mut gw, "tasks/get", json!({"taskId": id}));
+    assert_eq!(waiting["result"]["status"], "input_required", "{waiting}");
+    let choice = asked["params"]["requestedSchema"]["properties"]["interpretation"]["oneOf"][0]
+        ["const"]
+        .clone();
+    assert!(choice.is_string(), "{asked}");
+    gw.send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"interpretation": choice}}}));
+    let result = request_2025(&mut gw, "tasks/result", json!({"taskId": id}));
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains(choice.as_str().unwrap()),
+        "the answer reached the server: {result}"
+    );
+}
+
+#[test]
+fn the_official_typescript_sdks_task_api_runs_tasks_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let out = std::process::Command::new("node")
+        .arg(workspace_root().join("bindings/cli/tests/gateway_ts_tasks_client.cjs"))
+        .arg(workspace_root().join("tests/peers"))
+        .arg(mcpmux_bin())
+        .arg(sb.path().join("mcpmux.toml"))
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(s["tasks"]["requests"]["tools"]["call"], json!({}), "{s:#}");
+    let sum = s["sum"].as_array().unwrap();
+    assert_eq!(sum[0][0], "taskCreated", "{s:#}");
+    let id = sum[0][1].as_str().unwrap();
+    assert!(id.starts_with("mcpmux-"), "{s:#}");
+    let last = sum.last().unwrap();
+    assert_eq!(last[0], "result", "{s:#}");
+    assert_eq!(last[1], "sum: 42", "{s:#}");
+    let research = s["research"].as_array().unwrap();
+    let research_id = research[0][1].as_str().unwrap();
+    assert_eq!(research.last().unwrap()[0], "result", "{s:#}");
+    // The question was asked of this client, naming the gateway's task.
+    assert_eq!(s["asked"], json!([{"taskId": research_id}]), "{s:#}");
+    let listed: Vec<&str> = s["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t[0].as_str().unwrap())
+        .collect();
+    assert!(
+        listed.contains(&id) && listed.contains(&research_id),
+        "{s:#}"
+    );
+}

@@ -77,10 +77,13 @@ impl Connection {
             budget.clone(),
         ))
         .abort_handle();
+        static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
         let downstream = Arc::new(Downstream {
+            id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
             out: out.clone(),
             budget: budget.clone(),
             capabilities: Mutex::new(Value::Null),
+            version: Mutex::new(String::new()),
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
         });
@@ -190,12 +193,20 @@ impl Connection {
         let table = self.inflight.clone();
         let task_key = key.clone();
         let budget = self.budget.clone();
+        let client = self.downstream.clone();
         let task = tokio::spawn(async move {
             // What a server's reader counts of the answer; given back if
             // this task ends without settling it (cancelled).
             let charge = AnswerCharge::new(budget);
             let _release = ReleaseOnDrop(charge.clone());
-            let answering = answer(&gateway, &id, &method, &params, &out, &log_level, &charge);
+            let requestor = Requestor {
+                id: &id,
+                out: &out,
+                log_level: &log_level,
+                client: &client,
+                stateless,
+            };
+            let answering = answer(&gateway, &requestor, &method, &params, &charge);
             // A SERVER span, child of the request's `_meta.traceparent`.
             let answered = telemetry::serve_via(via, &method, &params, answering).await;
             let answer = match answered {
@@ -230,6 +241,7 @@ impl Connection {
     fn attach(&self, params: &Value) {
         *self.downstream.capabilities.lock().unwrap() =
             params.get("capabilities").cloned().unwrap_or(Value::Null);
+        *self.downstream.version.lock().unwrap() = negotiated(params).to_owned();
         if let Some(relay) = &self.gateway.inner.relay {
             let target: Arc<dyn RelayTarget> = self.downstream.clone();
             relay.attach(Arc::downgrade(&target));
@@ -239,6 +251,7 @@ impl Connection {
     /// Cancels the client's calls in flight and stops forwarding.
     pub fn close(&self) {
         self.forwarder.abort();
+        super::stateful_tasks::forget(&self.gateway, self.downstream.id);
         for (_, task) in self.inflight.lock().unwrap().drain() {
             task.abort();
         }
@@ -259,17 +272,27 @@ type Waiters = HashMap<String, oneshot::Sender<Result<Value, Error>>>;
 
 /// One client as the target of relayed server requests.
 struct Downstream {
+    /// Which connection it is (unique in the process): what owns its
+    /// 2025-11-25 tasks.
+    id: u64,
     out: Out,
     /// What the relayed requests may hold.
     budget: ClientBudget,
     /// Its `initialize` capabilities.
     capabilities: Mutex<Value>,
+    /// The revision its `initialize` negotiated (empty before).
+    version: Mutex<String>,
     /// Our request id → who waits for the answer.
     pending: Arc<Mutex<Waiters>>,
     next_id: AtomicU64,
 }
 
 impl Downstream {
+    /// Whether its revision has the protocol's own tasks (2025-11-25).
+    fn has_tasks(&self) -> bool {
+        super::stateful_tasks::in_revision(&self.version.lock().unwrap())
+    }
+
     /// Hands an answer from the client to the relayed request it answers.
     fn answered(&self, msg: &Value) {
         let Some(id) = msg.get("id").and_then(Value::as_str) else {
@@ -379,17 +402,27 @@ impl RelayTarget for Downstream {
     }
 }
 
+/// Who sent a request, and what answering it needs of them.
+struct Requestor<'a> {
+    /// The request's id.
+    id: &'a Value,
+    out: &'a Out,
+    log_level: &'a LogLevel,
+    client: &'a Arc<Downstream>,
+    /// The request is of the stateless 2026-07-28 revision.
+    stateless: bool,
+}
+
 /// The result of one request, or the error to answer with. A tool's result
 /// is counted against `charge` as soon as it is read.
 async fn answer(
     gateway: &Gateway,
-    id: &Value,
+    requestor: &Requestor<'_>,
     method: &str,
     params: &Value,
-    out: &Out,
-    log_level: &LogLevel,
     charge: &Arc<AnswerCharge>,
 ) -> Result<Value, Error> {
+    let (id, out, log_level) = (requestor.id, requestor.out, requestor.log_level);
     let hub = gateway.hub();
     let string = |key: &str| -> Result<&str, Error> {
         params
@@ -401,6 +434,11 @@ async fn answer(
         "initialize" => {
             let mut answer = initialize(params);
             advertise_extensions(gateway, &mut answer);
+            if super::stateful_tasks::in_revision(negotiated(params))
+                && super::tasks::any_server_has_tasks(gateway)
+            {
+                answer["capabilities"]["tasks"] = super::stateful_tasks::capability();
+            }
             if let Some(text) = merged_instructions(&hub.instructions()) {
                 answer["instructions"] = text.into();
             }
@@ -416,6 +454,19 @@ async fn answer(
         "events/stream" => super::events::stream(gateway, params, id, out).await,
         "events/subscribe" => super::events::subscribe(gateway, params).await,
         "events/unsubscribe" => super::events::unsubscribe(gateway, params).await,
+        "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+            if !requestor.stateless
+                && !super::tasks::declared(params)
+                && requestor.client.has_tasks() =>
+        {
+            let owner = requestor.client.id;
+            match method {
+                "tasks/get" => super::stateful_tasks::get(gateway, params, owner),
+                "tasks/result" => super::stateful_tasks::result(gateway, params, owner).await,
+                "tasks/list" => super::stateful_tasks::list(gateway, params, owner),
+                _ => super::stateful_tasks::cancel(gateway, params, owner),
+            }
+        }
         "tasks/get" | "tasks/update" | "tasks/cancel" => {
             if !super::tasks::declared(params) {
                 return Err(super::tasks::missing_capability());
@@ -429,6 +480,14 @@ async fn answer(
         }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),
+        "tools/call"
+            if !requestor.stateless
+                && super::stateful_tasks::requested(params)
+                && requestor.client.has_tasks()
+                && gateway.inner.options.mode == GatewayMode::Full =>
+        {
+            call_as_task(gateway, requestor, params)
+        }
         "tools/call" => Ok(call(gateway, params, out, charge).await),
         "resources/list" => Ok(json!({
             "resources": super::apps::listed_resources(gateway, hub.list_resources(None).await?)
@@ -508,12 +567,7 @@ async fn answer(
 /// The answer to `initialize`: the client's revision when the gateway
 /// speaks it, else the newest.
 fn initialize(params: &Value) -> Value {
-    let asked = params["protocolVersion"].as_str().unwrap_or("");
-    let version = if protocol::STATEFUL_VERSIONS.contains(&asked) {
-        asked
-    } else {
-        protocol::LATEST_STATEFUL_VERSION
-    };
+    let version = negotiated(params);
     json!({
         "protocolVersion": version,
         "capabilities": {
@@ -525,6 +579,16 @@ fn initialize(params: &Value) -> Value {
         },
         "serverInfo": {"name": "mcpmux-gateway", "version": env!("CARGO_PKG_VERSION")},
     })
+}
+
+/// The revision an `initialize` with `params` gets.
+fn negotiated(params: &Value) -> &str {
+    let asked = params["protocolVersion"].as_str().unwrap_or("");
+    if protocol::STATEFUL_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        protocol::LATEST_STATEFUL_VERSION
+    }
 }
 
 /// The extensions the gateway implements for its clients, declared in its
@@ -761,6 +825,47 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerC
             "isError": true
         })
     })
+}
+
+/// A 2025-11-25 client's `tools/call` with `params.task`: a task of the
+/// gateway's at once (see `stateful_tasks`), the call in the background.
+fn call_as_task(
+    gateway: &Gateway,
+    requestor: &Requestor<'_>,
+    params: &Value,
+) -> Result<Value, Error> {
+    let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    let progress = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    let (gw, name, arguments, out) = (
+        gateway.clone(),
+        name.to_owned(),
+        params.get("arguments").filter(|a| !a.is_null()).cloned(),
+        requestor.out.clone(),
+    );
+    let client: Arc<dyn RelayTarget> = requestor.client.clone();
+    super::stateful_tasks::call(
+        gateway,
+        params,
+        requestor.client.id,
+        Arc::downgrade(&client),
+        move |opts| {
+            Box::pin(async move {
+                // A tool's failure is the task's result, as a plain call's.
+                let result =
+                    call_hub_tool_with(&gw, &name, arguments.as_ref(), progress, &out, opts).await;
+                Ok(result.unwrap_or_else(|e| {
+                    json!({
+                        "content": [{"type": "text", "text": format!("{}: {e}", e.code())}],
+                        "isError": true
+                    })
+                }))
+            })
+        },
+    )
 }
 
 /// Calls the tool the client knows as `name` through the policy, its

@@ -20,6 +20,7 @@ pub mod http;
 mod input_required;
 mod out;
 pub mod relay;
+mod stateful_tasks;
 pub mod stdio;
 mod tasks;
 

@@ -52,7 +52,7 @@ struct TaskRoute {
 }
 
 /// The `_meta` key a server puts on a request sent for one of its tasks.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// Clients attached at once that the relay remembers (older ones are
 /// forgotten first).

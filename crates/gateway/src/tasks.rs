@@ -19,6 +19,10 @@
 //! [`TTL`] after its creation, then forgotten. Past the count a call is
 //! answered as a plain call; a result past the bytes fails its task with
 //! `LIMIT_EXCEEDED`. The gateway's tasks live in this replica's memory.
+//!
+//! The same store holds the tasks of 2025-11-25 clients (the protocol's own
+//! tasks, `stateful_tasks`): those belong to the connection that made them,
+//! ask their questions as requests to it, and may ask for a shorter TTL.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,7 +34,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
-use super::relay::RelayTarget;
+use super::relay::{RelayTarget, RELATED_TASK};
 use super::Gateway;
 
 /// The extension's name.
@@ -46,7 +50,7 @@ pub(crate) const MAX_STORED_BYTES: usize = 256 << 20;
 pub(crate) const TTL: Duration = Duration::from_secs(300);
 
 /// The poll interval the gateway suggests (`pollIntervalMs`).
-const POLL_INTERVAL_MS: u64 = 250;
+pub(crate) const POLL_INTERVAL_MS: u64 = 250;
 
 /// Most questions one task may have open at once.
 const MAX_OPEN_INPUTS: usize = 16;
@@ -66,34 +70,46 @@ pub(crate) struct Tasks {
 pub(crate) struct GatewayTask {
     /// Itself, for the relay (which holds it weakly).
     me: std::sync::Weak<GatewayTask>,
-    id: String,
+    pub(crate) id: String,
     created: Instant,
-    created_at: String,
+    pub(crate) created_at: String,
+    /// How long it is kept after its creation once it ended.
+    pub(crate) ttl: Duration,
+    /// The 2025-11-25 connection it belongs to (`None`: a 2026-07-28
+    /// task, which whoever holds its id may use).
+    pub(crate) owner: Option<u64>,
+    /// Who a 2025-11-25 task asks its questions (its client, held weakly:
+    /// a closed connection answers nothing); `None`: `inputRequests`.
+    asker: Option<std::sync::Weak<dyn RelayTarget>>,
+    /// Flips to true once the task ended (`tasks/result` waits on it).
+    ended: tokio::sync::watch::Sender<bool>,
     state: Mutex<TaskState>,
     /// The background call; aborting it cancels the server's task.
-    call: Mutex<Option<AbortHandle>>,
+    pub(crate) call: Mutex<Option<AbortHandle>>,
     /// Bytes of its result counted in [`Tasks::stored`].
     stored: std::sync::atomic::AtomicUsize,
 }
 
-struct TaskState {
+pub(crate) struct TaskState {
     /// Handed to the client yet (questions before that have nobody to ask).
-    published: bool,
-    status: &'static str,
-    message: Option<String>,
-    last_updated_at: String,
-    result: Option<Value>,
-    error: Option<Value>,
+    pub(crate) published: bool,
+    pub(crate) status: &'static str,
+    pub(crate) message: Option<String>,
+    pub(crate) last_updated_at: String,
+    pub(crate) result: Option<Value>,
+    pub(crate) error: Option<Value>,
     /// Open questions: key, `{method, params}`, who waits for the answer.
     inputs: Vec<(String, Value, oneshot::Sender<Value>)>,
     next_key: u64,
+    /// Questions of a 2025-11-25 task waiting for its client's answer.
+    asking: usize,
 }
 
 fn now() -> String {
     mcpmux_policy::audit::rfc3339(SystemTime::now())
 }
 
-fn terminal(status: &str) -> bool {
+pub(crate) fn terminal(status: &str) -> bool {
     matches!(status, "completed" | "failed" | "cancelled")
 }
 
@@ -128,7 +144,7 @@ pub(crate) fn missing_capability() -> Error {
     }
 }
 
-fn unknown_task(id: &str) -> Error {
+pub(crate) fn unknown_task(id: &str) -> Error {
     Error::ServerError {
         code: -32602,
         message: format!("unknown task: {id:.200}"),
@@ -149,6 +165,16 @@ pub(crate) fn random_id(prefix: &str) -> Option<String> {
 
 impl GatewayTask {
     fn new() -> Option<Arc<GatewayTask>> {
+        GatewayTask::with_owner(None, TTL, None)
+    }
+
+    /// A task of the 2025-11-25 connection `owner` (see the fields), or,
+    /// with `None`s, of the tasks extension.
+    pub(crate) fn with_owner(
+        owner: Option<u64>,
+        ttl: Duration,
+        asker: Option<std::sync::Weak<dyn RelayTarget>>,
+    ) -> Option<Arc<GatewayTask>> {
         let id = random_id("mcpmux-")?;
         let at = now();
         Some(Arc::new_cyclic(|me| GatewayTask {
@@ -156,6 +182,10 @@ impl GatewayTask {
             id,
             created: Instant::now(),
             created_at: at.clone(),
+            ttl,
+            owner,
+            asker,
+            ended: tokio::sync::watch::channel(false).0,
             state: Mutex::new(TaskState {
                 published: false,
                 status: "working",
@@ -165,6 +195,7 @@ impl GatewayTask {
                 error: None,
                 inputs: Vec::new(),
                 next_key: 0,
+                asking: 0,
             }),
             call: Mutex::new(None),
             stored: Default::default(),
@@ -175,7 +206,7 @@ impl GatewayTask {
         self.me.upgrade()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, TaskState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -190,7 +221,7 @@ impl GatewayTask {
         }
         task.insert("createdAt".into(), self.created_at.clone().into());
         task.insert("lastUpdatedAt".into(), state.last_updated_at.clone().into());
-        task.insert("ttlMs".into(), (TTL.as_millis() as u64).into());
+        task.insert("ttlMs".into(), (self.ttl.as_millis() as u64).into());
         task.insert("pollIntervalMs".into(), POLL_INTERVAL_MS.into());
         match state.status {
             "completed" => {
@@ -226,7 +257,7 @@ impl GatewayTask {
         v
     }
 
-    fn set_status(&self, status: &'static str, message: Option<String>) {
+    pub(crate) fn set_status(&self, status: &'static str, message: Option<String>) {
         let mut state = self.lock();
         if terminal(state.status) {
             return;
@@ -234,6 +265,26 @@ impl GatewayTask {
         state.status = status;
         state.message = message;
         state.last_updated_at = now();
+        if terminal(status) {
+            self.ended.send_replace(true);
+        }
+    }
+
+    /// Waits until the task ended (at once when it has).
+    pub(crate) async fn wait_ended(&self) {
+        let mut ended = self.ended.subscribe();
+        // The sender lives in `self`, so this only returns once it is true.
+        let _ = ended.wait_for(|ended| *ended).await;
+    }
+
+    /// Cancels it, and with it the server's task (an ended task is left
+    /// as it is).
+    pub(crate) fn cancel(&self, why: &str) {
+        self.set_status("cancelled", Some(why.into()));
+        self.lock().inputs.clear();
+        if let Some(call) = self.call.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            call.abort();
+        }
     }
 
     /// The call's outcome, once it ended (a cancelled task stays so).
@@ -244,6 +295,7 @@ impl GatewayTask {
         }
         state.inputs.clear();
         state.last_updated_at = now();
+        self.ended.send_replace(true);
         match outcome {
             Ok(result) => {
                 state.status = "completed";
@@ -272,6 +324,9 @@ impl GatewayTask {
     /// A question the server asks within the call: shown as
     /// `inputRequests` until `tasks/update` answers it.
     async fn ask(self: Arc<Self>, request: ServerRequest) -> Result<Value, Error> {
+        if let Some(asker) = &self.asker {
+            return self.ask_client(asker.upgrade(), request).await;
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut state = self.lock();
@@ -300,10 +355,70 @@ impl GatewayTask {
         })
     }
 
+    /// A 2025-11-25 task's question: sent to its client as a request of
+    /// the gateway's naming this task (`_meta` related-task, the server's
+    /// own task id replaced), the task `input_required` while it waits.
+    async fn ask_client(
+        &self,
+        client: Option<Arc<dyn RelayTarget>>,
+        request: ServerRequest,
+    ) -> Result<Value, Error> {
+        let Some(client) = client else {
+            return Err(Error::TransportClosed(format!(
+                "task {}: its client went away; nobody to ask",
+                self.id
+            )));
+        };
+        if !client.accepts(&request.method) {
+            return Err(Error::ServerError {
+                code: -32601,
+                message: format!(
+                    "{}: the gateway's client did not declare the capability",
+                    request.method
+                ),
+                data: None,
+            });
+        }
+        {
+            let mut state = self.lock();
+            if terminal(state.status) {
+                return Err(Error::Cancelled(format!("task {} ended", self.id)));
+            }
+            if state.asking >= MAX_OPEN_INPUTS {
+                return Err(Error::LimitExceeded(format!(
+                    "task {} already has {MAX_OPEN_INPUTS} open questions",
+                    self.id
+                )));
+            }
+            state.asking += 1;
+            state.status = "input_required";
+            state.last_updated_at = now();
+        }
+        let mut params = match request.params {
+            Value::Object(p) => p,
+            _ => Map::new(),
+        };
+        let meta = params
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        meta[RELATED_TASK] = json!({ "taskId": self.id });
+        let answer = client.request(&request.method, Value::Object(params)).await;
+        let mut state = self.lock();
+        state.asking -= 1;
+        if state.asking == 0 && state.status == "input_required" {
+            state.status = "working";
+            state.last_updated_at = now();
+        }
+        answer
+    }
+
     /// Handlers that ask the client through this task once it was handed
     /// out, and through `before` (the client's input-required rounds)
     /// until then.
-    fn handlers(self: &Arc<Self>, before: Option<ClientHandlers>) -> ClientHandlers {
+    pub(crate) fn handlers(self: &Arc<Self>, before: Option<ClientHandlers>) -> ClientHandlers {
         let handler = |task: Arc<GatewayTask>, before: Option<RequestHandler>| -> RequestHandler {
             Arc::new(move |request| {
                 let task = task.clone();
@@ -356,7 +471,7 @@ impl RelayTarget for GatewayTask {
 impl Tasks {
     /// Ends `task` with the call's outcome, a result counted against
     /// [`MAX_STORED_BYTES`] (one that does not fit fails the task).
-    fn finish(&self, task: &GatewayTask, outcome: Result<Value, Error>) {
+    pub(crate) fn finish(&self, task: &GatewayTask, outcome: Result<Value, Error>) {
         use std::sync::atomic::Ordering;
         let outcome = match outcome {
             Ok(result) => {
@@ -380,7 +495,7 @@ impl Tasks {
         task.finish(outcome);
     }
 
-    fn get(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
+    pub(crate) fn get(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
         self.map
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -391,11 +506,11 @@ impl Tasks {
 
     /// Keeps `task`, unless [`MAX_TASKS`] are kept even after forgetting
     /// the ended ones past their [`TTL`].
-    fn insert(&self, task: &Arc<GatewayTask>) -> bool {
+    pub(crate) fn insert(&self, task: &Arc<GatewayTask>) -> bool {
         use std::sync::atomic::Ordering;
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, t| {
-            let expired = terminal(t.lock().status) && t.created.elapsed() > TTL;
+            let expired = terminal(t.lock().status) && t.created.elapsed() > t.ttl;
             if expired {
                 self.stored
                     .fetch_sub(t.stored.swap(0, Ordering::Relaxed), Ordering::Relaxed);
@@ -411,13 +526,39 @@ impl Tasks {
 
     /// `tasks/get`.
     pub(crate) fn get_detailed(&self, params: &Value) -> Result<Value, Error> {
-        Ok(self.get(task_id(params)?)?.detailed())
+        Ok(self.get_shared(task_id(params)?)?.detailed())
+    }
+
+    /// A task of the extension's (a 2025-11-25 connection's own tasks are
+    /// not shared).
+    fn get_shared(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
+        self.get(id)
+            .ok()
+            .filter(|t| t.owner.is_none())
+            .ok_or_else(|| unknown_task(id))
+    }
+
+    /// The tasks of the 2025-11-25 connection `owner`, oldest first.
+    pub(crate) fn owned_by(&self, owner: u64) -> Vec<Arc<GatewayTask>> {
+        let mut owned: Vec<_> = self
+            .map
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|t| {
+                t.owner == Some(owner)
+                    && !(terminal(t.lock().status) && t.created.elapsed() > t.ttl)
+            })
+            .cloned()
+            .collect();
+        owned.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+        owned
     }
 
     /// `tasks/update`: answers the open questions it names (others are
     /// ignored, as the extension says).
     pub(crate) fn update(&self, params: &Value) -> Result<Value, Error> {
-        let task = self.get(task_id(params)?)?;
+        let task = self.get_shared(task_id(params)?)?;
         let responses = params
             .get("inputResponses")
             .and_then(Value::as_object)
@@ -443,12 +584,8 @@ impl Tasks {
     /// `tasks/cancel`: the task is cancelled, and with it the server's
     /// (an ended one is left as it is; the answer is the same).
     pub(crate) fn cancel(&self, params: &Value) -> Result<Value, Error> {
-        let task = self.get(task_id(params)?)?;
-        task.set_status("cancelled", Some("cancelled by the client".into()));
-        task.lock().inputs.clear();
-        if let Some(call) = task.call.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            call.abort();
-        }
+        self.get_shared(task_id(params)?)?
+            .cancel("cancelled by the client");
         Ok(json!({}))
     }
 }
@@ -464,7 +601,7 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn task_id(params: &Value) -> Result<&str, Error> {
+pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
     params
         .get("taskId")
         .and_then(Value::as_str)
