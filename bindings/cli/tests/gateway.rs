@@ -8,9 +8,9 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
+use common::http_gateway::HttpGateway;
 use common::raw_gateway::Raw;
 use common::*;
 use serde_json::{json, Value};
@@ -365,56 +365,7 @@ fn a_server_offering_nothing_is_named_on_stderr_with_the_key_to_add() {
     );
 }
 
-/// `mcpmux gateway --http 127.0.0.1:0` with a token; the address it
-/// printed.
-struct HttpGateway {
-    child: std::process::Child,
-    url: String,
-}
-
 impl HttpGateway {
-    fn start(sb: &Sandbox, token: &str) -> HttpGateway {
-        HttpGateway::start_with(sb, token, &[])
-    }
-
-    /// With `extra` flags of `mcpmux gateway`.
-    fn start_with(sb: &Sandbox, token: &str, extra: &[&str]) -> HttpGateway {
-        let mut child = Command::new(mcpmux_bin())
-            .arg("--config")
-            .arg(sb.path().join("mcpmux.toml"))
-            .args([
-                "gateway",
-                "--http",
-                "127.0.0.1:0",
-                "--token-env",
-                "GW_TOKEN",
-            ])
-            .args(extra)
-            .env("GW_TOKEN", token)
-            .current_dir(sb.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let url = loop {
-            let line = rx
-                .recv_timeout(HANG)
-                .expect("the gateway never said where it serves");
-            if let Some(at) = line.split("serving MCP at ").nth(1) {
-                break at.trim().to_owned();
-            }
-        };
-        HttpGateway { child, url }
-    }
-
     /// A raw POST with `headers`; the status and body (Python's urllib,
     /// which reads chunked and streamed bodies).
     fn post(&self, body: &Value, headers: &[(&str, &str)]) -> (u16, String) {
@@ -442,13 +393,6 @@ print(text, end="")
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (status, body) = text.split_once('\n').unwrap_or(("0", ""));
         (status.trim().parse().unwrap_or(0), body.to_owned())
-    }
-}
-
-impl Drop for HttpGateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

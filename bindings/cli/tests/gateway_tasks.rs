@@ -9,6 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::http_gateway::HttpGateway;
 use common::raw_gateway::Raw;
 use common::*;
 use serde_json::{json, Value};
@@ -568,15 +569,13 @@ fn a_servers_question_in_a_2025_clients_task_is_asked_naming_the_task() {
     );
 }
 
-#[test]
-fn the_official_typescript_sdks_task_api_runs_tasks_through_the_gateway() {
-    let dir = tempfile::tempdir().unwrap();
-    let sb = sandbox(&dir.path().join("rmcp.log"));
+/// Runs `gateway_ts_tasks_client.cjs` (the official TypeScript SDK
+/// client's task API) with `args`, and checks its summary.
+fn check_ts_tasks_client(args: &[&std::ffi::OsStr]) {
     let out = std::process::Command::new("node")
         .arg(workspace_root().join("bindings/cli/tests/gateway_ts_tasks_client.cjs"))
         .arg(workspace_root().join("tests/peers"))
-        .arg(mcpmux_bin())
-        .arg(sb.path().join("mcpmux.toml"))
+        .args(args)
         .output()
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -610,4 +609,18 @@ fn the_official_typescript_sdks_task_api_runs_tasks_through_the_gateway() {
         listed.contains(&id) && listed.contains(&research_id),
         "{s:#}"
     );
+}
+
+#[test]
+fn the_official_typescript_sdks_task_api_runs_tasks_through_the_gateway() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let (bin, config) = (mcpmux_bin(), sb.path().join("mcpmux.toml"));
+    check_ts_tasks_client(&["stdio".as_ref(), bin.as_os_str(), config.as_os_str()]);
+    let gw = HttpGateway::start(&sb, "tok-tasks-secret");
+    check_ts_tasks_client(&[
+        "http".as_ref(),
+        gw.url.as_ref(),
+        "tok-tasks-secret".as_ref(),
+    ]);
 }

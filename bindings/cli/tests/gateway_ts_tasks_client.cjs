@@ -1,18 +1,20 @@
-// Drives `mcpmux gateway` over stdio with the official MCP TypeScript SDK
+// Drives `mcpmux gateway` over stdio or Streamable HTTP with the official MCP TypeScript SDK
 // client's task API (2025-11-25 tasks, `client.experimental.tasks`): a tool
 // run as a task to its result, a task whose server asks a question (the
 // SDK's elicitation handler answers it), the client's task list. Prints one
 // JSON summary line.
 //
-// usage: node gateway_ts_tasks_client.cjs PEERS_DIR MCPMUX_BIN CONFIG
+// usage: node gateway_ts_tasks_client.cjs PEERS_DIR stdio MCPMUX_BIN CONFIG
+//        node gateway_ts_tasks_client.cjs PEERS_DIR http URL TOKEN
 'use strict'
 const path = require('node:path')
 const { createRequire } = require('node:module')
 
-const [peers, bin, config] = process.argv.slice(2)
+const [peers, mode, a, b] = process.argv.slice(2)
 const sdk = createRequire(path.join(peers, 'package.json'))
 const { Client } = sdk('@modelcontextprotocol/sdk/client/index.js')
 const { StdioClientTransport } = sdk('@modelcontextprotocol/sdk/client/stdio.js')
+const { StreamableHTTPClientTransport } = sdk('@modelcontextprotocol/sdk/client/streamableHttp.js')
 const { ElicitRequestSchema } = sdk('@modelcontextprotocol/sdk/types.js')
 
 // Every message of one task-augmented call, as `type` plus what matters.
@@ -29,7 +31,12 @@ async function stream(client, name, args) {
 }
 
 async function main() {
-  const transport = new StdioClientTransport({ command: bin, args: ['--config', config, 'gateway'], stderr: 'inherit' })
+  const transport =
+    mode === 'stdio'
+      ? new StdioClientTransport({ command: a, args: ['--config', b, 'gateway'], stderr: 'inherit' })
+      : new StreamableHTTPClientTransport(new URL(a), {
+          requestInit: { headers: { Authorization: `Bearer ${b}` } },
+        })
   const client = new Client({ name: 'gateway-ts-tasks', version: '0.0.0' }, { capabilities: { elicitation: {} } })
   const asked = []
   client.setRequestHandler(ElicitRequestSchema, async (req) => {

@@ -20,6 +20,7 @@ use tempfile::TempDir;
 
 pub use mcpmux_test_support::*;
 
+pub mod http_gateway;
 pub mod raw_gateway;
 
 /// How long one `mcpmux` run may take before the test kills it and fails.
