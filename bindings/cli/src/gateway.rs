@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 use mcpmux_core::{Error, Hub};
 use mcpmux_gateway::http::check_bind;
 use mcpmux_gateway::{
-    serve_http, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
-    DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
+    serve_http_until, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
+    SessionKeys, DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
 };
 use mcpmux_policy::SessionPolicy;
 use serde_json::{json, Value};
@@ -58,6 +58,15 @@ pub struct GatewayArgs {
     /// MiB of answers held for every client together; past it, requests get JSON-RPC -32000 "gateway busy".
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_TOTAL_BUDGET_BYTES >> 20)]
     pub total_budget_mib: usize,
+    /// With --http: seal session ids with the key in FILE (lines `<key id> <64 hex digits>`: the current key, then optionally the previous one, which only opens), so that every replica given the same file carries on any replica's sessions. Mode 0600.
+    #[arg(long, value_name = "FILE")]
+    pub session_key_file: Option<PathBuf>,
+    /// With --http: this replica's name, the prefix of the session ids it hands out (1 to 32 of A-Z a-z 0-9 - _; default: random).
+    #[arg(long, value_name = "NAME")]
+    pub replica: Option<String>,
+    /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit [default: 0, exit at once].
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub drain_seconds: u64,
 }
 
 impl GatewayArgs {
@@ -80,6 +89,25 @@ impl GatewayArgs {
             .with_expose_all(self.expose_all)
             .with_client_budget_bytes(mib("--client-budget-mib", self.client_budget_mib)?)
             .with_total_budget_bytes(mib("--total-budget-mib", self.total_budget_mib)?))
+    }
+
+    /// The keys session ids are sealed with (`--session-key-file`, else a
+    /// random key of this process) under `--replica`'s name, checked
+    /// before any server starts.
+    pub fn session_keys(&self) -> Result<SessionKeys, Error> {
+        let replica = self.replica.as_deref();
+        match &self.session_key_file {
+            Some(path) => SessionKeys::from_file(path, replica),
+            None => SessionKeys::ephemeral(replica),
+        }
+    }
+
+    /// `--drain-seconds`, checked against the timeout cap.
+    pub fn drain_time(&self) -> Result<std::time::Duration, Error> {
+        if self.drain_seconds == 0 {
+            return Ok(std::time::Duration::ZERO);
+        }
+        mcpmux_core::contract::seconds("--drain-seconds", self.drain_seconds as f64)
     }
 
     /// Where to serve HTTP and the token, checked before any server
@@ -135,6 +163,7 @@ pub async fn run(
     config_flag: Option<&std::path::Path>,
     relay: Option<Relay>,
     stdin: Option<StdinReader>,
+    interrupted: impl std::future::Future<Output = Error>,
 ) -> Result<(), Error> {
     let options = args.options()?;
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
@@ -180,17 +209,26 @@ pub async fn run(
             let mut options = HttpOptions::default()
                 .with_max_message_bytes(max_message_bytes)
                 .with_allowed_hosts(args.allowed_host.clone())
-                .with_max_connections(args.max_connections);
+                .with_max_connections(args.max_connections)
+                .with_session_keys(args.session_keys()?)
+                .with_drain_time(args.drain_time()?);
             options.token = token;
             options
         };
-        return serve_http(gateway, listener, options).await;
+        let shutdown = async {
+            let why = interrupted.await;
+            let _ = writeln!(std::io::stderr(), "mcpmux gateway: {why}; draining");
+        };
+        return serve_http_until(gateway, listener, options, shutdown).await;
     }
     let stdin = stdin.unwrap_or_else(|| {
         use tokio::io::AsyncReadExt;
         std::io::Cursor::new(Vec::new()).chain(tokio::io::BufReader::new(tokio::io::stdin()))
     });
-    serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes).await
+    tokio::select! {
+        r = serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes) => r,
+        _ = interrupted => Ok(()),
+    }
 }
 
 /// The stdio gateway's input: the client's first message (read before the

@@ -417,6 +417,8 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
         args.http()?;
+        args.session_keys()?;
+        args.drain_time()?;
     }
     if let Command::Tools { format: Some(f) } = &cli.command {
         if !mcpmux_core::tool_format::FORMATS.contains(&f.as_str()) {
@@ -516,10 +518,15 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     }
     if let Command::Gateway(args) = &cli.command {
         // Served until stdin closes or the gateway is interrupted.
-        let outcome = tokio::select! {
-            r = gateway::run(&hub, args, cli.config.as_deref(), relay, stdin) => r,
-            _ = &mut interrupted => Ok(()),
-        };
+        let outcome = gateway::run(
+            &hub,
+            args,
+            cli.config.as_deref(),
+            relay,
+            stdin,
+            &mut interrupted,
+        )
+        .await;
         hub.close().await;
         return outcome.map(|()| 0);
     }

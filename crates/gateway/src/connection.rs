@@ -248,6 +248,13 @@ impl Connection {
         }
     }
 
+    /// Carries on a session begun elsewhere (another replica, or this one
+    /// before a restart): the client's revision and capabilities as its
+    /// `initialize` gave them.
+    pub(crate) fn resume(&self, version: &str, capabilities: &Value) {
+        self.attach(&json!({ "protocolVersion": version, "capabilities": capabilities }));
+    }
+
     /// Cancels the client's calls in flight and stops forwarding.
     pub fn close(&self) {
         self.forwarder.abort();
@@ -582,7 +589,7 @@ fn initialize(params: &Value) -> Value {
 }
 
 /// The revision an `initialize` with `params` gets.
-fn negotiated(params: &Value) -> &str {
+pub(crate) fn negotiated(params: &Value) -> &str {
     let asked = params["protocolVersion"].as_str().unwrap_or("");
     if protocol::STATEFUL_VERSIONS.contains(&asked) {
         asked

@@ -39,7 +39,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -56,6 +56,7 @@ use tokio::sync::{mpsc, Semaphore};
 use super::budget::{Held, Outgoing};
 use super::connection::{error_answer, Connection};
 use super::out::Out;
+use super::session_token::{SessionKeys, SessionState};
 use super::Gateway;
 use mcpmux_core::error::Error;
 use mcpmux_core::internal::stateless;
@@ -76,6 +77,63 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 const STREAM_QUEUE: usize = 256;
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How often a draining gateway looks whether it may stop.
+const DRAIN_CHECK: Duration = Duration::from_millis(50);
+
+/// Sessions ended by `DELETE` that a replica remembers (so their tokens do
+/// not carry them on here again).
+const MAX_ENDED: usize = 4096;
+
+/// One request being answered, until its response body is sent.
+struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    fn start(count: &Arc<AtomicUsize>) -> InFlight {
+        count.fetch_add(1, Ordering::Relaxed);
+        InFlight(count.clone())
+    }
+
+    /// `body`, counted until it is sent or dropped.
+    fn hold(self, body: Body) -> Body {
+        Body::new(CountedBody {
+            body,
+            _counted: self,
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that keeps its request counted as in flight.
+struct CountedBody {
+    body: Body,
+    _counted: InFlight,
+}
+
+impl hyper::body::Body for CountedBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
@@ -110,6 +168,13 @@ pub struct HttpOptions {
     /// may wait for a client that does not read it, before the connection
     /// is closed.
     pub idle_timeout: Duration,
+    /// The keys session ids are sealed with (`--session-key-file`) and
+    /// this replica's name; `None`: a random key of this process.
+    pub session_keys: Option<Arc<SessionKeys>>,
+    /// How long [`serve_http_until`] drains before it returns: answering
+    /// `/readyz` with 503 and refusing new sessions, while what is in
+    /// flight finishes (`--drain-seconds`). Zero: it returns at once.
+    pub drain_time: Duration,
 }
 
 impl Default for HttpOptions {
@@ -122,6 +187,8 @@ impl Default for HttpOptions {
             max_sessions: MAX_SESSIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            session_keys: None,
+            drain_time: Duration::ZERO,
         }
     }
 }
@@ -130,6 +197,18 @@ impl HttpOptions {
     /// The defaults ([`HttpOptions::default`]).
     pub fn new() -> Self {
         HttpOptions::default()
+    }
+
+    /// Sets [`HttpOptions::session_keys`].
+    pub fn with_session_keys(mut self, keys: SessionKeys) -> Self {
+        self.session_keys = Some(Arc::new(keys));
+        self
+    }
+
+    /// Sets [`HttpOptions::drain_time`].
+    pub fn with_drain_time(mut self, drain_time: Duration) -> Self {
+        self.drain_time = drain_time;
+        self
     }
 
     /// Sets [`HttpOptions::token`].
@@ -209,6 +288,20 @@ pub async fn serve_http(
     listener: TcpListener,
     options: HttpOptions,
 ) -> Result<(), Error> {
+    serve_http_until(gateway, listener, options, std::future::pending()).await
+}
+
+/// [`serve_http`] until `shutdown` resolves, then drains for at most
+/// [`HttpOptions::drain_time`]: `/readyz` answers 503, a new session is
+/// refused (503), everything else is still served, and it returns as soon
+/// as no request is being answered (or the time is up). Streams a client
+/// keeps open (`GET`) do not hold it.
+pub async fn serve_http_until(
+    gateway: Gateway,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
     let local = listener
         .local_addr()
         .map_err(|e| Error::Internal(format!("gateway: local address: {e}")))?;
@@ -218,13 +311,23 @@ pub async fn serve_http(
     for host in &options.allowed_hosts {
         origins.extend([format!("http://{host}"), format!("https://{host}")]);
     }
+    let keys = match &options.session_keys {
+        Some(keys) => keys.clone(),
+        None => Arc::new(SessionKeys::ephemeral(None)?),
+    };
     let state = Arc::new(State {
         gateway,
         sessions: Mutex::default(),
+        ended: Mutex::default(),
         origins,
         enforce_host,
+        keys,
+        draining: AtomicBool::new(false),
+        in_flight: Arc::new(AtomicUsize::new(0)),
         options,
     });
+    let mut shutdown = std::pin::pin!(shutdown);
+    let mut drain_until: Option<tokio::time::Instant> = None;
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(hyper_util::rt::TokioTimer::new())
@@ -232,7 +335,25 @@ pub async fn serve_http(
     let slots = Arc::new(Semaphore::new(state.options.max_connections.max(1)));
     let door = Arc::new(Door::default());
     loop {
-        let (stream, peer) = match listener.accept().await {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown, if drain_until.is_none() => {
+                if state.options.drain_time.is_zero() {
+                    return Ok(());
+                }
+                state.draining.store(true, Ordering::Relaxed);
+                drain_until = Some(tokio::time::Instant::now() + state.options.drain_time);
+                continue;
+            }
+            () = tokio::time::sleep(DRAIN_CHECK), if drain_until.is_some() => {
+                let idle = state.in_flight.load(Ordering::Relaxed) == 0;
+                if idle || drain_until.is_some_and(|t| tokio::time::Instant::now() >= t) {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             // Out of descriptors and the like: try again, never exit.
             Err(e) => {
@@ -262,11 +383,18 @@ pub async fn serve_http(
                 inner: stream,
                 stall: stall.clone(),
             };
-            let service = hyper::service::service_fn(move |req| {
+            let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let (state, door) = (state.clone(), door.clone());
                 async move {
+                    // Counted until its body is sent (a draining gateway
+                    // waits for it); a GET stream is not counted.
+                    let counted =
+                        (req.method() != Method::GET).then(|| InFlight::start(&state.in_flight));
                     let mut response = handle(&state, req, peer).await;
                     door.answering(&mut response);
+                    if let Some(counted) = counted {
+                        response = response.map(|body| counted.hold(body));
+                    }
                     Ok::<_, Infallible>(response)
                 }
             });
@@ -413,6 +541,15 @@ impl Watched {
 struct State {
     gateway: Gateway,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Sessions ended here by `DELETE` (their tokens would open again),
+    /// the newest [`MAX_ENDED`].
+    ended: Mutex<VecDeque<String>>,
+    /// What session ids are sealed with.
+    keys: Arc<SessionKeys>,
+    /// Shutting down: `/readyz` is 503 and new sessions are refused.
+    draining: AtomicBool,
+    /// Requests being answered (their bodies not yet sent), `GET`s aside.
+    in_flight: Arc<AtomicUsize>,
     /// `Origin` values that are the gateway itself.
     origins: Vec<String>,
     /// Whether `Host` must be loopback or one of `options.allowed_hosts`.
@@ -538,8 +675,17 @@ fn route(routes: &Mutex<Routes>, out: Outgoing) {
 
 /// One HTTP request from the client at `peer`.
 async fn handle(state: &State, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
-    if req.uri().path() != "/mcp" {
-        return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    // The balancer's probes: cheap, unauthenticated, telling nothing else.
+    match req.uri().path() {
+        "/mcp" => {}
+        "/healthz" => return plain(StatusCode::OK, "alive"),
+        "/readyz" => {
+            return match readiness(state) {
+                Ok(()) => plain(StatusCode::OK, "ready"),
+                Err(why) => plain(StatusCode::SERVICE_UNAVAILABLE, why),
+            }
+        }
+        _ => return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp"),
     }
     if state.enforce_host {
         // The target's authority (absolute form) wins over the header.
@@ -563,13 +709,14 @@ async fn handle(state: &State, req: Request<Incoming>, peer: SocketAddr) -> Resp
             );
         }
     }
+    let credential = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
     if let Some(token) = &state.options.token {
-        let sent = req
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default();
+        let sent = credential.as_deref().unwrap_or_default();
         if !same_secret(sent.as_bytes(), token.as_bytes()) {
             let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized");
             response
@@ -584,15 +731,21 @@ async fn handle(state: &State, req: Request<Incoming>, peer: SocketAddr) -> Resp
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     match *req.method() {
-        Method::POST => post(state, req, session_id, peer).await,
-        Method::GET => get(state, session_id),
+        Method::POST => post(state, req, session_id, credential.as_deref(), peer).await,
+        Method::GET => get(state, session_id, credential.as_deref()),
         Method::DELETE => {
             let Some(id) = session_id else {
                 return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
             };
-            let removed = state.sessions.lock().unwrap().remove(&id);
-            match removed {
+            match find_session(state, &id, credential.as_deref()) {
                 Some(session) => {
+                    state.sessions.lock().unwrap().remove(&id);
+                    let mut ended = state.ended.lock().unwrap();
+                    if ended.len() >= MAX_ENDED {
+                        ended.pop_front();
+                    }
+                    ended.push_back(id);
+                    drop(ended);
                     session.end("the session was ended (DELETE)");
                     plain(StatusCode::OK, "")
                 }
@@ -807,56 +960,50 @@ fn pick_session(
     session_id: Option<&String>,
     initialize: Option<&Value>,
     stateless: bool,
+    credential: Option<&str>,
 ) -> Result<(Arc<Session>, Option<String>, bool), Response<Body>> {
     match (session_id, initialize, stateless) {
-        (Some(id), _, _) => match state.sessions.lock().unwrap().get(id) {
-            Some(s) => {
-                s.touch();
-                Ok((s.clone(), None, false))
-            }
+        (Some(id), _, _) => match find_session(state, id, credential) {
+            Some(s) => Ok((s, None, false)),
             None => Err(plain(
                 StatusCode::NOT_FOUND,
                 "unknown session (it ended or never was)",
             )),
         },
         (None, Some(init), _) => {
-            let mut sessions = state.sessions.lock().unwrap();
-            let max = state.options.max_sessions.max(1);
-            if sessions.len() >= max {
-                // Only a session with nothing running and no open stream
-                // may make room: the one idle longest.
-                let idlest = sessions
-                    .iter()
-                    .filter(|(_, s)| !s.busy())
-                    .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
-                    .map(|(id, _)| id.clone());
-                match idlest.and_then(|id| sessions.remove(&id)) {
-                    Some(old) => old.end("the session was ended to make room for a new one"),
-                    None => {
-                        return Err(json_response(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            &error_answer(
-                                &init["id"],
-                                -32000,
-                                &format!(
-                                    "too many sessions (at most {max}, all busy); \
-                                     try again later"
-                                ),
-                                Some("LIMIT_EXCEEDED"),
-                            ),
-                            None,
-                        ))
-                    }
-                }
+            if state.draining.load(Ordering::Relaxed) {
+                let mut refusal = json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &error_answer(
+                        &init["id"],
+                        -32000,
+                        "this gateway replica is shutting down; start the session on another",
+                        None,
+                    ),
+                    None,
+                );
+                refusal
+                    .headers_mut()
+                    .insert("retry-after", HeaderValue::from_static("1"));
+                return Err(refusal);
             }
-            let Some(id) = new_session_id() else {
+            let params = init.get("params").cloned().unwrap_or(Value::Null);
+            let version = crate::connection::negotiated(&params);
+            let token = SessionState::new(version, &params, credential);
+            let Some(id) = state.keys.seal(&token) else {
                 return Err(plain(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "no randomness for a session id",
                 ));
             };
             let session = Arc::new(Session::start(state.gateway.clone()));
-            sessions.insert(id.clone(), session.clone());
+            if let Err(why) = keep_session(state, &id, &session) {
+                return Err(json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &error_answer(&init["id"], -32000, &why, Some("LIMIT_EXCEEDED")),
+                    None,
+                ));
+            }
             Ok((session, Some(id), false))
         }
         (None, None, true) => {
@@ -871,11 +1018,88 @@ fn pick_session(
     }
 }
 
+/// The session `id` names: this replica's, or, with a key file, one another
+/// replica (or this one, before a restart or after making room) sealed
+/// with a key of ours, carried on here. An id ended here by `DELETE` stays
+/// ended.
+fn find_session(state: &State, id: &str, credential: Option<&str>) -> Option<Arc<Session>> {
+    if let Some(s) = state.sessions.lock().unwrap().get(id) {
+        s.touch();
+        return Some(s.clone());
+    }
+    // Without a key file a token opens nowhere else, and a session this
+    // replica ended (to make room) stays ended, as a lone gateway's always
+    // did.
+    state.options.session_keys.as_ref()?;
+    let opened = state.keys.open(id, credential)?;
+    if state.ended.lock().unwrap().iter().any(|e| e == id) {
+        return None;
+    }
+    let session = Arc::new(Session::start(state.gateway.clone()));
+    session
+        .connection
+        .resume(&opened.version, &opened.capabilities);
+    // Two requests of a session may both carry it on: the first one kept
+    // is the session.
+    if let Some(s) = state.sessions.lock().unwrap().get(id) {
+        return Some(s.clone());
+    }
+    keep_session(state, id, &session).ok()?;
+    Some(session)
+}
+
+/// Keeps `session` under `id`, making room when [`HttpOptions::max_sessions`]
+/// are kept by ending the one idle longest that is not busy; the refusal
+/// when every one is busy.
+fn keep_session(state: &State, id: &str, session: &Arc<Session>) -> Result<(), String> {
+    let mut sessions = state.sessions.lock().unwrap();
+    let max = state.options.max_sessions.max(1);
+    if sessions.len() >= max && !sessions.contains_key(id) {
+        // Only a session with nothing running and no open stream may make
+        // room: the one idle longest.
+        let idlest = sessions
+            .iter()
+            .filter(|(_, s)| !s.busy())
+            .min_by_key(|(_, s)| *s.last_used.lock().unwrap())
+            .map(|(id, _)| id.clone());
+        match idlest.and_then(|id| sessions.remove(&id)) {
+            Some(old) => old.end("the session was ended to make room for a new one"),
+            None => {
+                return Err(format!(
+                    "too many sessions (at most {max}, all busy); try again later"
+                ))
+            }
+        }
+    }
+    sessions.insert(id.to_owned(), session.clone());
+    Ok(())
+}
+
+/// Whether this replica should be sent new work: not draining, and no
+/// server still on its first start (the others are connected, or given
+/// up on as the startup rules say, and answer their calls with errors).
+fn readiness(state: &State) -> Result<(), &'static str> {
+    if state.draining.load(Ordering::Relaxed) {
+        return Err("draining: this replica is shutting down");
+    }
+    let starting = state
+        .gateway
+        .hub()
+        .servers()
+        .iter()
+        .any(|s| s.state == mcpmux_core::ServerState::Starting);
+    if starting {
+        return Err("not ready: a server is still starting");
+    }
+    Ok(())
+}
+
 /// A `POST`: one JSON-RPC message, or a batch, from the client at `peer`.
 async fn post(
     state: &State,
     req: Request<Incoming>,
     session_id: Option<String>,
+    credential: Option<&str>,
     peer: SocketAddr,
 ) -> Response<Body> {
     let Posted {
@@ -927,11 +1151,16 @@ async fn post(
         });
     // Which session: an existing one, a new one for `initialize`, or one
     // made for this request alone (the stateless revision).
-    let (session, new_id, ephemeral) =
-        match pick_session(state, session_id.as_ref(), initialize, stateless) {
-            Ok(picked) => picked,
-            Err(refusal) => return refusal,
-        };
+    let (session, new_id, ephemeral) = match pick_session(
+        state,
+        session_id.as_ref(),
+        initialize,
+        stateless,
+        credential,
+    ) {
+        Ok(picked) => picked,
+        Err(refusal) => return refusal,
+    };
     let count = messages.iter().filter(|m| is_request(m)).count();
     let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + count.max(1));
     let stream = PostStream {
@@ -1210,14 +1439,13 @@ fn cancelled_answer(id: &Value, why: &str) -> Value {
 }
 
 /// A `GET`: the session's stream of notifications.
-fn get(state: &State, session_id: Option<String>) -> Response<Body> {
+fn get(state: &State, session_id: Option<String>, credential: Option<&str>) -> Response<Body> {
     let Some(id) = session_id else {
         return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
-    let Some(session) = state.sessions.lock().unwrap().get(&id).cloned() else {
+    let Some(session) = find_session(state, &id, credential) else {
         return plain(StatusCode::NOT_FOUND, "unknown session");
     };
-    session.touch();
     let (tx, rx) = mpsc::channel(STREAM_QUEUE);
     // A new GET stream replaces the old one (which then ends).
     session.routes.lock().unwrap().standalone = Some(tx);
@@ -1401,12 +1629,6 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 
 /// A random session id (128 bits, hex); `None` when the system has no
 /// randomness to give (ids must not be guessable).
-fn new_session_id() -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
 /// `key` escaped for a JSON pointer (`/` → `~1`).
 fn pointer_key(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")

@@ -20,6 +20,7 @@ pub mod http;
 mod input_required;
 mod out;
 pub mod relay;
+pub mod session_token;
 mod stateful_tasks;
 pub mod stdio;
 mod tasks;
@@ -34,8 +35,9 @@ use mcpmux_core::tool_format::{render_as, ToolFormat};
 use mcpmux_policy::SessionPolicy;
 
 pub use budget::{DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES};
-pub use http::{serve_http, HttpOptions, MAX_SESSIONS};
+pub use http::{serve_http, serve_http_until, HttpOptions, MAX_SESSIONS};
 pub use relay::Relay;
+pub use session_token::SessionKeys;
 pub use stdio::serve_stdio;
 
 /// Which tools a gateway lists.

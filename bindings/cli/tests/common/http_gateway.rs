@@ -65,3 +65,90 @@ impl Drop for HttpGateway {
         let _ = self.child.wait();
     }
 }
+
+/// One HTTP/1.1 exchange with `addr` (`host:port`) on a fresh connection
+/// (`Connection: close`): the status, the headers (names lowercased) and
+/// the body (chunked bodies decoded). Blocking; fails the test past 60 s.
+pub fn http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the gateway");
+    stream.set_read_timeout(Some(HANG)).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the answer");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    let body = if chunked {
+        let mut body = String::new();
+        let mut rest = rest;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if size == 0 || after.len() < size {
+                break;
+            }
+            body.push_str(&after[..size]);
+            rest = after[size..].trim_start_matches("\r\n");
+        }
+        body
+    } else {
+        rest.to_owned()
+    };
+    (status, headers, body)
+}
+
+/// The JSON-RPC messages of an answer body: one JSON value (or a batch),
+/// or an SSE stream's `data:` lines.
+pub fn answers_in(body: &str) -> Vec<serde_json::Value> {
+    let body = body.trim();
+    if body.starts_with('{') || body.starts_with('[') {
+        return match serde_json::from_str(body) {
+            Ok(serde_json::Value::Array(all)) => all,
+            Ok(one) => vec![one],
+            Err(_) => Vec::new(),
+        };
+    }
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect()
+}
+
+impl HttpGateway {
+    /// `host:port` of [`HttpGateway::url`].
+    pub fn addr(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}

@@ -1,0 +1,256 @@
+//! Several `mcpmux gateway --http` replicas sharing a session key
+//! (`--session-key-file`): a 2025-11-25 client's session begun on one goes
+//! on at any other and after `kill -9` of the first; tampered, foreign-key
+//! and ended tokens are 404; key rotation keeps sessions; `/healthz` and
+//! `/readyz` answer the balancer; `--drain-seconds` finishes what is in
+//! flight on SIGTERM, refusing new sessions meanwhile.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::http_gateway::{answers_in, http_exchange, HttpGateway};
+use common::*;
+use serde_json::{json, Value};
+
+const TOKEN: &str = "tok-fleet-secret";
+const K1: &str = "k1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
+const K2: &str = "k2 ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\n";
+
+fn key_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+fn replica(sb: &Sandbox, keys: Option<&Path>, name: &str, extra: &[&str]) -> HttpGateway {
+    let mut args: Vec<&str> = vec!["--replica", name];
+    if let Some(keys) = keys {
+        args.extend(["--session-key-file", keys.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    HttpGateway::start_with(sb, TOKEN, &args)
+}
+
+/// A POST of `msg` to `gw` in session `session`: status, session header,
+/// the answers.
+fn post(gw: &HttpGateway, session: Option<&str>, msg: &Value) -> (u16, Option<String>, Vec<Value>) {
+    let auth = format!("Bearer {TOKEN}");
+    let mut headers = vec![
+        ("Authorization", auth.as_str()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    let (status, got, body) = http_exchange(&gw.addr(), "POST", "/mcp", &headers, &msg.to_string());
+    let id = got
+        .iter()
+        .find(|(k, _)| k == "mcp-session-id")
+        .map(|(_, v)| v.clone());
+    (status, id, answers_in(&body))
+}
+
+fn initialize(gw: &HttpGateway) -> String {
+    let (status, id, answers) = post(
+        gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "fleet", "version": "0"}}}),
+    );
+    assert_eq!(status, 200, "{answers:?}");
+    let id = id.expect("a session id");
+    let (status, _, _) = post(
+        gw,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(status, 202);
+    id
+}
+
+/// `mcp_demo_add` in `session` on `gw`: the status and the sum's text.
+fn add(gw: &HttpGateway, session: &str, a: i64) -> (u16, String) {
+    let (status, _, answers) = post(
+        gw,
+        Some(session),
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "mcp_demo_add", "arguments": {"a": a, "b": 1}}}),
+    );
+    let text = answers
+        .first()
+        .and_then(|a| a["result"]["content"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    (status, text)
+}
+
+#[test]
+fn a_session_goes_on_at_any_replica_with_the_key_and_after_kill_9() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let dir = tempfile::tempdir().unwrap();
+    let k1 = key_file(dir.path(), "k1", K1);
+    let mut a = replica(&sb, Some(&k1), "a", &[]);
+    let b = replica(&sb, Some(&k1), "b", &[]);
+    let session = initialize(&a);
+    assert!(session.starts_with("a.k1."), "{session}");
+    assert!(session.len() <= 1024, "{}", session.len());
+    assert_eq!(add(&a, &session, 1), (200, "2".into()));
+    // Any replica with the key carries it on.
+    assert_eq!(add(&b, &session, 2), (200, "3".into()));
+    // The replica that began it dies: the others go on.
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    assert_eq!(add(&b, &session, 3), (200, "4".into()));
+    let a2 = replica(&sb, Some(&k1), "a", &[]);
+    assert_eq!(add(&a2, &session, 4), (200, "5".into()));
+
+    // Tampered, truncated, another key, no key file: unknown (404).
+    let mut tampered = session.clone().into_bytes();
+    let at = tampered.len() - 4;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(add(&b, &tampered, 1).0, 404);
+    assert_eq!(add(&b, &session[..session.len() - 6], 1).0, 404);
+    let foreign = replica(
+        &sb,
+        Some(&key_file(dir.path(), "foreign", &K2.replace("k2", "k1"))),
+        "f",
+        &[],
+    );
+    assert_eq!(add(&foreign, &session, 1).0, 404);
+    let lone = replica(&sb, None, "lone", &[]);
+    assert_eq!(add(&lone, &session, 1).0, 404);
+
+    // Rotation: the new key seals, the previous one still opens.
+    let rotated = replica(
+        &sb,
+        Some(&key_file(dir.path(), "rotated", &format!("{K2}{K1}"))),
+        "r",
+        &[],
+    );
+    assert_eq!(add(&rotated, &session, 5), (200, "6".into()));
+    let fresh = initialize(&rotated);
+    assert!(fresh.starts_with("r.k2."), "{fresh}");
+    assert_eq!(add(&b, &fresh, 1).0, 404, "b has only k1");
+
+    // Ended here by DELETE: this replica does not carry it on again.
+    let auth = format!("Bearer {TOKEN}");
+    let (status, _, _) = http_exchange(
+        &b.addr(),
+        "DELETE",
+        "/mcp",
+        &[("Authorization", &auth), ("Mcp-Session-Id", &session)],
+        "",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(add(&b, &session, 1).0, 404);
+}
+
+/// `GET path` on `gw` without credentials: status and body.
+fn probe(gw: &HttpGateway, path: &str) -> (u16, String) {
+    let (status, _, body) = http_exchange(&gw.addr(), "GET", path, &[], "");
+    (status, body)
+}
+
+#[test]
+fn the_balancers_probes_and_a_drain_on_sigterm() {
+    // One server takes 6 s to start: the replica serves after 4 s, not
+    // ready until that server is up.
+    let demo = demo_server();
+    let script = format!("sleep 6; exec {}", q(demo.display().to_string()));
+    let sb = Sandbox::with_config(&format!(
+        "{}{}",
+        demo_entry("demo", "allow_all = true"),
+        stdio_server(
+            "late",
+            Path::new("sh"),
+            &["-c", &script],
+            "allow_all = true"
+        ),
+    ));
+    let gw = replica(&sb, None, "d", &["--drain-seconds", "20"]);
+    assert_eq!(probe(&gw, "/healthz"), (200, "alive".into()));
+    let (status, why) = probe(&gw, "/readyz");
+    assert_eq!(status, 503, "{why}");
+    assert!(why.contains("starting"), "{why}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while probe(&gw, "/readyz").0 != 200 {
+        assert!(Instant::now() < deadline, "never ready");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(probe(&gw, "/readyz").1, "ready");
+
+    let session = initialize(&gw);
+    let addr = gw.addr();
+    let slow_session = session.clone();
+    let slow = std::thread::spawn(move || {
+        let auth = format!("Bearer {TOKEN}");
+        let msg = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                         "params": {"name": "mcp_demo_slow", "arguments": {"seconds": 2}}});
+        let (status, _, body) = http_exchange(
+            &addr,
+            "POST",
+            "/mcp",
+            &[
+                ("Authorization", &auth),
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &slow_session),
+            ],
+            &msg.to_string(),
+        );
+        (status, answers_in(&body))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = gw.child.id() as i32;
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    // Draining: not ready, no new session, the open session still served.
+    let (status, why) = probe(&gw, "/readyz");
+    assert_eq!(status, 503, "{why}");
+    assert!(why.contains("draining"), "{why}");
+    let (status, _, answers) = post(
+        &gw,
+        None,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "late", "version": "0"}}}),
+    );
+    assert_eq!(status, 503, "{answers:?}");
+    let (status, _, _) = post(
+        &gw,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    );
+    assert_eq!(status, 200);
+    // The call in flight ends well, then the replica exits on its own.
+    let (status, answers) = slow.join().unwrap();
+    assert_eq!(status, 200, "{answers:?}");
+    assert!(
+        answers.iter().any(|a| a["id"] == 9
+            && a["result"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("done"))),
+        "{answers:?}"
+    );
+    let mut gw = gw;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exited = loop {
+        if let Some(status) = gw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replica did not exit once idle"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(exited.success(), "{exited:?}");
+}
