@@ -4,6 +4,9 @@
 #
 #   tests/peers/node_modules/   npm peers, from tests/peers/package-lock.json
 #                               (@modelcontextprotocol/server-everything, pinned)
+#   .deps/debian/               HAProxy and nginx, Debian's packages unpacked
+#                               (apt-get download + dpkg-deb -x, no root
+#                               needed once the package lists exist)
 #   .deps/venv/                 Python venv with the official MCP SDK, from
 #                               tests/requirements.txt (mcp[ws] and websockets,
 #                               pinned)
@@ -130,6 +133,37 @@ CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}" \
   cargo build --quiet --locked --manifest-path "$TESTS/servers/rmcp-tasks/Cargo.toml" >&2
 [ -x "$RMCP_TASKS" ] || die "cargo build finished but $RMCP_TASKS is missing"
 
+# ---------------------------------------------------------------- Debian peers
+# The balancers of the gateway fleet tests (HAProxy, nginx), Debian's
+# packages unpacked into .deps/debian (never installed system-wide): the
+# binaries under .deps/debian/usr/sbin, their libraries under
+# .deps/debian/usr/lib/x86_64-linux-gnu (tests set LD_LIBRARY_PATH).
+DEBIAN_ROOT="$DEPS/debian"
+DEBIAN_PACKAGES="haproxy liblua5.3-0 libopentracing-c-wrapper0 libopentracing1 nginx"
+DEBIAN_STAMP="$DEBIAN_ROOT/.mcpmux-packages"
+if [ "$(cat "$DEBIAN_STAMP" 2>/dev/null || true)" != "$DEBIAN_PACKAGES" ] \
+   || [ ! -x "$DEBIAN_ROOT/usr/sbin/haproxy" ] || [ ! -x "$DEBIAN_ROOT/usr/sbin/nginx" ]; then
+  command -v apt-get >/dev/null 2>&1 || die "apt-get not found (HAProxy and nginx come from Debian's packages)"
+  log "unpacking Debian's $DEBIAN_PACKAGES into $DEBIAN_ROOT"
+  debs="$DEPS/debs"
+  rm -rf "$debs" "$DEBIAN_ROOT"
+  mkdir -p "$debs" "$DEBIAN_ROOT"
+  # The package lists may be empty on a fresh machine: fetch them once.
+  # shellcheck disable=SC2086
+  if ! (cd "$debs" && apt-get download -qq $DEBIAN_PACKAGES >/dev/null 2>&1); then
+    apt-get update -qq >&2
+    (cd "$debs" && apt-get download -qq $DEBIAN_PACKAGES >&2)
+  fi
+  for deb in "$debs"/*.deb; do dpkg-deb -x "$deb" "$DEBIAN_ROOT"; done
+  LD_LIBRARY_PATH="$DEBIAN_ROOT/usr/lib/x86_64-linux-gnu" "$DEBIAN_ROOT/usr/sbin/haproxy" -v >/dev/null \
+    || die "HAProxy unpacked but does not run"
+  "$DEBIAN_ROOT/usr/sbin/nginx" -v 2>/dev/null || die "nginx unpacked but does not run"
+  rm -rf "$debs"
+  printf '%s\n' "$DEBIAN_PACKAGES" > "$DEBIAN_STAMP"
+else
+  log "Debian peers up to date"
+fi
+
 # ---------------------------------------------------------------- verify
 if [ "$verify" = 1 ]; then
   log "verifying server-everything over stdio"
@@ -151,4 +185,5 @@ python venv:           $VENV
 fastmcp server:        $VENV_PY $TESTS/servers/fastmcp_server.py
 fault servers:         $VENV_PY $TESTS/servers/<name>.py   (stdlib only; any python3 works)
 rmcp tasks server:     $RMCP_TASKS   (add protocol_version = "2026-07-28")
+haproxy, nginx:        $DEBIAN_ROOT/usr/sbin/{haproxy,nginx}   (LD_LIBRARY_PATH=$DEBIAN_ROOT/usr/lib/x86_64-linux-gnu)
 SUMMARY

@@ -22,16 +22,15 @@ impl HttpGateway {
 
     /// With `extra` flags of `mcpmux gateway`.
     pub fn start_with(sb: &Sandbox, token: &str, extra: &[&str]) -> HttpGateway {
+        HttpGateway::start_at(sb, token, "127.0.0.1:0", extra)
+    }
+
+    /// Serving at `addr`, with `extra` flags of `mcpmux gateway`.
+    pub fn start_at(sb: &Sandbox, token: &str, addr: &str, extra: &[&str]) -> HttpGateway {
         let mut child = Command::new(mcpmux_bin())
             .arg("--config")
             .arg(sb.path().join("mcpmux.toml"))
-            .args([
-                "gateway",
-                "--http",
-                "127.0.0.1:0",
-                "--token-env",
-                "GW_TOKEN",
-            ])
+            .args(["gateway", "--http", addr, "--token-env", "GW_TOKEN"])
             .args(extra)
             .env("GW_TOKEN", token)
             .current_dir(sb.path())
@@ -68,7 +67,8 @@ impl Drop for HttpGateway {
 
 /// One HTTP/1.1 exchange with `addr` (`host:port`) on a fresh connection
 /// (`Connection: close`): the status, the headers (names lowercased) and
-/// the body (chunked bodies decoded). Blocking; fails the test past 60 s.
+/// the body (chunked bodies decoded). Blocking; fails the test past 60 s
+/// or when nothing listens at `addr`.
 pub fn http_exchange(
     addr: &str,
     method: &str,
@@ -76,9 +76,20 @@ pub fn http_exchange(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
+    try_http_exchange(addr, method, path, headers, body).expect("connect to the gateway")
+}
+
+/// [`http_exchange`], the connection's failure returned.
+pub fn try_http_exchange(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
     use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect to the gateway");
-    stream.set_read_timeout(Some(HANG)).unwrap();
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    stream.set_read_timeout(Some(HANG))?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -87,10 +98,10 @@ pub fn http_exchange(
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
     let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read the answer");
+    stream.read_to_end(&mut raw)?;
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -121,7 +132,7 @@ pub fn http_exchange(
     } else {
         rest.to_owned()
     };
-    (status, headers, body)
+    Ok((status, headers, body))
 }
 
 /// The JSON-RPC messages of an answer body: one JSON value (or a batch),
