@@ -65,6 +65,9 @@ impl Drop for HttpGateway {
     }
 }
 
+/// An HTTP answer: status, headers (names lowercased), body.
+pub type Exchange = (u16, Vec<(String, String)>, String);
+
 /// One HTTP/1.1 exchange with `addr` (`host:port`) on a fresh connection
 /// (`Connection: close`): the status, the headers (names lowercased) and
 /// the body (chunked bodies decoded). Blocking; fails the test past 60 s
@@ -75,7 +78,7 @@ pub fn http_exchange(
     path: &str,
     headers: &[(&str, &str)],
     body: &str,
-) -> (u16, Vec<(String, String)>, String) {
+) -> Exchange {
     try_http_exchange(addr, method, path, headers, body).expect("connect to the gateway")
 }
 
@@ -86,7 +89,7 @@ pub fn try_http_exchange(
     path: &str,
     headers: &[(&str, &str)],
     body: &str,
-) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+) -> std::io::Result<Exchange> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr)?;
     stream.set_read_timeout(Some(HANG))?;
