@@ -165,7 +165,16 @@ pub async fn run(
     stdin: Option<StdinReader>,
     interrupted: impl std::future::Future<Output = Error>,
 ) -> Result<(), Error> {
-    let options = args.options()?;
+    let mut options = args.options()?;
+    // Over HTTP: the session key and this replica's name, which also
+    // prefixes the ids only this replica can serve.
+    let keys = match args.http()? {
+        Some(_) => Some(args.session_keys()?),
+        None => None,
+    };
+    if let Some(keys) = &keys {
+        options = options.with_replica(keys.replica());
+    }
     let settings = args.scope.as_ref().map(|s| json!({ "scope": s }));
     let policy = SessionPolicy::for_hub(hub, settings.as_ref(), args.audit.clone())?;
     let mut gateway = Gateway::new(hub.clone(), policy, options)?;
@@ -210,7 +219,10 @@ pub async fn run(
                 .with_max_message_bytes(max_message_bytes)
                 .with_allowed_hosts(args.allowed_host.clone())
                 .with_max_connections(args.max_connections)
-                .with_session_keys(args.session_keys()?)
+                .with_session_keys(match keys {
+                    Some(keys) => keys,
+                    None => args.session_keys()?,
+                })
                 .with_drain_time(args.drain_time()?);
             options.token = token;
             options

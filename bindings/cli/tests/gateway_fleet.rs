@@ -254,3 +254,90 @@ fn the_balancers_probes_and_a_drain_on_sigterm() {
     };
     assert!(exited.success(), "{exited:?}");
 }
+
+/// A 2026-07-28 request `method` to `gw` (no session), declaring the tasks
+/// extension, with the routing headers the revision asks for.
+fn post_2026(gw: &HttpGateway, method: &str, name: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "fleet", "version": "0"},
+    });
+    let auth = format!("Bearer {TOKEN}");
+    let msg = json!({"jsonrpc": "2.0", "id": 4, "method": method, "params": params});
+    let (status, _, body) = http_exchange(
+        &gw.addr(),
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+            ("Mcp-Name", name),
+        ],
+        &msg.to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    answers_in(&body).into_iter().next().unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_task_id_names_its_replica_and_another_replica_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = Sandbox::with_config(&stdio_server(
+        "tasks",
+        Path::new(&mcpmux_test_support::rmcp_tasks_server()),
+        &[],
+        "protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]",
+    ));
+    let k1 = key_file(dir.path(), "k1", K1);
+    let a = replica(&sb, Some(&k1), "a", &[]);
+    let b = replica(&sb, Some(&k1), "b", &[]);
+    let created = post_2026(
+        &a,
+        "tools/call",
+        "mcp_tasks_slow_sum",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 2, "b": 40, "ms": 300}}),
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    assert!(id.starts_with("mcpmux-a."), "{id}");
+    // Another replica cannot serve it, and says where it lives.
+    let elsewhere = post_2026(&b, "tasks/get", &id, json!({"taskId": id}));
+    assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");
+    assert_eq!(elsewhere["error"]["data"]["replica"], "a", "{elsewhere}");
+    assert!(
+        elsewhere["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("replica 'a'"),
+        "{elsewhere}"
+    );
+    // Its own replica serves it; an id naming no replica is just unknown.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = post_2026(&a, "tasks/get", &id, json!({"taskId": id}));
+        if got["result"]["status"] == "completed" {
+            assert_eq!(got["result"]["result"]["content"][0]["text"], "sum: 42");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let unknown = post_2026(
+        &b,
+        "tasks/get",
+        "mcpmux-nope",
+        json!({"taskId": "mcpmux-nope"}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["data"].get("replica").is_none(),
+        "{unknown}"
+    );
+}

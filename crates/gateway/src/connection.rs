@@ -479,11 +479,14 @@ async fn answer(
                 return Err(super::tasks::missing_capability());
             }
             let tasks = &gateway.inner.tasks;
-            match method {
+            let outcome = match method {
                 "tasks/get" => tasks.get_detailed(params),
                 "tasks/update" => tasks.update(params),
                 _ => tasks.cancel(params),
-            }
+            };
+            // A task of another replica: say which.
+            let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
+            outcome.map_err(|e| super::tasks::not_here(gateway, super::tasks::TASK_PREFIX, id, e))
         }
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": gateway.tools_list() })),

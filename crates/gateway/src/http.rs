@@ -168,8 +168,9 @@ pub struct HttpOptions {
     /// may wait for a client that does not read it, before the connection
     /// is closed.
     pub idle_timeout: Duration,
-    /// The keys session ids are sealed with (`--session-key-file`) and
-    /// this replica's name; `None`: a random key of this process.
+    /// The keys session ids are sealed with and this replica's name;
+    /// `None`: a random key of this process. Only keys read from a key file
+    /// ([`SessionKeys::shared`]) carry sessions begun elsewhere on.
     pub session_keys: Option<Arc<SessionKeys>>,
     /// How long [`serve_http_until`] drains before it returns: answering
     /// `/readyz` with 503 and refusing new sessions, while what is in
@@ -1030,7 +1031,9 @@ fn find_session(state: &State, id: &str, credential: Option<&str>) -> Option<Arc
     // Without a key file a token opens nowhere else, and a session this
     // replica ended (to make room) stays ended, as a lone gateway's always
     // did.
-    state.options.session_keys.as_ref()?;
+    if !state.keys.shared() {
+        return None;
+    }
     let opened = state.keys.open(id, credential)?;
     if state.ended.lock().unwrap().iter().any(|e| e == id) {
         return None;

@@ -262,8 +262,8 @@ impl Pending {
     /// Parks `call` for its client's retry under a new `requestState`;
     /// `None` when [`MAX_PENDING`] calls wait already (or no random id
     /// could be had).
-    fn park(&self, call: Arc<PendingCall>, running: Running) -> Option<String> {
-        let state = super::tasks::random_id(STATE_PREFIX)?;
+    fn park(&self, gateway: &Gateway, call: Arc<PendingCall>, running: Running) -> Option<String> {
+        let state = super::tasks::replica_id(gateway, STATE_PREFIX)?;
         // Dropped (aborting the calls) outside the lock.
         let expired: Vec<Parked>;
         {
@@ -329,11 +329,12 @@ where
                     ))
                 })?
                 .ok_or_else(|| {
-                    invalid_params(format!(
+                    let unknown = invalid_params(format!(
                         "tools/call of '{tool}': unknown or expired requestState (a call waits \
                          {} s for its retry, and a requestState is good for one)",
                         TTL.as_secs()
-                    ))
+                    ));
+                    super::tasks::not_here(gateway, STATE_PREFIX, state, unknown)
                 })?;
             let responses = params
                 .get("inputResponses")
@@ -376,7 +377,7 @@ async fn follow(
     }
     let input_requests = call.input_requests();
     let tool = call.tool.clone();
-    let Some(state) = gateway.inner.input_required.park(call, running) else {
+    let Some(state) = gateway.inner.input_required.park(gateway, call, running) else {
         return Err(Error::LimitExceeded(format!(
             "tools/call of '{tool}': {MAX_PENDING} calls already wait for their clients' answers"
         )));

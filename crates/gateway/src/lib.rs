@@ -96,6 +96,10 @@ pub struct GatewayOptions {
     /// Bytes of answers the gateway holds for every client together
     /// (`--total-budget-mib`). Default [`DEFAULT_TOTAL_BUDGET_BYTES`].
     pub total_budget_bytes: usize,
+    /// This replica's name in a fleet (`--replica`): the ids it hands out
+    /// that only it can serve (task ids, `requestState`) name it, so that
+    /// another replica can say where they live. `None`: ids name none.
+    pub replica: Option<String>,
 }
 
 impl Default for GatewayOptions {
@@ -107,6 +111,7 @@ impl Default for GatewayOptions {
             expose_all: false,
             client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
             total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
+            replica: None,
         }
     }
 }
@@ -145,6 +150,12 @@ impl GatewayOptions {
     /// Sets [`GatewayOptions::client_budget_bytes`].
     pub fn with_client_budget_bytes(mut self, client_budget_bytes: usize) -> Self {
         self.client_budget_bytes = client_budget_bytes;
+        self
+    }
+
+    /// Sets [`GatewayOptions::replica`].
+    pub fn with_replica(mut self, replica: impl Into<String>) -> Self {
+        self.replica = Some(replica.into());
         self
     }
 

@@ -107,6 +107,8 @@ pub struct SessionKeys {
     current: SessionKey,
     /// Only opens (a key being rotated out).
     previous: Option<SessionKey>,
+    /// Read from a key file other replicas may share (not random).
+    shared: bool,
 }
 
 impl std::fmt::Debug for SessionKeys {
@@ -154,6 +156,7 @@ impl SessionKeys {
             replica,
             current: key_of("local", &random_bytes::<32>()?)?,
             previous: None,
+            shared: false,
         })
     }
 
@@ -206,7 +209,15 @@ impl SessionKeys {
             replica: replica_name(replica)?,
             current,
             previous: keys.next(),
+            shared: true,
         })
+    }
+
+    /// Whether the keys came from a key file (other replicas, or this one
+    /// after a restart, may have sealed tokens with them), not made up at
+    /// start.
+    pub fn shared(&self) -> bool {
+        self.shared
     }
 
     /// This replica's name (the tokens' prefix).

@@ -79,7 +79,7 @@ fn owned(gateway: &Gateway, params: &Value, owner: u64) -> Result<Arc<GatewayTas
         .get(id)
         .ok()
         .filter(|t| t.owner == Some(owner))
-        .ok_or_else(|| tasks::unknown_task(id))
+        .ok_or_else(|| tasks::not_here(gateway, tasks::TASK_PREFIX, id, tasks::unknown_task(id)))
 }
 
 /// Runs a `tools/call` augmented with `params.task` for the connection
@@ -102,9 +102,10 @@ where
         .map_or(tasks::TTL, |ms| {
             Duration::from_millis(ms).clamp(MIN_TTL, tasks::TTL)
         });
-    let task = GatewayTask::with_owner(Some(owner), ttl, Some(client)).ok_or_else(|| {
-        Error::Internal("no randomness for a task id; call without params.task".into())
-    })?;
+    let task =
+        GatewayTask::with_owner(gateway, Some(owner), ttl, Some(client)).ok_or_else(|| {
+            Error::Internal("no randomness for a task id; call without params.task".into())
+        })?;
     task.lock().published = true;
     if !gateway.inner.tasks.insert(&task) {
         return Err(Error::LimitExceeded(format!(

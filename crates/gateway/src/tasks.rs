@@ -37,6 +37,9 @@ use tokio::task::AbortHandle;
 use super::relay::{RelayTarget, RELATED_TASK};
 use super::Gateway;
 
+/// What the gateway's task ids begin with.
+pub(crate) const TASK_PREFIX: &str = "mcpmux-";
+
 /// The extension's name.
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
@@ -163,19 +166,59 @@ pub(crate) fn random_id(prefix: &str) -> Option<String> {
     ))
 }
 
+/// [`random_id`] of an id only this replica can serve: `prefix`, the
+/// replica's name and a dot when it has one, then the random bits.
+pub(crate) fn replica_id(gateway: &Gateway, prefix: &str) -> Option<String> {
+    match &gateway.inner.options.replica {
+        Some(name) => random_id(&format!("{prefix}{name}.")),
+        None => random_id(prefix),
+    }
+}
+
+/// The error for an id with `prefix` this replica does not know: when it
+/// names another replica, one saying where it lives (a balancer sent the
+/// request to the wrong one), else `unknown`.
+pub(crate) fn not_here(gateway: &Gateway, prefix: &str, id: &str, unknown: Error) -> Error {
+    let named = id
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split_once('.'))
+        .map(|(name, _)| name)
+        .filter(|name| crate::session_token::valid_name(name));
+    match named {
+        Some(name) if gateway.inner.options.replica.as_deref() != Some(name) => {
+            Error::ServerError {
+                code: -32602,
+                message: format!(
+                    "{id:.200} lives on gateway replica '{name}', not on this one ({}): \
+                     send requests about it to '{name}' (balancers route on the prefix)",
+                    gateway
+                        .inner
+                        .options
+                        .replica
+                        .as_deref()
+                        .unwrap_or("unnamed")
+                ),
+                data: Some(json!({ "replica": name })),
+            }
+        }
+        _ => unknown,
+    }
+}
+
 impl GatewayTask {
-    fn new() -> Option<Arc<GatewayTask>> {
-        GatewayTask::with_owner(None, TTL, None)
+    fn new(gateway: &Gateway) -> Option<Arc<GatewayTask>> {
+        GatewayTask::with_owner(gateway, None, TTL, None)
     }
 
     /// A task of the 2025-11-25 connection `owner` (see the fields), or,
     /// with `None`s, of the tasks extension.
     pub(crate) fn with_owner(
+        gateway: &Gateway,
         owner: Option<u64>,
         ttl: Duration,
         asker: Option<std::sync::Weak<dyn RelayTarget>>,
     ) -> Option<Arc<GatewayTask>> {
-        let id = random_id("mcpmux-")?;
+        let id = replica_id(gateway, TASK_PREFIX)?;
         let at = now();
         Some(Arc::new_cyclic(|me| GatewayTask {
             me: me.clone(),
@@ -627,7 +670,7 @@ pub(crate) async fn call<C>(
 where
     C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
 {
-    let Some(task) = GatewayTask::new() else {
+    let Some(task) = GatewayTask::new(gateway) else {
         let mut opts = CallOptions::default();
         opts.handlers = before;
         return call(opts).await;
