@@ -109,10 +109,14 @@ fn host_results_are_capped_across_text_blocks() {
         {"type": "text", "text": "67890"},
         {"type": "text", "text": "abc"}
     ]});
+    // 13 bytes in all: head 5 ("12345"), tail 2 ("bc").
     cap_text_blocks(&mut v, 7);
-    assert_eq!(v["content"][0]["text"], "12345");
-    let second = v["content"][2]["text"].as_str().unwrap();
-    assert!(second.starts_with("67\n[output truncated"), "{second}");
-    assert_eq!(v["content"][3]["text"], "");
+    let first = v["content"][0]["text"].as_str().unwrap();
+    assert!(
+        first.starts_with("12345\n[output truncated by mcpmux: 6 of 13"),
+        "{first}"
+    );
+    assert_eq!(v["content"][2]["text"], "");
+    assert_eq!(v["content"][3]["text"], "bc");
     assert_eq!(v["content"][1]["data"], "AAAA");
 }
