@@ -135,6 +135,20 @@ impl ResultStore {
         }
     }
 
+    /// Whether any result is kept here (a session's earlier rounds count).
+    pub fn has_results(&self) -> bool {
+        std::fs::read_dir(&self.dir).is_ok_and(|mut entries| {
+            entries.any(|e| {
+                e.ok().is_some_and(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|n| n.strip_suffix(".txt"))
+                        .is_some_and(valid_id)
+                })
+            })
+        })
+    }
+
     /// Removes the oldest results until `incoming` more bytes and one more
     /// file fit. Only files named like results are counted or removed.
     fn evict(&self, incoming: u64) {
