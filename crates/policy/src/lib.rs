@@ -428,6 +428,20 @@ impl SessionPolicy {
         self.results.as_ref()?.keep(text)
     }
 
+    /// Keeps cut results in `dir` from now on (made 0700 when missing),
+    /// bounded by `max_result_store_bytes`: a front end's own place for
+    /// them (`mcpmux gateway --result-dir`, or its temporary directory).
+    pub fn set_result_dir(&mut self, dir: &std::path::Path) -> Result<(), Error> {
+        self.results = Some(ResultStore::open(
+            dir,
+            self.settings
+                .max_result_store_bytes
+                .unwrap_or(result_store::DEFAULT_MAX_RESULT_STORE_BYTES),
+        )?);
+        self.settings.result_dir = Some(dir.to_owned());
+        Ok(())
+    }
+
     /// Whether cut results are kept (a `result_dir` is set), so
     /// [`READ_RESULT_TOOL`] has something to page.
     pub fn keeps_results(&self) -> bool {
