@@ -125,11 +125,12 @@ int main(void) {
     CHECK(contains(json, "still here"), "the server was not asked to crash: %s", json);
     mcpmux_string_free(json);
 
-    st = pcall(hub, policy, "mcp_demo_big", "{\"bytes\":1000}", &json, &err);
+    st = pcall(hub, policy, "mcp_demo_big", "{\"bytes\":1000,\"tail\":\"\\nLAST LINE\"}", &json, &err);
     expect_status("big", st, &err, MCPMUX_STATUS_OK, NULL, NULL);
-    CHECK(json != NULL && strlen(json) < 500 && count_of(json, "x") >= 100 &&
-              contains(json, "max_output_bytes = 100"),
+    CHECK(json != NULL && strlen(json) < 500 && count_of(json, "x") >= 66 &&
+              contains(json, "[output truncated by mcpmux: ") && contains(json, "max_output_bytes = 100"),
           "big is capped at 100 bytes: %.300s", json);
+    CHECK(contains(json, "\\nLAST LINE\""), "big keeps its tail: %.600s", json);
     mcpmux_string_free(json);
 
     st = pcall(hub, policy, "mcp_demo_add", "{\"a\":2,\"b\":3}", &json, &err);

@@ -64,8 +64,10 @@ test('calls through a policy: redaction, refusal, cap, limit, audit', T, () =>
     assert.match(refused.message, /mcp_demo_crash/)
     // The server was never asked to crash.
     assert.equal((await hub.callTool('mcp_demo_echo', { text: 'alive' }, { policy })).content[0].text, 'alive')
-    const big = (await hub.callTool('mcp_demo_big', { bytes: 1000 }, { policy })).content[0].text
-    assert.ok(big.startsWith('x'.repeat(100)) && !big.includes('x'.repeat(101)), big)
+    // Its head and its tail are kept, one marker between them.
+    const big = (await hub.callTool('mcp_demo_big', { bytes: 1000, tail: '\nLAST LINE' }, { policy })).content[0].text
+    assert.ok(big.startsWith('x'.repeat(67) + '\n[output truncated by mcpmux: ') && !big.includes('x'.repeat(101)), big)
+    assert.ok(big.endsWith('\nLAST LINE'), big)
     assert.match(big, /max_output_bytes = 100/)
     assert.deepEqual((await hub.callTool('mcp_demo_add', { a: 2, b: 3 }, { policy })).structuredContent, { sum: 5 })
     await hub.callTool('mcp_demo_echo', { text: 'six' }, { policy })

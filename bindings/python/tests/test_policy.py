@@ -72,8 +72,10 @@ def test_calls_through_the_policy(tmp_path: Path, hub):
     # 3: the server is still up (crash was never sent).
     assert hub.call_tool("mcp_demo_echo", {"text": "alive"}, policy=policy)["content"][0]["text"] == "alive"
     # 4: a result over max_output_bytes is capped.
-    text = hub.call_tool("mcp_demo_big", {"bytes": 1000}, policy=policy)["content"][0]["text"]
-    assert text.startswith("x" * 100) and "x" * 101 not in text
+    # Its head and its tail are kept, one marker between them.
+    text = hub.call_tool("mcp_demo_big", {"bytes": 1000, "tail": "\nLAST LINE"}, policy=policy)["content"][0]["text"]
+    assert text.startswith("x" * 67 + "\n[output truncated by mcpmux: ") and "x" * 101 not in text
+    assert text.endswith("\nLAST LINE"), text
     assert "max_output_bytes = 100" in text
     # 5, 6: within the limit; 7: past it.
     assert hub.call_tool("mcp_demo_add", {"a": 2, "b": 3}, policy=policy)["structuredContent"] == {"sum": 5}
