@@ -142,3 +142,28 @@ test('bad options throw INVALID_INPUT naming them', T, () =>
     }
   }),
 )
+
+test('a 50 MB result keeps its head and tail and is kept whole in result_dir', T, async () => {
+  // A hostile server's 50 MB log whose last line is the one that matters.
+  const kept = path.join(h.tempDir(), 'results')
+  const hub = await Hub.connect({
+    mcpServers: { demo: { command: h.DEMO, allow_tools: ALLOW, max_message_bytes: 67108864 } },
+    session: { max_output_bytes: 3000, result_dir: kept },
+  })
+  try {
+    const tail = `\nERROR: disk full (${SECRET})`
+    const r = await hub.callTool('mcp_demo_big', { bytes: 50_000_000, tail }, { policy: hub.policy() })
+    const text = r.content[0].text
+    assert.ok(text.length < 3500, `${text.length}`)
+    assert.ok(text.startsWith('x'.repeat(2000)))
+    assert.ok(text.endsWith('\nERROR: disk full ([REDACTED:aws_access_key_id])'), text.slice(-200))
+    assert.match(text, /\[output truncated by mcpmux: \d+ of \d+ bytes left out .* whole result: read_result id=[0-9a-f]{32}/)
+    const files = fs.readdirSync(kept)
+    assert.equal(files.length, 1)
+    const st = fs.statSync(path.join(kept, files[0]))
+    assert.equal(st.mode & 0o777, 0o600)
+    assert.ok(text.includes(files[0].replace(/\.txt$/, '')))
+  } finally {
+    await hub.close()
+  }
+})

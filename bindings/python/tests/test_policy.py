@@ -183,3 +183,25 @@ def test_async_policy(tmp_path: Path):
             assert seen == policy.audit_events()
 
     asyncio.run(main())
+
+
+def test_a_50_mb_result_keeps_head_and_tail_and_is_kept_whole(tmp_path: Path):
+    # A hostile server's 50 MB log whose last line is the one that matters.
+    kept = tmp_path / "results"
+    cfg = {
+        "mcpServers": {"demo": demo(allow_tools=ALLOW, max_message_bytes=67108864)},
+        "session": {"max_output_bytes": 3000, "result_dir": str(kept)},
+    }
+    tail = "\nERROR: disk full (" + SECRET + ")"
+    with mcpmux.Hub.connect(cfg) as hub:
+        policy = hub.policy()
+        r = hub.call_tool("mcp_demo_big", {"bytes": 50_000_000, "tail": tail}, policy=policy)
+        text = r["content"][0]["text"]
+        assert len(text) < 3500
+        assert text.startswith("x" * 2000)
+        assert text.endswith("\nERROR: disk full ([REDACTED:aws_access_key_id])"), text[-200:]
+        assert "[output truncated by mcpmux: " in text and "whole result: read_result id=" in text
+        files = list(kept.iterdir())
+        assert len(files) == 1 and files[0].stat().st_mode & 0o777 == 0o600
+        assert files[0].stat().st_size == 50_000_000 + len("\nERROR: disk full ([REDACTED:aws_access_key_id])")
+        assert files[0].stem in text
