@@ -4,7 +4,7 @@
 //!
 //! Only redacted text is ever written: the policy keeps what it rendered
 //! after redaction, before the cut. Files are `<id>.txt`, mode 0600, in a
-//! directory made 0700; an id is 128 bits from the operating system's
+//! directory made 0700 (one that exists is left as it is); an id is 128 bits from the operating system's
 //! CSPRNG in hex, so one result cannot be guessed from another. Ids come
 //! back from models and gateway clients, so they are checked to be exactly
 //! that (never a path), and files are opened with
@@ -14,7 +14,7 @@
 
 use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -82,17 +82,15 @@ impl ResultStore {
             .mode(0o700)
             .create(dir)
             .map_err(fail)?;
-        let md = std::fs::symlink_metadata(dir).map_err(fail)?;
+        // An existing directory is left as it is (it may be shared, like
+        // /tmp): each result is its own 0600 file, made with `create_new`
+        // under a random name, never through a symlink.
+        let md = std::fs::metadata(dir).map_err(fail)?;
         if !md.is_dir() {
             return Err(Error::InvalidInput(format!(
                 "result_dir '{}' is not a directory",
                 dir.display()
             )));
-        }
-        // A directory made before (by an older run, or by hand) is made
-        // private too: results are redacted, but still the tools' output.
-        if md.permissions().mode() & 0o077 != 0 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)?;
         }
         Ok(ResultStore {
             dir: dir.to_owned(),
@@ -254,6 +252,7 @@ impl ResultStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn keeps_reads_and_pages_on_characters() {
