@@ -148,3 +148,33 @@ fn without_max_output_bytes_nothing_is_cut_or_offered() {
         .collect();
     assert_eq!(names, ["mcp_demo_big"]);
 }
+
+#[test]
+fn without_result_dir_results_go_to_a_temporary_directory() {
+    let sb = Sandbox::new();
+    sb.write(
+        "mcpmux.toml",
+        &format!(
+            "[session]\nmax_output_bytes = 100\n\n{}",
+            demo_entry("demo", "allow_tools = [\"big\"]")
+        ),
+    );
+    let mut gw = Raw::start(&sb, &["--frame-output"]);
+    let big = gw.request(
+        "tools/call",
+        json!({"name": "mcp_demo_big", "arguments": {"bytes": 1000, "tail": "\nLAST"}}),
+    );
+    let text = text_of(&big);
+    assert!(text.contains("\nLAST\n</untrusted-data-"), "{text}");
+    let at = text.find("read_result id=").expect(&text) + "read_result id=".len();
+    let id = &text[at..at + 32];
+    let page = gw.request(
+        "tools/call",
+        json!({"name": "read_result", "arguments": {"id": id, "offset": 998}}),
+    );
+    let page = text_of(&page);
+    assert!(
+        page.contains("<untrusted-data-") && page.contains("\nxx\nLAST\n"),
+        "{page}"
+    );
+}
