@@ -397,8 +397,18 @@ impl SessionPolicy {
             Outcome::Answered {
                 result, is_error, ..
             } => {
-                let text = self.fit(&output::render(&result), true);
-                let framed = output::frame(name, &text);
+                let rendered = output::render(&result);
+                let (text, kept) = self.fit_kept(&rendered, true);
+                let mut framed = output::frame(name, &text);
+                if let Some(id) = kept {
+                    // Said outside the frame too: inside it, a server could
+                    // have written a marker of its own.
+                    framed = format!(
+                        "The output was cut at max_output_bytes; the whole ({} bytes) is kept: \
+                         read_result with id {id}.\n{framed}",
+                        rendered.len()
+                    );
+                }
                 ModelToolResult {
                     content: if is_error {
                         format!("The tool reported an error.\n{framed}")
@@ -415,12 +425,18 @@ impl SessionPolicy {
     /// head and tail, the whole kept first when `keep` and a `result_dir`
     /// is set.
     fn fit(&self, text: &str, keep: bool) -> String {
+        self.fit_kept(text, keep).0
+    }
+
+    /// [`fit`](Self::fit), with the id the whole was kept under.
+    fn fit_kept(&self, text: &str, keep: bool) -> (String, Option<String>) {
         let max = self.settings.output_cap();
         if text.len() <= max {
-            return text.to_owned();
+            return (text.to_owned(), None);
         }
         let kept = if keep { self.keep(text) } else { None };
-        output::cut(text, max, self.settings.tail_fraction(), kept.as_deref())
+        let cut = output::cut(text, max, self.settings.tail_fraction(), kept.as_deref());
+        (cut, kept)
     }
 
     /// Keeps `text` (already redacted) when results are kept; its id.

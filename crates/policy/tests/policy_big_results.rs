@@ -73,6 +73,15 @@ async fn the_model_sees_head_and_tail_and_pages_the_whole() {
     );
     assert!(!r.content.contains(TOKEN));
     let id = marker_id(&r.content);
+    // Also said outside the untrusted frame, where a server cannot write.
+    assert!(
+        r.content.starts_with(&format!(
+            "The output was cut at max_output_bytes; the whole ({} bytes) is kept: read_result with id {id}.\n",
+            FILLER + 49
+        )),
+        "{}",
+        &r.content[..300]
+    );
 
     // Kept whole, redacted, private.
     let files = kept_files(dir.path());
