@@ -516,7 +516,21 @@ impl SessionPolicy {
     /// [`SessionPolicy::read_result_args`] for a model: the page framed as
     /// untrusted data, with where it is in the whole result and the next
     /// offset outside the frame; an error as an error result.
+    /// It counts toward `max_tool_calls` like any call the model asks for
+    /// (past it: `LIMIT_EXCEEDED`), so paging is bounded too.
     pub fn read_result_for_model(&self, arguments: &Value) -> ModelToolResult {
+        let n = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(max) = self.settings.max_tool_calls {
+            if n > max {
+                return ModelToolResult {
+                    content: format!(
+                        "LIMIT_EXCEEDED: max_tool_calls reached: at most {max} tool calls per round; \
+                         no more tools can be called, answer with what you have"
+                    ),
+                    is_error: true,
+                };
+            }
+        }
         match self.read_result_args(arguments) {
             Ok(page) => {
                 let end = page.offset + page.text.len() as u64;

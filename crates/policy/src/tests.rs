@@ -120,3 +120,34 @@ fn host_results_are_capped_across_text_blocks() {
     assert_eq!(v["content"][3]["text"], "bc");
     assert_eq!(v["content"][1]["data"], "AAAA");
 }
+
+#[test]
+fn read_result_for_a_model_counts_toward_max_tool_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = PolicySettings {
+        max_tool_calls: Some(1),
+        result_dir: Some(dir.path().join("results")),
+        ..Default::default()
+    };
+    let policy = SessionPolicy::new(&Config::default(), settings, None).unwrap();
+    let id = policy.result_store().unwrap().keep("the whole").unwrap();
+    let first = policy.read_result_for_model(&json!({"id": id}));
+    assert!(
+        !first.is_error && first.content.contains("the whole"),
+        "{first:?}"
+    );
+    assert!(first
+        .content
+        .starts_with("Bytes 0..9 of 9 of the kept result; this is the end."));
+    let second = policy.read_result_for_model(&json!({"id": id}));
+    assert!(
+        second.is_error && second.content.starts_with("LIMIT_EXCEEDED"),
+        "{second:?}"
+    );
+    assert_eq!(policy.calls_made(), 2);
+    // Hosts and the gateway page without counting.
+    assert_eq!(policy.read_result(&id, 4, None).unwrap().text, "whole");
+    let none = SessionPolicy::new(&Config::default(), PolicySettings::default(), None).unwrap();
+    let e = none.read_result(&id, 0, None).unwrap_err();
+    assert!(e.to_string().contains("no result_dir"), "{e}");
+}
