@@ -439,6 +439,35 @@ impl SessionPolicy {
         (cut, kept)
     }
 
+    /// A host's result whose `structuredContent` is longer than `max` as
+    /// JSON: it goes, and its JSON text comes instead as a text block cut
+    /// to head and tail (the whole kept, when results are), so a host gets
+    /// valid JSON of a bounded size and is told what happened.
+    fn cut_structured(&self, result: &mut Value, max: usize) {
+        let Some(obj) = result.as_object_mut() else {
+            return;
+        };
+        let json = match obj.get("structuredContent") {
+            Some(v) if !v.is_null() => v.to_string(),
+            _ => return,
+        };
+        if json.len() <= max {
+            return;
+        }
+        obj.remove("structuredContent");
+        let kept = self.keep(&json);
+        let text = output::cut(&json, max, self.settings.tail_fraction(), kept.as_deref());
+        let block = serde_json::json!({"type": "text", "text": format!(
+            "[structuredContent, as JSON text, cut by mcpmux]\n{text}"
+        )});
+        match obj.get_mut("content") {
+            Some(Value::Array(blocks)) => blocks.push(block),
+            _ => {
+                obj.insert("content".into(), Value::Array(vec![block]));
+            }
+        }
+    }
+
     /// Keeps `text` (already redacted) when results are kept; its id.
     fn keep(&self, text: &str) -> Option<String> {
         self.results.as_ref()?.keep(text)
@@ -617,6 +646,7 @@ impl SessionPolicy {
                             kept.as_deref(),
                         );
                     }
+                    self.cut_structured(&mut result, max);
                 }
                 ToolResult::from_value(&result)
             }

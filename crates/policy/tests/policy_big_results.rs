@@ -162,3 +162,57 @@ async fn hosts_get_head_and_tail_and_nothing_kept_without_a_result_dir() {
     assert_eq!(page.text, "xx\nERROR: disk full ");
     hub.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_content_over_the_cap_comes_as_its_cut_json_text() {
+    let config = setup();
+    let hub = Hub::connect(config.clone()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = policy(&config, Some(dir.path()));
+    let args = json!({"bytes": 5_000_000, "tail": "\"end\\", "structured": true});
+    let r = policy
+        .call_for_host(&hub, "mcp_demo_big", Some(&args), &CallOptions::default())
+        .await
+        .unwrap()
+        .value();
+    assert!(
+        r.get("structuredContent").is_none(),
+        "{}",
+        &r.to_string()[..300]
+    );
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.len() < 3500, "{}", text.len());
+    assert!(
+        text.starts_with("[structuredContent, as JSON text, cut by mcpmux]\n{\"log\":\"xxx"),
+        "{text}"
+    );
+    // The tail of the JSON text, escapes and all.
+    assert!(text.ends_with("xx\\\"end\\\\\"}"), "{text}");
+    let id = marker_id(text);
+    let whole = with_whole(&policy, &id);
+    let v: Value = serde_json::from_str(&whole).unwrap();
+    assert_eq!(v["log"].as_str().unwrap().len(), 5_000_000 + 5);
+    // The model sees the same JSON text, cut the same way.
+    policy.offered(&hub.list_tools());
+    let m = policy.call(&hub, "mcp_demo_big", &args).await;
+    assert!(
+        m.content.contains("{\"log\":\"xxx") && m.content.contains("[output truncated by mcpmux: "),
+        "{}",
+        &m.content[..400]
+    );
+    hub.close().await;
+}
+
+/// The whole kept result `id`, page by page.
+fn with_whole(policy: &SessionPolicy, id: &str) -> String {
+    let mut whole = String::new();
+    let mut offset = 0;
+    loop {
+        let page = policy.read_result(id, offset, None).unwrap();
+        whole.push_str(&page.text);
+        match page.next_offset {
+            Some(n) => offset = n,
+            None => return whole,
+        }
+    }
+}

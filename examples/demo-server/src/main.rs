@@ -488,7 +488,8 @@ impl Server {
     }
 
     /// `big`: a text block of exactly `bytes` 'x' characters, then `tail`
-    /// (at most 4 KiB) when given, built in place.
+    /// (at most 4 KiB) when given, built in place; with `structured`, no
+    /// text block and the same string as `structuredContent.log`.
     fn big(&self, id: &RawValue, args: Option<&RawValue>, buf: &mut Vec<u8>) -> Outcome {
         let args = to_value(args);
         let tail = match args.get("tail") {
@@ -509,13 +510,22 @@ impl Server {
         buf.clear();
         buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         buf.extend_from_slice(id.get().as_bytes());
-        buf.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
+        let structured = args.get("structured") == Some(&Value::Bool(true));
+        if structured {
+            buf.extend_from_slice(br#","result":{"content":[],"structuredContent":{"log":""#);
+        } else {
+            buf.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
+        }
         // Bounded by MAX_BIG_BYTES, so the conversion cannot truncate.
         buf.resize(buf.len() + bytes as usize, b'x');
         // The JSON string of `tail` without its quotes.
         let quoted = Value::String(tail).to_string();
         buf.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
-        buf.extend_from_slice(b"\"}]}}\n");
+        if structured {
+            buf.extend_from_slice(b"\"}}}\n");
+        } else {
+            buf.extend_from_slice(b"\"}]}}\n");
+        }
         self.write_line(buf);
         Outcome::Handled
     }
