@@ -4,9 +4,13 @@
  * verdicts, the per-server report, a refused tool (the server is not
  * asked), redaction, the output cap, max_tool_calls, audit events through
  * the callback, mcpmux_policy_audit_json() and the audit file, the
- * refresh report, and a policy refused on a hub it was not made for.
+ * refresh report, a policy refused on a hub it was not made for, and a
+ * 2 MB result cut to its head and tail and kept whole in result_dir.
  */
 #include "common.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
 
 /* Audit events received by the callback, joined with '\n'. */
 typedef struct {
@@ -54,7 +58,7 @@ static char *read_file(const char *path) {
 }
 
 int main(void) {
-    watchdog("test_policy", 60);
+    watchdog("test_policy", 120);
     const char *tmp = need_env("MCPMUX_TEST_TMP");
     char audit_path[1024];
     snprintf(audit_path, sizeof audit_path, "%s/policy-audit.jsonl", tmp);
@@ -125,11 +129,12 @@ int main(void) {
     CHECK(contains(json, "still here"), "the server was not asked to crash: %s", json);
     mcpmux_string_free(json);
 
-    st = pcall(hub, policy, "mcp_demo_big", "{\"bytes\":1000}", &json, &err);
+    st = pcall(hub, policy, "mcp_demo_big", "{\"bytes\":1000,\"tail\":\"\\nLAST LINE\"}", &json, &err);
     expect_status("big", st, &err, MCPMUX_STATUS_OK, NULL, NULL);
-    CHECK(json != NULL && strlen(json) < 500 && count_of(json, "x") >= 100 &&
-              contains(json, "max_output_bytes = 100"),
+    CHECK(json != NULL && strlen(json) < 500 && count_of(json, "x") >= 66 &&
+              contains(json, "[output truncated by mcpmux: ") && contains(json, "max_output_bytes = 100"),
           "big is capped at 100 bytes: %.300s", json);
+    CHECK(contains(json, "\\nLAST LINE\""), "big keeps its tail: %.600s", json);
     mcpmux_string_free(json);
 
     st = pcall(hub, policy, "mcp_demo_add", "{\"a\":2,\"b\":3}", &json, &err);
@@ -217,6 +222,50 @@ int main(void) {
                   MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "another hub");
     mcpmux_hub_close(other, NULL);
     mcpmux_hub_free(other);
+
+    /* A hostile server's big log whose last line matters: the head and the
+     * tail come back, the whole is kept (0600) in the config's result_dir.
+     * 2 MB, not the 50 MB of the Rust, Python and Node tests: this program
+     * runs under valgrind. */
+    char results[1100];
+    snprintf(results, sizeof results, "%s/c-results", tmp);
+    char session[1400];
+    snprintf(session, sizeof session,
+             "allow_tools = [\"big\"]\nmax_message_bytes = 67108864\n"
+             "[session]\nmax_output_bytes = 3000\nresult_dir = \"%s\"\n",
+             results);
+    char *big_config = concat_free(demo_config(), strdup(session));
+    mcpmux_hub *big_hub = connect_text(engine, big_config);
+    free(big_config);
+    mcpmux_policy *big_policy = NULL;
+    expect_status("policy_new for big results", mcpmux_policy_new(big_hub, NULL, NULL, &big_policy, &err), &err,
+                  MCPMUX_STATUS_OK, NULL, NULL);
+    st = pcall(big_hub, big_policy, "mcp_demo_big", "{\"bytes\":2000000,\"tail\":\"\\nERROR: disk full\"}", &json,
+               &err);
+    expect_status("big of 2 MB", st, &err, MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(json != NULL && strlen(json) < 4000 && contains(json, "[output truncated by mcpmux: ") &&
+              contains(json, "whole result: read_result id="),
+          "2 MB cut to head and tail: %.300s", json);
+    CHECK(contains(json, "\\nERROR: disk full\""), "the tail is kept: %.4000s", json);
+    mcpmux_string_free(json);
+    DIR *dir = opendir(results);
+    int kept = 0;
+    struct dirent *entry;
+    while (dir != NULL && (entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        char file[1500];
+        snprintf(file, sizeof file, "%s/%s", results, entry->d_name);
+        struct stat sb;
+        CHECK(stat(file, &sb) == 0 && (sb.st_mode & 0777) == 0600 && sb.st_size == 2000000 + 17,
+              "kept whole, 0600: %s", file);
+        remove(file);
+        kept++;
+    }
+    if (dir != NULL) closedir(dir);
+    CHECK(kept == 1, "one result kept in %s, not %d", results, kept);
+    mcpmux_policy_free(big_policy);
+    mcpmux_hub_close(big_hub, NULL);
+    mcpmux_hub_free(big_hub);
 
     mcpmux_policy_free(policy);
     mcpmux_policy_free(NULL);

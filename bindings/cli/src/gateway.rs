@@ -52,6 +52,9 @@ pub struct GatewayArgs {
     /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
+    /// Keep the whole of results cut at max_output_bytes in DIR (0700; files 0600), for the read_result tool and mcpmux://results/<id>; default: the config's [session] result_dir, else a temporary directory removed at exit.
+    #[arg(long, value_name = "DIR")]
+    pub result_dir: Option<PathBuf>,
     /// MiB of answers held for one client (not yet read, or a batch being assembled); past it, its requests get JSON-RPC -32000 "gateway busy".
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_CLIENT_BUDGET_BYTES >> 20)]
     pub client_budget_mib: usize,
@@ -87,6 +90,7 @@ impl GatewayArgs {
             .with_no_prefix(self.no_prefix)
             .with_frame_output(self.frame_output)
             .with_expose_all(self.expose_all)
+            .with_result_dir(self.result_dir.clone())
             .with_client_budget_bytes(mib("--client-budget-mib", self.client_budget_mib)?)
             .with_total_budget_bytes(mib("--total-budget-mib", self.total_budget_mib)?))
     }

@@ -64,8 +64,10 @@ test('calls through a policy: redaction, refusal, cap, limit, audit', T, () =>
     assert.match(refused.message, /mcp_demo_crash/)
     // The server was never asked to crash.
     assert.equal((await hub.callTool('mcp_demo_echo', { text: 'alive' }, { policy })).content[0].text, 'alive')
-    const big = (await hub.callTool('mcp_demo_big', { bytes: 1000 }, { policy })).content[0].text
-    assert.ok(big.startsWith('x'.repeat(100)) && !big.includes('x'.repeat(101)), big)
+    // Its head and its tail are kept, one marker between them.
+    const big = (await hub.callTool('mcp_demo_big', { bytes: 1000, tail: '\nLAST LINE' }, { policy })).content[0].text
+    assert.ok(big.startsWith('x'.repeat(67) + '\n[output truncated by mcpmux: ') && !big.includes('x'.repeat(101)), big)
+    assert.ok(big.endsWith('\nLAST LINE'), big)
     assert.match(big, /max_output_bytes = 100/)
     assert.deepEqual((await hub.callTool('mcp_demo_add', { a: 2, b: 3 }, { policy })).structuredContent, { sum: 5 })
     await hub.callTool('mcp_demo_echo', { text: 'six' }, { policy })
@@ -140,3 +142,28 @@ test('bad options throw INVALID_INPUT naming them', T, () =>
     }
   }),
 )
+
+test('a 50 MB result keeps its head and tail and is kept whole in result_dir', T, async () => {
+  // A hostile server's 50 MB log whose last line is the one that matters.
+  const kept = path.join(h.tempDir(), 'results')
+  const hub = await Hub.connect({
+    mcpServers: { demo: { command: h.DEMO, allow_tools: ALLOW, max_message_bytes: 67108864 } },
+    session: { max_output_bytes: 3000, result_dir: kept },
+  })
+  try {
+    const tail = `\nERROR: disk full (${SECRET})`
+    const r = await hub.callTool('mcp_demo_big', { bytes: 50_000_000, tail }, { policy: hub.policy() })
+    const text = r.content[0].text
+    assert.ok(text.length < 3500, `${text.length}`)
+    assert.ok(text.startsWith('x'.repeat(2000)))
+    assert.ok(text.endsWith('\nERROR: disk full ([REDACTED:aws_access_key_id])'), text.slice(-200))
+    assert.match(text, /\[output truncated by mcpmux: \d+ of \d+ bytes left out .* whole result: read_result id=[0-9a-f]{32}/)
+    const files = fs.readdirSync(kept)
+    assert.equal(files.length, 1)
+    const st = fs.statSync(path.join(kept, files[0]))
+    assert.equal(st.mode & 0o777, 0o600)
+    assert.ok(text.includes(files[0].replace(/\.txt$/, '')))
+  } finally {
+    await hub.close()
+  }
+})

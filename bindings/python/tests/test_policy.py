@@ -72,8 +72,10 @@ def test_calls_through_the_policy(tmp_path: Path, hub):
     # 3: the server is still up (crash was never sent).
     assert hub.call_tool("mcp_demo_echo", {"text": "alive"}, policy=policy)["content"][0]["text"] == "alive"
     # 4: a result over max_output_bytes is capped.
-    text = hub.call_tool("mcp_demo_big", {"bytes": 1000}, policy=policy)["content"][0]["text"]
-    assert text.startswith("x" * 100) and "x" * 101 not in text
+    # Its head and its tail are kept, one marker between them.
+    text = hub.call_tool("mcp_demo_big", {"bytes": 1000, "tail": "\nLAST LINE"}, policy=policy)["content"][0]["text"]
+    assert text.startswith("x" * 67 + "\n[output truncated by mcpmux: ") and "x" * 101 not in text
+    assert text.endswith("\nLAST LINE"), text
     assert "max_output_bytes = 100" in text
     # 5, 6: within the limit; 7: past it.
     assert hub.call_tool("mcp_demo_add", {"a": 2, "b": 3}, policy=policy)["structuredContent"] == {"sum": 5}
@@ -181,3 +183,25 @@ def test_async_policy(tmp_path: Path):
             assert seen == policy.audit_events()
 
     asyncio.run(main())
+
+
+def test_a_50_mb_result_keeps_head_and_tail_and_is_kept_whole(tmp_path: Path):
+    # A hostile server's 50 MB log whose last line is the one that matters.
+    kept = tmp_path / "results"
+    cfg = {
+        "mcpServers": {"demo": demo(allow_tools=ALLOW, max_message_bytes=67108864)},
+        "session": {"max_output_bytes": 3000, "result_dir": str(kept)},
+    }
+    tail = "\nERROR: disk full (" + SECRET + ")"
+    with mcpmux.Hub.connect(cfg) as hub:
+        policy = hub.policy()
+        r = hub.call_tool("mcp_demo_big", {"bytes": 50_000_000, "tail": tail}, policy=policy)
+        text = r["content"][0]["text"]
+        assert len(text) < 3500
+        assert text.startswith("x" * 2000)
+        assert text.endswith("\nERROR: disk full ([REDACTED:aws_access_key_id])"), text[-200:]
+        assert "[output truncated by mcpmux: " in text and "whole result: read_result id=" in text
+        files = list(kept.iterdir())
+        assert len(files) == 1 and files[0].stat().st_mode & 0o777 == 0o600
+        assert files[0].stat().st_size == 50_000_000 + len("\nERROR: disk full ([REDACTED:aws_access_key_id])")
+        assert files[0].stem in text

@@ -507,7 +507,9 @@ async fn answer(
         })),
         "resources/read" => {
             let uri = string("uri")?;
-            if uri.starts_with(mcpmux_core::apps::SCHEME) {
+            if uri.starts_with(super::results::SCHEME) {
+                super::results::read_resource(gateway, uri)
+            } else if uri.starts_with(mcpmux_core::apps::SCHEME) {
                 super::apps::read(gateway, uri).await
             } else {
                 hub.read_resource(uri, None).await.map(Value::from)
@@ -762,6 +764,10 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerC
             let arguments = arguments.cloned().unwrap_or(Value::Null);
             return mcpmux_sessions::mcp_tools::call_review_tool(ctx, name, &arguments).await;
         }
+    }
+    if super::results::is_call(gateway, name) {
+        let arguments = arguments.cloned().unwrap_or(Value::Null);
+        return super::results::call(gateway, &arguments);
     }
     let result = match gateway.inner.options.mode {
         GatewayMode::Search => match name {

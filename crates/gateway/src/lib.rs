@@ -22,6 +22,7 @@ mod out;
 pub mod relay;
 pub mod session_token;
 mod stateful_tasks;
+mod results;
 pub mod stdio;
 mod tasks;
 
@@ -100,6 +101,10 @@ pub struct GatewayOptions {
     /// that only it can serve (task ids, `requestState`) name it, so that
     /// another replica can say where they live. `None`: ids name none.
     pub replica: Option<String>,
+    /// Where the whole of results cut at `max_output_bytes` is kept for
+    /// `read_result` (`--result-dir`); `None`: the policy's `result_dir`,
+    /// else a temporary directory removed when the gateway goes.
+    pub result_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for GatewayOptions {
@@ -112,6 +117,7 @@ impl Default for GatewayOptions {
             client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
             total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
             replica: None,
+            result_dir: None,
         }
     }
 }
@@ -159,6 +165,12 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets [`GatewayOptions::result_dir`].
+    pub fn with_result_dir(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.result_dir = dir;
+        self
+    }
+
     /// Sets [`GatewayOptions::total_budget_bytes`].
     pub fn with_total_budget_bytes(mut self, total_budget_bytes: usize) -> Self {
         self.total_budget_bytes = total_budget_bytes;
@@ -197,6 +209,8 @@ struct Shared {
     /// Where the review tools run, when offered.
     #[cfg(feature = "sessions")]
     review: Option<mcpmux_sessions::SessionContext>,
+    /// The temporary directory of kept results, removed with the gateway.
+    _results_dir: Option<tempfile::TempDir>,
 }
 
 impl Gateway {
@@ -227,9 +241,11 @@ impl Gateway {
                 )));
             }
         }
+        let results_dir = results::prepare(&mut policy, options.result_dir.as_deref())?;
         Ok(Gateway {
             inner: Arc::new(Shared {
                 hub,
+                _results_dir: results_dir,
                 policy: Arc::new(policy),
                 total: budget::Total::new(options.total_budget_bytes),
                 options,
@@ -335,6 +351,9 @@ impl Gateway {
     fn tools_list(&self) -> Vec<Value> {
         #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
         let mut tools = self.hub_tools_list();
+        if results::offered(self) {
+            tools.push(self.inner.policy.read_result_tool());
+        }
         #[cfg(feature = "sessions")]
         if self.review().is_some() {
             tools.extend(mcpmux_sessions::mcp_tools::review_tools());

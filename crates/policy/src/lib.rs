@@ -11,14 +11,16 @@
 //! One call goes: count it (refused calls count too) → refuse past
 //! `max_tool_calls` (`LIMIT_EXCEEDED`) → refuse a tool that was not offered
 //! (`TOOL_NOT_ALLOWED`; the server is never asked) → call with
-//! `call_timeout_seconds` → redact → cap at `max_output_bytes` → frame as
-//! untrusted data → audit.
+//! `call_timeout_seconds` → redact → keep the whole (redacted) text when it
+//! is over `max_output_bytes` and a `result_dir` is set → cut it to its
+//! head and tail → frame as untrusted data → audit.
 //!
 //! Modules: [`rules`] (per-server keys, globs and the offer decision),
 //! [`settings`] (`[session]` keys, `expose_all`), [`redact`], `output`
 //! (render, cap, frame), [`audit`], [`host`] (policies built by hosts from
 //! JSON settings), [`hints`] (what a front end says at start about the
-//! policy: the keys to add, in the config's own syntax).
+//! policy: the keys to add, in the config's own syntax), [`result_store`]
+//! (the whole of cut results, paged with `read_result`).
 
 pub mod audit;
 mod config_layer;
@@ -28,6 +30,7 @@ pub mod hints;
 pub mod host;
 pub mod output;
 pub mod redact;
+pub mod result_store;
 pub mod rules;
 pub mod settings;
 
@@ -43,6 +46,7 @@ use serde_json::Value;
 pub use audit::{read_audit_log, AuditEvent, AuditListener, AuditStatus};
 pub use config_layer::register_config_layer;
 pub use redact::{RedactRule, Redactor};
+pub use result_store::{ResultPage, ResultStore};
 pub use rules::{Decision, Refusal, ServerPolicy, SERVER_KEYS};
 pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 
@@ -113,7 +117,13 @@ pub struct SessionPolicy {
     /// refuses calls on any other. `None` for a policy built from a config
     /// alone (a session's), which any hub of that config may use.
     hub_id: Option<u64>,
+    /// Where the whole of cut results goes (`result_dir`); none is kept
+    /// when `None`.
+    results: Option<ResultStore>,
 }
+
+/// The name of the tool that pages a kept result ([`SessionPolicy::read_result`]).
+pub const READ_RESULT_TOOL: &str = "read_result";
 
 /// How one call ended, before it is shown to a model or a host.
 enum Outcome {
@@ -152,6 +162,15 @@ impl SessionPolicy {
         // Tool output and errors shown to the model (and stored in the
         // session) cannot carry the config's own secrets.
         mcpmux_core::internal::secrets::register(config.secret_values());
+        let results = match &settings.result_dir {
+            Some(dir) => Some(ResultStore::open(
+                dir,
+                settings
+                    .max_result_store_bytes
+                    .unwrap_or(result_store::DEFAULT_MAX_RESULT_STORE_BYTES),
+            )?),
+            None => None,
+        };
         Ok(SessionPolicy {
             settings,
             servers,
@@ -160,6 +179,7 @@ impl SessionPolicy {
             snapshot: RwLock::new(None),
             audit: audit::AuditLog::open(audit_path)?,
             hub_id: None,
+            results,
         })
     }
 
@@ -357,7 +377,7 @@ impl SessionPolicy {
                 // The message may quote the server (a JSON-RPC error): it
                 // is untrusted and may hold secrets like any output.
                 let (message, _) = self.redactor.redact(&e.to_string());
-                let (message, _) = output::cap(&message, self.settings.output_cap());
+                let message = self.fit(&message, false);
                 let content = match &e {
                     Error::Timeout(_) if self.settings.call_timeout.is_some() => format!(
                         "TIMEOUT: the call ran past call_timeout_seconds (LIMIT_EXCEEDED).\n{}",
@@ -377,8 +397,18 @@ impl SessionPolicy {
             Outcome::Answered {
                 result, is_error, ..
             } => {
-                let (text, _) = output::cap(&output::render(&result), self.settings.output_cap());
-                let framed = output::frame(name, &text);
+                let rendered = output::render(&result);
+                let (text, kept) = self.fit_kept(&rendered, true);
+                let mut framed = output::frame(name, &text);
+                if let Some(id) = kept {
+                    // Said outside the frame too: inside it, a server could
+                    // have written a marker of its own.
+                    framed = format!(
+                        "The output was cut at max_output_bytes; the whole ({} bytes) is kept: \
+                         read_result with id {id}.\n{framed}",
+                        rendered.len()
+                    );
+                }
                 ModelToolResult {
                     content: if is_error {
                         format!("The tool reported an error.\n{framed}")
@@ -388,6 +418,169 @@ impl SessionPolicy {
                     is_error,
                 }
             }
+        }
+    }
+
+    /// `text` as shown: whole when it fits `max_output_bytes`, else its
+    /// head and tail, the whole kept first when `keep` and a `result_dir`
+    /// is set.
+    fn fit(&self, text: &str, keep: bool) -> String {
+        self.fit_kept(text, keep).0
+    }
+
+    /// [`fit`](Self::fit), with the id the whole was kept under.
+    fn fit_kept(&self, text: &str, keep: bool) -> (String, Option<String>) {
+        let max = self.settings.output_cap();
+        if text.len() <= max {
+            return (text.to_owned(), None);
+        }
+        let kept = if keep { self.keep(text) } else { None };
+        let cut = output::cut(text, max, self.settings.tail_fraction(), kept.as_deref());
+        (cut, kept)
+    }
+
+    /// A host's result whose `structuredContent` is longer than `max` as
+    /// JSON: it goes, and its JSON text comes instead as a text block cut
+    /// to head and tail (the whole kept, when results are), so a host gets
+    /// valid JSON of a bounded size and is told what happened.
+    fn cut_structured(&self, result: &mut Value, max: usize) {
+        let Some(obj) = result.as_object_mut() else {
+            return;
+        };
+        let json = match obj.get("structuredContent") {
+            Some(v) if !v.is_null() => v.to_string(),
+            _ => return,
+        };
+        if json.len() <= max {
+            return;
+        }
+        obj.remove("structuredContent");
+        let kept = self.keep(&json);
+        let text = output::cut(&json, max, self.settings.tail_fraction(), kept.as_deref());
+        let block = serde_json::json!({"type": "text", "text": format!(
+            "[structuredContent, as JSON text, cut by mcpmux]\n{text}"
+        )});
+        match obj.get_mut("content") {
+            Some(Value::Array(blocks)) => blocks.push(block),
+            _ => {
+                obj.insert("content".into(), Value::Array(vec![block]));
+            }
+        }
+    }
+
+    /// Keeps `text` (already redacted) when results are kept; its id.
+    fn keep(&self, text: &str) -> Option<String> {
+        self.results.as_ref()?.keep(text)
+    }
+
+    /// Keeps cut results in `dir` from now on (made 0700 when missing),
+    /// bounded by `max_result_store_bytes`: a front end's own place for
+    /// them (`mcpmux gateway --result-dir`, or its temporary directory).
+    pub fn set_result_dir(&mut self, dir: &std::path::Path) -> Result<(), Error> {
+        self.results = Some(ResultStore::open(
+            dir,
+            self.settings
+                .max_result_store_bytes
+                .unwrap_or(result_store::DEFAULT_MAX_RESULT_STORE_BYTES),
+        )?);
+        self.settings.result_dir = Some(dir.to_owned());
+        Ok(())
+    }
+
+    /// Whether cut results are kept (a `result_dir` is set), so
+    /// [`READ_RESULT_TOOL`] has something to page.
+    pub fn keeps_results(&self) -> bool {
+        self.results.is_some()
+    }
+
+    /// The store of kept results, when there is one.
+    pub fn result_store(&self) -> Option<&ResultStore> {
+        self.results.as_ref()
+    }
+
+    /// Pages kept result `id`: `length` bytes (at most `max_output_bytes`;
+    /// that much when `None`) from `offset`. `INVALID_INPUT` when nothing
+    /// is kept, or for an id that is not a kept result's; never a path.
+    pub fn read_result(
+        &self,
+        id: &str,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<ResultPage, Error> {
+        let Some(store) = &self.results else {
+            return Err(Error::InvalidInput(
+                "read_result: results are not kept here (no result_dir)".into(),
+            ));
+        };
+        let max = self.settings.output_cap();
+        let length = length.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max));
+        store.read(id, offset, length)
+    }
+
+    /// The MCP tool definition of [`READ_RESULT_TOOL`], offered when
+    /// results are kept (review sessions' models, gateway clients).
+    pub fn read_result_tool(&self) -> Value {
+        read_result_tool(self.settings.output_cap())
+    }
+
+    /// Runs a [`READ_RESULT_TOOL`] call from its JSON arguments (`id`,
+    /// `offset`?, `length`?); a bad argument is `INVALID_INPUT` naming it.
+    /// Never reaches a server.
+    pub fn read_result_args(&self, arguments: &Value) -> Result<ResultPage, Error> {
+        let bad =
+            |field: &str, what: &str| Error::InvalidInput(format!("read_result: '{field}' {what}"));
+        let Some(id) = arguments.get("id").and_then(Value::as_str) else {
+            return Err(bad("id", "must be the id string from the cut's marker"));
+        };
+        let num = |field: &str| match arguments.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| bad(field, "must be a non-negative integer")),
+        };
+        self.read_result(id, num("offset")?.unwrap_or(0), num("length")?)
+    }
+
+    /// [`SessionPolicy::read_result_args`] for a model: the page framed as
+    /// untrusted data, with where it is in the whole result and the next
+    /// offset outside the frame; an error as an error result.
+    /// It counts toward `max_tool_calls` like any call the model asks for
+    /// (past it: `LIMIT_EXCEEDED`), so paging is bounded too.
+    pub fn read_result_for_model(&self, arguments: &Value) -> ModelToolResult {
+        let n = self.calls_made.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(max) = self.settings.max_tool_calls {
+            if n > max {
+                return ModelToolResult {
+                    content: format!(
+                        "LIMIT_EXCEEDED: max_tool_calls reached: at most {max} tool calls per round; \
+                         no more tools can be called, answer with what you have"
+                    ),
+                    is_error: true,
+                };
+            }
+        }
+        match self.read_result_args(arguments) {
+            Ok(page) => {
+                let end = page.offset + page.text.len() as u64;
+                let next = match page.next_offset {
+                    Some(n) => format!("next: read_result with offset {n}"),
+                    None => "this is the end".to_owned(),
+                };
+                ModelToolResult {
+                    content: format!(
+                        "Bytes {}..{end} of {} of the kept result; {next}.\n{}",
+                        page.offset,
+                        page.total,
+                        output::frame(READ_RESULT_TOOL, &page.text)
+                    ),
+                    is_error: false,
+                }
+            }
+            Err(e) => ModelToolResult {
+                content: format!("{}: {e}", e.code()),
+                is_error: true,
+            },
         }
     }
 
@@ -443,7 +636,17 @@ impl SessionPolicy {
             Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
             Outcome::Answered { mut result, .. } => {
                 if let Some(max) = self.settings.max_output_bytes {
-                    cap_text_blocks(&mut result, max);
+                    let total: usize = text_blocks(&mut result).iter().map(|t| t.len()).sum();
+                    if total > max {
+                        let kept = self.keep(&output::render(&result));
+                        cap_text_blocks_kept(
+                            &mut result,
+                            max,
+                            self.settings.tail_fraction(),
+                            kept.as_deref(),
+                        );
+                    }
+                    self.cut_structured(&mut result, max);
                 }
                 ToolResult::from_value(&result)
             }
@@ -577,29 +780,86 @@ impl SessionPolicy {
     }
 }
 
-/// Cuts the text blocks of a result so that together they hold at most
-/// `max` bytes; the last kept block says it was cut.
-fn cap_text_blocks(result: &mut Value, max: usize) {
+/// The `text` of each text block of a result, in order.
+fn text_blocks(result: &mut Value) -> Vec<&mut String> {
     let Some(Value::Array(blocks)) = result.get_mut("content") else {
-        return;
+        return Vec::new();
     };
-    let mut left = max;
-    let mut cut = false;
-    // `left` only matters until the first cut.
-    for block in blocks.iter_mut() {
-        if let Some(Value::String(text)) = block.get_mut("text") {
-            if cut {
-                // The note is in the block that was cut; later text goes.
-                text.clear();
-            } else if text.len() > left {
-                cut = true;
-                let (shortened, _) = output::cap(text, left);
-                *text = shortened;
-            } else {
-                left -= text.len();
-            }
-        }
+    blocks
+        .iter_mut()
+        .filter_map(|b| match b.get_mut("text") {
+            Some(Value::String(t)) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Cuts the text blocks of a result so that together they hold at most
+/// `max` bytes, with the default split and nothing kept.
+#[cfg(test)]
+fn cap_text_blocks(result: &mut Value, max: usize) {
+    cap_text_blocks_kept(result, max, output::DEFAULT_TAIL_FRACTION, None);
+}
+
+/// Cuts the text blocks of a result, taken together as one text, to its
+/// head and tail ([`output::cut_points`]): blocks wholly between them are
+/// emptied, and the block where the head ends gets the marker (saying
+/// where the whole is, `kept`) after its head part.
+fn cap_text_blocks_kept(result: &mut Value, max: usize, tail_fraction: f64, kept: Option<&str>) {
+    let texts = text_blocks(result);
+    let total: usize = texts.iter().map(|t| t.len()).sum();
+    if total <= max {
+        return;
     }
+    let joined: String = texts.iter().map(|t| t.as_str()).collect();
+    let (head_end, tail_start) = output::cut_points(&joined, max, tail_fraction);
+    let marker = output::marker(tail_start - head_end, total, max, kept);
+    let mut start = 0;
+    let mut marked = false;
+    for text in texts {
+        let end = start + text.len();
+        let head = &text[..head_end.clamp(start, end) - start];
+        let tail = &text[tail_start.clamp(start, end) - start..];
+        let mut parts = Vec::new();
+        if !head.is_empty() {
+            parts.push(head);
+        }
+        if !marked && head_end <= end {
+            marked = true;
+            parts.push(&marker);
+        }
+        if !tail.is_empty() {
+            parts.push(tail);
+        }
+        let new = parts.join("\n");
+        *text = new;
+        start = end;
+    }
+}
+
+/// The MCP definition of [`READ_RESULT_TOOL`]; `max` is the most bytes one
+/// page holds.
+pub fn read_result_tool(max: usize) -> Value {
+    serde_json::json!({
+        "name": READ_RESULT_TOOL,
+        "description": format!(
+            "Reads part of a tool result that was too long to show whole. A cut result \
+             says 'whole result: read_result id=...'; give that id, and the byte offset \
+             to start at (0 for the start). At most {max} bytes come back per call; \
+             the answer says where the next part starts."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The id from the cut's marker."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start at (default 0)."},
+                "length": {"type": "integer", "minimum": 1, "description": format!("Bytes to read (default and most {max}).")}
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        },
+        "annotations": {"readOnlyHint": true}
+    })
 }
 
 impl ServerPolicy {

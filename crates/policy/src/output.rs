@@ -123,32 +123,101 @@ pub fn render(result: &Value) -> String {
     parts.join("\n")
 }
 
-/// Cuts `text` to at most `max` bytes on a character boundary, never inside
-/// a `[REDACTED:...]` marker, and says so at the end. Returns the text and
-/// whether it was cut.
+/// The share of `max_output_bytes` given to the end of a cut result when
+/// `output_tail_fraction` is not set: a third (the head gets the rest).
+pub const DEFAULT_TAIL_FRACTION: f64 = 1.0 / 3.0;
+
+/// The words every cut's marker starts with; checks outside mcpmux look
+/// for them.
+pub const CUT_MARKER_PREFIX: &str = "[output truncated by mcpmux";
+
+/// Cuts `text` to at most `max` bytes of its head and tail (a third for the
+/// tail) with a marker between them saying how much was left out, and that
+/// the whole result is not kept. Returns the text and whether it was cut.
+/// See [`cut`].
 pub fn cap(text: &str, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text.to_owned(), false);
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    (cut(text, max, DEFAULT_TAIL_FRACTION, None), true)
+}
+
+/// Cuts `text`, longer than `max` bytes, to its first and last bytes
+/// (`tail_fraction` of `max` for the last, the rest for the first) with one
+/// marker line between them: how many bytes were left out, and where the
+/// whole result is (`kept`: the id `read_result` takes) or that it is not
+/// kept. Neither edge splits a UTF-8 character or a `[REDACTED:...]` marker
+/// (the marker goes whole to neither side rather than in part to one), so
+/// the text is valid UTF-8 and no rule name shows in part, looking like data.
+pub fn cut(text: &str, max: usize, tail_fraction: f64, kept: Option<&str>) -> String {
+    let (head_end, tail_start) = cut_points(text, max, tail_fraction);
+    let marker = marker(tail_start - head_end, text.len(), max, kept);
+    let tail = &text[tail_start..];
+    if tail.is_empty() {
+        format!("{}\n{marker}", &text[..head_end])
+    } else {
+        format!("{}\n{marker}\n{tail}", &text[..head_end])
     }
-    // A marker cut in two would show part of a rule name and look like data.
-    if let Some(open) = text[..end].rfind('[') {
+}
+
+/// The marker line of a cut: `left_out` of `total` bytes left out, and
+/// where the whole result is (`kept`: a [`read_result`] id) or that it is
+/// not kept.
+///
+/// [`read_result`]: crate::SessionPolicy::read_result
+pub fn marker(left_out: usize, total: usize, max: usize, kept: Option<&str>) -> String {
+    let whole = match kept {
+        Some(id) => format!("whole result: read_result id={id} (offset, length), {total} bytes"),
+        None => "the whole result is not kept".to_owned(),
+    };
+    format!(
+        "{CUT_MARKER_PREFIX}: {left_out} of {total} bytes left out between head and tail \
+         (max_output_bytes = {max}); {whole}]"
+    )
+}
+
+/// Where the head of a cut ends and its tail starts, both on character
+/// boundaries and outside any `[REDACTED:...]` marker;
+/// `head_end <= tail_start` and the two parts hold at most `max` bytes.
+pub fn cut_points(text: &str, max: usize, tail_fraction: f64) -> (usize, usize) {
+    let len = text.len();
+    if len <= max {
+        return (len, len);
+    }
+    let fraction = if tail_fraction.is_finite() {
+        tail_fraction.clamp(0.0, 1.0)
+    } else {
+        DEFAULT_TAIL_FRACTION
+    };
+    // Truncating the float keeps the tail within `max`.
+    let tail_budget = (((max as f64) * fraction) as usize).min(max);
+    let mut head_end = max - tail_budget;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    if let Some(open) = text[..head_end].rfind('[') {
         let rest = &text[open..];
-        if rest.starts_with("[REDACTED:") && rest.find(']').is_none_or(|c| open + c >= end) {
-            end = open;
+        if rest.starts_with("[REDACTED:") && rest.find(']').is_none_or(|c| open + c >= head_end) {
+            head_end = open;
         }
     }
-    (
-        format!(
-            "{}\n[output truncated by mcpmux: {end} of {} bytes shown (max_output_bytes = {max})]",
-            &text[..end],
-            text.len()
-        ),
-        true,
-    )
+    let mut tail_start = len - tail_budget;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    // A marker's name holds no '[', so only the last '[' before the edge
+    // can open a marker that crosses it.
+    if let Some(open) = text[..tail_start].rfind('[') {
+        let rest = &text[open..];
+        if rest.starts_with("[REDACTED:") {
+            if let Some(close) = rest.find(']') {
+                if open + close >= tail_start {
+                    tail_start = open + close + 1;
+                }
+            }
+        }
+    }
+    (head_end, tail_start.max(head_end))
 }
 
 /// Sixteen hex digits from the operating system's CSPRNG.
@@ -239,12 +308,56 @@ mod tests {
     #[test]
     fn caps_on_boundaries() {
         assert_eq!(cap("short", 10), ("short".to_owned(), false));
-        let (t, cut) = cap("héllo world", 2);
-        assert!(cut);
-        assert!(t.starts_with("h\n[output truncated"), "{t}");
+        let (t, was_cut) = cap("héllo world", 3);
+        assert!(was_cut);
+        // Head 2 bytes ("h", not half of "é"), tail 1 byte.
+        assert!(
+            t.starts_with("h\n[output truncated by mcpmux: 10 of 12 bytes left out"),
+            "{t}"
+        );
+        assert!(t.ends_with("the whole result is not kept]\nd"), "{t}");
         let (t, _) = cap("ab [REDACTED:jwt] cd", 8);
         assert!(t.starts_with("ab \n"), "{t}");
-        assert!(t.contains("3 of 20 bytes"), "{t}");
+        assert!(t.ends_with("]\ncd"), "{t}");
+        assert!(t.contains("15 of 20 bytes"), "{t}");
+    }
+
+    #[test]
+    fn cuts_keep_head_and_tail_whole() {
+        // A tail edge inside a marker moves past it; one inside "é" moves on.
+        let text = "0123456789[REDACTED:aws_secret]xyz";
+        let (h, t) = cut_points(text, 12, 0.5);
+        assert_eq!((&text[..h], &text[t..]), ("012345", "xyz"));
+        let text = "0123456789é12";
+        let (h, t) = cut_points(text, 6, 0.5);
+        assert_eq!((&text[..h], &text[t..]), ("012", "12"));
+        // The head edge inside a marker moves before it.
+        let text = "ab[REDACTED:jwt]0123456789";
+        let (h, t) = cut_points(text, 10, 0.5);
+        assert_eq!((&text[..h], &text[t..]), ("ab", "56789"));
+        // No tail share: the old cut, head only.
+        let out = cut("0123456789", 4, 0.0, None);
+        assert!(
+            out.starts_with("0123\n[output truncated by mcpmux: 6 of 10"),
+            "{out}"
+        );
+        assert!(out.ends_with("not kept]"), "{out}");
+        let out = cut("0123456789", 4, 0.5, Some("ab"));
+        assert!(
+            out.ends_with("whole result: read_result id=ab (offset, length), 10 bytes]\n89"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn structured_content_is_cut_as_its_json_text() {
+        let v =
+            json!({"content": [], "structuredContent": {"rows": "x".repeat(100), "end": "last"}});
+        let text = render(&v);
+        let out = cut(&text, 40, DEFAULT_TAIL_FRACTION, None);
+        assert!(out.starts_with("{\""), "{out}");
+        assert!(out.contains(CUT_MARKER_PREFIX), "{out}");
+        assert!(out.ends_with("\"end\":\"last\"}"), "{out}");
     }
 
     #[test]

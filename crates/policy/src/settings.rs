@@ -7,12 +7,16 @@
 //! max_tool_calls = 20         # per round; refused calls count too
 //! call_timeout_seconds = 30   # per tool call, progress cannot extend it
 //! max_output_bytes = 16384    # per tool result shown to the model
+//! output_tail_fraction = 0.33 # share of a cut result's bytes from its end
+//! result_dir = "results"      # keep whole cut results here (read_result)
+//! max_result_store_bytes = 268435456  # bound of result_dir, oldest go first
 //!
 //! [[session.redact]]          # extra redaction rules (regex crate syntax)
 //! name = "ticket"
 //! pattern = "INC-(?P<secret>[0-9]{6})"   # only the `secret` group is replaced
 //! ```
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -33,6 +37,19 @@ pub struct PolicySettings {
     /// Largest tool output shown to the model, in bytes (after redaction);
     /// [`DEFAULT_MAX_OUTPUT_BYTES`] when `None`.
     pub max_output_bytes: Option<usize>,
+    /// The share (0 to 1) of `max_output_bytes` given to the end of a cut
+    /// result, the rest to its start;
+    /// [`DEFAULT_TAIL_FRACTION`](crate::output::DEFAULT_TAIL_FRACTION)
+    /// when `None`; 0 cuts only the end off, as before.
+    pub output_tail_fraction: Option<f64>,
+    /// Where the whole (redacted) text of a cut result is kept for
+    /// `read_result`; nothing is kept when `None`. Review sessions set
+    /// their own (`<session_dir>/results`).
+    pub result_dir: Option<PathBuf>,
+    /// Bound of `result_dir` in bytes;
+    /// [`DEFAULT_MAX_RESULT_STORE_BYTES`](crate::result_store::DEFAULT_MAX_RESULT_STORE_BYTES)
+    /// when `None`.
+    pub max_result_store_bytes: Option<u64>,
     /// The session's scope, matched against a server's `scopes`.
     pub scope: Option<String>,
     /// Redaction rules added to the built-in ones (`[[session.redact]]`).
@@ -53,10 +70,14 @@ pub const SESSION_KEYS: &[&str] = &[
     "max_output_bytes",
     "scope",
     "redact",
+    "output_tail_fraction",
+    "result_dir",
+    "max_result_store_bytes",
 ];
 
 impl PolicySettings {
     /// Reads `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes`,
+    /// `output_tail_fraction`, `result_dir`, `max_result_store_bytes`,
     /// `scope` and `redact` from a `[session]` table; other keys are left to
     /// the session layer. A bad value is `CONFIG_INVALID` naming `origin`
     /// and the field.
@@ -95,6 +116,30 @@ impl PolicySettings {
             Some(v) => match v.as_u64() {
                 Some(n) if n > 0 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
                 _ => return Err(err("max_output_bytes", "must be a positive integer")),
+            },
+        };
+        let output_tail_fraction = match table.get("output_tail_fraction") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(f) if (0.0..1.0).contains(&f) => Some(f),
+                _ => {
+                    return Err(err(
+                        "output_tail_fraction",
+                        "must be a number from 0 up to (not including) 1",
+                    ))
+                }
+            },
+        };
+        let result_dir = match table.get("result_dir") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(PathBuf::from(s)),
+            Some(_) => return Err(err("result_dir", "must be a non-empty path")),
+        };
+        let max_result_store_bytes = match table.get("max_result_store_bytes") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(n) if n > 0 => Some(n),
+                _ => return Err(err("max_result_store_bytes", "must be a positive integer")),
             },
         };
         let scope = match table.get("scope") {
@@ -144,6 +189,9 @@ impl PolicySettings {
             max_tool_calls,
             call_timeout,
             max_output_bytes,
+            output_tail_fraction,
+            result_dir,
+            max_result_store_bytes,
             scope,
             redact,
             expose_all: false,
@@ -159,10 +207,19 @@ impl PolicySettings {
             max_tool_calls: over.max_tool_calls.or(self.max_tool_calls),
             call_timeout: over.call_timeout.or(self.call_timeout),
             max_output_bytes: over.max_output_bytes.or(self.max_output_bytes),
+            output_tail_fraction: over.output_tail_fraction.or(self.output_tail_fraction),
+            result_dir: over.result_dir.clone().or_else(|| self.result_dir.clone()),
+            max_result_store_bytes: over.max_result_store_bytes.or(self.max_result_store_bytes),
             scope: over.scope.clone().or_else(|| self.scope.clone()),
             redact,
             expose_all: self.expose_all || over.expose_all,
         }
+    }
+
+    /// The share of a cut result's bytes taken from its end.
+    pub fn tail_fraction(&self) -> f64 {
+        self.output_tail_fraction
+            .unwrap_or(crate::output::DEFAULT_TAIL_FRACTION)
     }
 
     /// The output cap in force.
@@ -188,6 +245,9 @@ mod tests {
             max_tool_calls = 0
             call_timeout_seconds = 1.5
             max_output_bytes = 100
+            output_tail_fraction = 0.5
+            result_dir = "out/results"
+            max_result_store_bytes = 1000
             max_turns = 4
             [[redact]]
             name = "ticket"
@@ -200,6 +260,9 @@ mod tests {
         assert_eq!(s.max_tool_calls, Some(0));
         assert_eq!(s.call_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(s.output_cap(), 100);
+        assert_eq!(s.tail_fraction(), 0.5);
+        assert_eq!(s.result_dir, Some(PathBuf::from("out/results")));
+        assert_eq!(s.max_result_store_bytes, Some(1000));
         assert_eq!(s.redact[0].name, "ticket");
         assert_eq!(
             parse(json!({})).unwrap().output_cap(),
@@ -214,6 +277,16 @@ mod tests {
             (json!({"call_timeout_seconds": 0}), "'call_timeout_seconds'"),
             (json!({"max_output_bytes": "big"}), "'max_output_bytes'"),
             (json!({"scope": ""}), "'scope'"),
+            (json!({"output_tail_fraction": 1}), "'output_tail_fraction'"),
+            (
+                json!({"output_tail_fraction": -0.1}),
+                "'output_tail_fraction'",
+            ),
+            (json!({"result_dir": 3}), "'result_dir'"),
+            (
+                json!({"max_result_store_bytes": 0}),
+                "'max_result_store_bytes'",
+            ),
             (json!({"redact": {"name": "x"}}), "'redact'"),
             (json!({"redact": [{"name": "x"}]}), "'redact[0].pattern'"),
             (

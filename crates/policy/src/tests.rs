@@ -109,10 +109,45 @@ fn host_results_are_capped_across_text_blocks() {
         {"type": "text", "text": "67890"},
         {"type": "text", "text": "abc"}
     ]});
+    // 13 bytes in all: head 5 ("12345"), tail 2 ("bc").
     cap_text_blocks(&mut v, 7);
-    assert_eq!(v["content"][0]["text"], "12345");
-    let second = v["content"][2]["text"].as_str().unwrap();
-    assert!(second.starts_with("67\n[output truncated"), "{second}");
-    assert_eq!(v["content"][3]["text"], "");
+    let first = v["content"][0]["text"].as_str().unwrap();
+    assert!(
+        first.starts_with("12345\n[output truncated by mcpmux: 6 of 13"),
+        "{first}"
+    );
+    assert_eq!(v["content"][2]["text"], "");
+    assert_eq!(v["content"][3]["text"], "bc");
     assert_eq!(v["content"][1]["data"], "AAAA");
+}
+
+#[test]
+fn read_result_for_a_model_counts_toward_max_tool_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = PolicySettings {
+        max_tool_calls: Some(1),
+        result_dir: Some(dir.path().join("results")),
+        ..Default::default()
+    };
+    let policy = SessionPolicy::new(&Config::default(), settings, None).unwrap();
+    let id = policy.result_store().unwrap().keep("the whole").unwrap();
+    let first = policy.read_result_for_model(&json!({"id": id}));
+    assert!(
+        !first.is_error && first.content.contains("the whole"),
+        "{first:?}"
+    );
+    assert!(first
+        .content
+        .starts_with("Bytes 0..9 of 9 of the kept result; this is the end."));
+    let second = policy.read_result_for_model(&json!({"id": id}));
+    assert!(
+        second.is_error && second.content.starts_with("LIMIT_EXCEEDED"),
+        "{second:?}"
+    );
+    assert_eq!(policy.calls_made(), 2);
+    // Hosts and the gateway page without counting.
+    assert_eq!(policy.read_result(&id, 4, None).unwrap().text, "whole");
+    let none = SessionPolicy::new(&Config::default(), PolicySettings::default(), None).unwrap();
+    let e = none.read_result(&id, 0, None).unwrap_err();
+    assert!(e.to_string().contains("no result_dir"), "{e}");
 }

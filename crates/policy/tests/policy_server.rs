@@ -331,9 +331,10 @@ async fn limits_count_every_call_and_the_round_goes_on() {
     let (body, _) = framed_body(&notes.content);
     assert!(body.starts_with("Deploy to us-east-1"), "{body}");
     assert!(
-        body.contains("[output truncated by mcpmux: 40 of "),
+        body.contains("bytes left out between head and tail (max_output_bytes = 40); the whole result is not kept]"),
         "{body}"
     );
+    assert!(body.ends_with("426614174000."), "the tail is shown: {body}");
 
     refused(
         &policy.call(&hub, "mcp_work_wipe", &json!({})).await,

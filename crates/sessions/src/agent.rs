@@ -27,7 +27,7 @@ use crate::llm::provider::{
 use mcpmux_core::config::Config;
 use mcpmux_core::error::Error;
 use mcpmux_core::hub::Hub;
-use mcpmux_policy::{AuditStatus, PolicySettings, SessionPolicy};
+use mcpmux_policy::{AuditStatus, PolicySettings, SessionPolicy, READ_RESULT_TOOL};
 
 /// The tool the model gives its review with.
 pub const SUBMIT_REVIEW: &str = "submit_review";
@@ -96,11 +96,10 @@ fn round_policy(
     spec: &Spec,
 ) -> Result<(SessionPolicy, Vec<ToolSpec>), Error> {
     let base = PolicySettings::from_session_table(&config.session, &config_origin(config))?;
-    let policy = SessionPolicy::new(
-        config,
-        base.overlay(&spec.settings.policy()),
-        Some(Paths(dir).audit()),
-    )?;
+    let mut settings = base.overlay(&spec.settings.policy());
+    // A session keeps the whole of cut results with its other records.
+    settings.result_dir = Some(Paths(dir).results());
+    let policy = SessionPolicy::new(config, settings, Some(Paths(dir).audit()))?;
     let mut offered: Vec<ToolSpec> = Vec::new();
     if let Some(hub) = hub {
         for tool in policy.offered(&hub.list_tools()) {
@@ -113,6 +112,23 @@ fn round_policy(
     }
     offered.push(submit_review_spec());
     Ok((policy, offered))
+}
+
+/// The round's tools, with `read_result` before `submit_review` once a
+/// result of this session was cut and kept (so a model that never got a
+/// cut result is offered what it always was).
+fn with_read_result(policy: &SessionPolicy, offered: &[ToolSpec]) -> Vec<ToolSpec> {
+    let mut tools = offered.to_vec();
+    if policy.result_store().is_some_and(|s| s.has_results()) {
+        let def = policy.read_result_tool();
+        let spec = ToolSpec {
+            name: READ_RESULT_TOOL.into(),
+            description: def["description"].as_str().unwrap_or_default().to_owned(),
+            input_schema: def["inputSchema"].clone(),
+        };
+        tools.insert(tools.len().saturating_sub(1), spec);
+    }
+    tools
 }
 
 /// Raises the signed state's turn and call counts to the transcript's. The
@@ -236,7 +252,7 @@ async fn turns(
             }
             vec![submit_review_spec()]
         } else {
-            offered.clone()
+            with_read_result(&policy, &offered)
         };
         let request = CompletionRequest {
             model: spec.settings.model.clone(),
@@ -371,6 +387,11 @@ async fn run_call(
         .map(|t| (Value::String(t.server), Value::String(t.tool)))
         .unwrap_or((Value::Null, Value::Null));
     let result = match hub {
+        // Answered from the session directory; no server is asked.
+        _ if call.name == READ_RESULT_TOOL => {
+            let r = policy.read_result_for_model(&call.arguments);
+            (r.content, r.is_error)
+        }
         Some(hub) => {
             let r = policy.call(hub, &call.name, &call.arguments).await;
             (r.content, r.is_error)

@@ -125,6 +125,7 @@ impl Settings {
             scope: self.scope.clone(),
             redact: Vec::new(),
             expose_all: false,
+            ..PolicySettings::default()
         }
     }
 

@@ -150,6 +150,11 @@ impl Paths<'_> {
     pub fn audit(&self) -> PathBuf {
         self.0.join("audit.jsonl")
     }
+    /// `results/`: the whole of tool results cut for the model, paged
+    /// with `read_result` (`mcpmux_policy::result_store`).
+    pub fn results(&self) -> PathBuf {
+        self.0.join("results")
+    }
     /// `round-NNN/<name>`.
     pub fn round(&self, n: u32, name: &str) -> PathBuf {
         store::round_dir(self.0, n).join(name)

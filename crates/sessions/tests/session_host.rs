@@ -464,3 +464,87 @@ async fn max_turns_and_stall_and_custom_template() {
     assert_eq!(w["next"], "stopped");
     assert_eq!(w["timeout_reason"], "round_deadline");
 }
+
+/// A tool result too big for the model is cut to head and tail; the whole
+/// is kept in the session directory, and `read_result` (offered once a
+/// result was kept, answered without a server) pages its end back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_result_is_kept_in_the_session_and_paged_with_read_result() {
+    let wd = tempfile::tempdir().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let log = seen.clone();
+    let cb: HostCallback = Arc::new(move |req: Value| {
+        let mut log = log.lock().unwrap();
+        log.push(req.clone());
+        let turn = log.len();
+        let answer = match turn {
+            1 => json!({"tool_calls": [{"id": "b1", "name": "mcp_demo_big", "arguments": {
+                "bytes": 5_000_000, "tail": "\nERROR: the last line"}}]}),
+            2 => {
+                // The id and size the marker gave, as a model reads them.
+                let text = req.to_string();
+                let at = text.find("read_result id=").map(|i| i + 15);
+                let id = at.map(|i| text[i..i + 32].to_owned()).unwrap_or_default();
+                json!({"tool_calls": [
+                    {"id": "r1", "name": "read_result", "arguments": {"id": id, "offset": 5_000_000 - 10}},
+                    {"id": "r2", "name": "read_result", "arguments": {"id": "../../session.json"}}
+                ]})
+            }
+            _ => json!({"tool_calls": [{"id": "s", "name": "submit_review",
+                "arguments": {"verdict": "APPROVE", "blocks": []}}]}),
+        };
+        Box::pin(async move { Ok(answer) })
+    });
+    let text = format!(
+        "{}\n[session]\nreviewer = \"host\"\nmax_output_bytes = 3000\n",
+        common::demo_entry("demo", "allow_tools = [\"big\"]")
+    );
+    let ctx = ctx(Some(parse(&text).unwrap()), Some(cb));
+    let begun = session::begin(
+        &ctx,
+        &json!({"skill": "review-plan", "input": plan_input(), "working_dir": wd.path()}),
+    )
+    .await
+    .unwrap();
+    let dir = begun["session_dir"].as_str().unwrap().to_owned();
+    let w = wait_done(&ctx, &dir).await;
+    assert_eq!(w["status"], "completed", "{w:#}");
+
+    let seen = seen.lock().unwrap();
+    let tools = |i: usize| -> Vec<String> {
+        seen[i]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(tools(0), ["mcp_demo_big", "submit_review"]);
+    assert_eq!(tools(1), ["mcp_demo_big", "read_result", "submit_review"]);
+    let cut = seen[1]["messages"][2]["tool_results"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(cut.len() < 4000, "{} bytes shown", cut.len());
+    assert!(cut.contains("[output truncated by mcpmux: "), "{cut}");
+    assert!(
+        cut.contains("ERROR: the last line"),
+        "the tail is shown: {cut}"
+    );
+    let results = &seen[2]["messages"][4]["tool_results"];
+    let page = results[0]["content"].as_str().unwrap();
+    assert!(page.contains("xxxxxxxxxx\nERROR: the last line"), "{page}");
+    assert!(page.contains("this is the end"), "{page}");
+    let bad = results[1]["content"].as_str().unwrap();
+    assert!(bad.contains("INVALID_INPUT"), "{bad}");
+    // The whole result, private, in the session directory.
+    let kept: Vec<PathBuf> = std::fs::read_dir(Path::new(&dir).join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    use std::os::unix::fs::PermissionsExt;
+    let md = std::fs::metadata(&kept[0]).unwrap();
+    assert_eq!(md.permissions().mode() & 0o777, 0o600);
+    assert_eq!(md.len(), 5_000_000 + "\nERROR: the last line".len() as u64);
+}

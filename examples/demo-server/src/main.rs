@@ -487,9 +487,21 @@ impl Server {
         Outcome::Handled
     }
 
-    /// `big`: a text block of exactly `bytes` 'x' characters, built in place.
+    /// `big`: a text block of exactly `bytes` 'x' characters, then `tail`
+    /// (at most 4 KiB) when given, built in place; with `structured`, no
+    /// text block and the same string as `structuredContent.log`.
     fn big(&self, id: &RawValue, args: Option<&RawValue>, buf: &mut Vec<u8>) -> Outcome {
-        let bytes = to_value(args).get("bytes").and_then(Value::as_u64);
+        let args = to_value(args);
+        let tail = match args.get("tail") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(t)) if t.len() <= 4096 => t.clone(),
+            Some(_) => {
+                return Outcome::Reply(Ok(tool_error(
+                    "big: argument `tail` must be a string of at most 4096 bytes",
+                )))
+            }
+        };
+        let bytes = args.get("bytes").and_then(Value::as_u64);
         let Some(bytes) = bytes.filter(|&b| b <= MAX_BIG_BYTES) else {
             let text =
                 format!("big: argument `bytes` must be an integer between 0 and {MAX_BIG_BYTES}");
@@ -498,10 +510,22 @@ impl Server {
         buf.clear();
         buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         buf.extend_from_slice(id.get().as_bytes());
-        buf.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
+        let structured = args.get("structured") == Some(&Value::Bool(true));
+        if structured {
+            buf.extend_from_slice(br#","result":{"content":[],"structuredContent":{"log":""#);
+        } else {
+            buf.extend_from_slice(br#","result":{"content":[{"type":"text","text":""#);
+        }
         // Bounded by MAX_BIG_BYTES, so the conversion cannot truncate.
         buf.resize(buf.len() + bytes as usize, b'x');
-        buf.extend_from_slice(b"\"}]}}\n");
+        // The JSON string of `tail` without its quotes.
+        let quoted = Value::String(tail).to_string();
+        buf.extend_from_slice(&quoted.as_bytes()[1..quoted.len() - 1]);
+        if structured {
+            buf.extend_from_slice(b"\"}}}\n");
+        } else {
+            buf.extend_from_slice(b"\"}]}}\n");
+        }
         self.write_line(buf);
         Outcome::Handled
     }
@@ -774,6 +798,7 @@ mod tests {
         let props = |i: usize| &tools[i]["inputSchema"]["properties"];
         assert_eq!(props(2)["steps"]["maximum"], MAX_SLOW_STEPS);
         assert_eq!(props(5)["bytes"]["maximum"], MAX_BIG_BYTES);
+        assert_eq!(props(5)["tail"]["type"], "string");
         assert_eq!(extra_tool(2)["name"], "extra_2");
     }
 }
