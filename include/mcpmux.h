@@ -189,6 +189,11 @@ typedef enum mcpmux_status {
      * trusted (or changed since it was trusted); nothing was started.
      */
     MCPMUX_STATUS_CONFIG_UNTRUSTED = 21,
+    /**
+     * "OUTPUT_INVALID": a tool's result does not satisfy the tool's
+     * outputSchema (or has no structuredContent though it declares one).
+     */
+    MCPMUX_STATUS_OUTPUT_INVALID = 22,
 } mcpmux_status;
 
 /**

@@ -48,6 +48,7 @@ pub mod fuzzing;
 pub mod hub;
 pub(crate) mod jsonrpc;
 pub(crate) mod net;
+pub mod output_check;
 pub(crate) mod param_headers;
 pub mod protocol;
 pub(crate) mod raw_table;
@@ -80,6 +81,7 @@ pub use jsonrpc::{
     Admission, AnswerGate, Backpressure, ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS,
 };
 pub use net::policy::NetworkPolicy;
+pub use output_check::ValidateOutput;
 pub use net::ranges::IpNetwork;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use roots::{Root, Roots};
