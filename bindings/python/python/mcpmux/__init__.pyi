@@ -157,6 +157,7 @@ class Hub:
         task_ttl: Optional[float] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        validate_output: Optional[str] = None,
     ) -> CallToolResult: ...
     def call_tool_as_task(
         self,
@@ -310,6 +311,7 @@ class AsyncHub:
         task_ttl: Optional[float] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        validate_output: Optional[str] = None,
     ) -> CallToolResult: ...
     async def call_tool_as_task(
         self,
