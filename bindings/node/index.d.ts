@@ -161,6 +161,12 @@ export interface CallOptions {
   /** The W3C tracestate that goes with `traceparent`. */
   tracestate?: string
   /**
+   * What a result whose `structuredContent` does not satisfy the tool's
+   * `outputSchema` becomes: `'error'` (`OUTPUT_INVALID`, the default),
+   * `'warn'` (returned, with a `log` event of level `warning`) or `'off'`.
+   */
+  validateOutput?: 'error' | 'warn' | 'off'
+  /**
    * Cancels the call: the server is sent `notifications/cancelled` and the
    * promise rejects at once with an {@link McpmuxError} `CANCELLED` whose
    * `cause` is the signal's reason.
