@@ -685,10 +685,10 @@ impl Client {
         else {
             return Ok(result);
         };
-        let Err(why) = self
-            .inner
-            .output_checks
-            .check(self.name(), name, schema.get(), result.json())
+        let Err(why) =
+            self.inner
+                .output_checks
+                .check(self.name(), name, schema.get(), result.json())
         else {
             return Ok(result);
         };

@@ -489,7 +489,11 @@ mod tests {
         let v = find("validate_output");
         assert_eq!(
             (v.node.as_str(), v.c.as_slice(), v.cli.as_str()),
-            ("validateOutput", &["validate_output".to_owned()][..], "--validate-output")
+            (
+                "validateOutput",
+                &["validate_output".to_owned()][..],
+                "--validate-output"
+            )
         );
         let policy = names("policy_options").unwrap();
         assert_eq!(policy[2].node, "callTimeoutSeconds");

@@ -81,8 +81,8 @@ pub use jsonrpc::{
     Admission, AnswerGate, Backpressure, ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS,
 };
 pub use net::policy::NetworkPolicy;
-pub use output_check::ValidateOutput;
 pub use net::ranges::IpNetwork;
+pub use output_check::ValidateOutput;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use roots::{Root, Roots};
 pub use tasks::{Task, TaskHandle, TaskStatus};

@@ -129,7 +129,11 @@ impl OutputChecks {
             Ok(()) => Ok(()),
             Err(e) => {
                 let path = e.instance_path().as_str().to_owned();
-                let path = if path.is_empty() { "/".to_owned() } else { path };
+                let path = if path.is_empty() {
+                    "/".to_owned()
+                } else {
+                    path
+                };
                 let reason = e.masked().to_string();
                 Err(format!(
                     "server '{server}' tool '{tool}': structuredContent does not satisfy the \
@@ -147,7 +151,12 @@ impl OutputChecks {
         let mut h = DefaultHasher::new();
         schema.hash(&mut h);
         let key = (tool.to_owned(), h.finish());
-        if let Some(found) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(found) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return found.clone();
         }
         // Compiled outside the lock: another call may compile it too, and
@@ -185,7 +194,8 @@ fn compile(schema: &str) -> Result<jsonschema::Validator, String> {
 mod tests {
     use super::*;
 
-    const SCHEMA: &str = r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#;
+    const SCHEMA: &str =
+        r#"{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}"#;
 
     #[test]
     fn a_result_is_checked_against_the_schema() {
@@ -195,9 +205,17 @@ mod tests {
             Ok(())
         );
         let e = c
-            .check("s", "t", SCHEMA, r#"{"structuredContent":{"n":"secret-value"}}"#)
+            .check(
+                "s",
+                "t",
+                SCHEMA,
+                r#"{"structuredContent":{"n":"secret-value"}}"#,
+            )
             .unwrap_err();
-        assert!(e.contains("server 's' tool 't'") && e.contains("'/n'"), "{e}");
+        assert!(
+            e.contains("server 's' tool 't'") && e.contains("'/n'"),
+            "{e}"
+        );
         assert!(!e.contains("secret-value"), "{e}");
         let e = c.check("s", "t", SCHEMA, r#"{"content":[]}"#).unwrap_err();
         assert!(e.contains("no structuredContent"), "{e}");

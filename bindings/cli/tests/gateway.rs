@@ -917,15 +917,23 @@ fn a_result_that_breaks_its_output_schema_is_an_error_result_naming_the_tool_and
     );
     let text = error_text(&answer);
     assert!(
-        text.starts_with("OUTPUT_INVALID: ") && text.contains("tool 'add'") && text.contains("'/sum'"),
+        text.starts_with("OUTPUT_INVALID: ")
+            && text.contains("tool 'add'")
+            && text.contains("'/sum'"),
         "{answer}"
     );
-    assert!(answer["result"].get("structuredContent").is_none(), "{answer}");
+    assert!(
+        answer["result"].get("structuredContent").is_none(),
+        "{answer}"
+    );
     // The same through search mode's call_tool.
     let mut gw = Raw::start(&sb, &["--mode", "search"]);
     let answer = gw.request(
         "tools/call",
         json!({"name": "call_tool", "arguments": {"name": "mcp_demo_add", "arguments": {"a": 2, "b": 3}}}),
     );
-    assert!(error_text(&answer).starts_with("OUTPUT_INVALID: "), "{answer}");
+    assert!(
+        error_text(&answer).starts_with("OUTPUT_INVALID: "),
+        "{answer}"
+    );
 }

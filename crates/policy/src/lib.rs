@@ -49,10 +49,10 @@ pub use settings::{PolicySettings, DEFAULT_MAX_OUTPUT_BYTES};
 use futures::future::BoxFuture;
 
 use mcpmux_core::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
-use mcpmux_core::ValidateOutput;
 use mcpmux_core::config::{Config, ServerConfig};
 use mcpmux_core::error::Error;
 use mcpmux_core::hub::{Hub, HubTool};
+use mcpmux_core::ValidateOutput;
 
 /// What the model sees for one tool call.
 #[derive(Debug, Clone, PartialEq)]

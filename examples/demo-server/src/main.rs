@@ -683,7 +683,9 @@ fn add(args: &Value) -> Value {
     let text = json!([{ "type": "text", "text": sum.to_string() }]);
     match mode.as_deref() {
         // The sum as a string: `number` expected at `/sum`.
-        Some("wrong_type") => json!({"content": text, "structuredContent": { "sum": sum.to_string() }}),
+        Some("wrong_type") => {
+            json!({"content": text, "structuredContent": { "sum": sum.to_string() }})
+        }
         // No structuredContent at all.
         Some("missing") => json!({ "content": text }),
         // A tool error, which no client checks against the schema.
