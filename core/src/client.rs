@@ -685,10 +685,20 @@ impl Client {
         else {
             return Ok(result);
         };
+        // A schema that cannot be compiled is told to the host once, as
+        // a warning log event of the server.
+        let report = |message: &str| {
+            self.inner.events.send(HubEvent::Log {
+                server: self.name().to_owned(),
+                level: "warning".into(),
+                logger: Some("mcpmux".into()),
+                data: Value::String(message.to_owned()),
+            })
+        };
         let Err(why) =
             self.inner
                 .output_checks
-                .check(self.name(), name, schema.get(), result.json())
+                .check(self.name(), name, schema.get(), result.json(), &report)
         else {
             return Ok(result);
         };

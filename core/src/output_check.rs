@@ -7,8 +7,9 @@
 //! by tool name and a hash of the schema's text, so a changed schema is
 //! compiled anew; bounded by [`MAX_VALIDATORS`]). A schema that does not
 //! compile (or names a remote `$ref`: this build never fetches one) is
-//! reported once per tool and schema and leaves the tool's calls
-//! unchecked, never a panic. What a violation becomes is the caller's
+//! reported once per tool and schema (a tracing warning, and a hub `log`
+//! event sent by the client) and leaves the tool's calls unchecked, never
+//! a panic. What a violation becomes is the caller's
 //! [`ValidateOutput`].
 
 use std::collections::hash_map::DefaultHasher;
@@ -94,13 +95,16 @@ impl OutputChecks {
     /// `tool` of server `server` against `schema` (the tool's
     /// `outputSchema` as JSON text). `Ok` when it satisfies it, when it is
     /// an error result, or when the schema does not compile; else the
-    /// violation, as an `OUTPUT_INVALID` message.
+    /// violation, as an `OUTPUT_INVALID` message. A schema that does not
+    /// compile is logged and told to `report` (with the message) once,
+    /// on the call that found it.
     pub(crate) fn check(
         &self,
         server: &str,
         tool: &str,
         schema: &str,
         result: &str,
+        report: &dyn Fn(&str),
     ) -> Result<(), String> {
         #[derive(serde::Deserialize)]
         struct Probe {
@@ -116,7 +120,7 @@ impl OutputChecks {
         if probe.is_error == Some(true) {
             return Ok(());
         }
-        let Some(validator) = self.validator(server, tool, schema) else {
+        let Some(validator) = self.validator(server, tool, schema, report) else {
             return Ok(());
         };
         let Some(structured) = probe.structured.filter(|v| !v.is_null()) else {
@@ -147,7 +151,7 @@ impl OutputChecks {
 
     /// The compiled `schema` of `tool`, compiling it on first use; `None`
     /// (reported once) when it does not compile.
-    fn validator(&self, server: &str, tool: &str, schema: &str) -> Compiled {
+    fn validator(&self, server: &str, tool: &str, schema: &str, report: &dyn Fn(&str)) -> Compiled {
         let mut h = DefaultHasher::new();
         schema.hash(&mut h);
         let key = (tool.to_owned(), h.finish());
@@ -159,26 +163,32 @@ impl OutputChecks {
         {
             return found.clone();
         }
-        // Compiled outside the lock: another call may compile it too, and
-        // the last one in wins (both are the same schema).
-        let compiled = compile(schema);
-        let compiled = match compiled {
-            Ok(v) => Some(Arc::new(v)),
-            Err(why) => {
-                tracing::warn!(
-                    server = %server,
-                    tool = %tool,
-                    "the tool's outputSchema cannot be compiled; its results are not checked: {}",
-                    crate::events::clip(&why, MAX_REASON)
-                );
-                None
-            }
+        // Compiled outside the lock: another call may compile it too; the
+        // first one in is kept, and only it reports a failure.
+        let (compiled, failure) = match compile(schema) {
+            Ok(v) => (Some(Arc::new(v)), None),
+            Err(why) => (None, Some(why)),
         };
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= MAX_VALIDATORS && !cache.contains_key(&key) {
-            cache.clear();
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(found) = cache.get(&key) {
+                return found.clone();
+            }
+            if cache.len() >= MAX_VALIDATORS {
+                cache.clear();
+            }
+            cache.insert(key, compiled.clone());
         }
-        cache.entry(key).or_insert(compiled).clone()
+        if let Some(why) = failure {
+            let message = format!(
+                "server '{server}' tool '{tool}': the tool's outputSchema cannot be compiled; \
+                 its results are not checked: {}",
+                crate::events::clip(&why, MAX_REASON)
+            );
+            tracing::warn!(server = %server, tool = %tool, "{message}");
+            report(&message);
+        }
+        compiled
     }
 }
 
@@ -201,7 +211,13 @@ mod tests {
     fn a_result_is_checked_against_the_schema() {
         let c = OutputChecks::default();
         assert_eq!(
-            c.check("s", "t", SCHEMA, r#"{"structuredContent":{"n":1}}"#),
+            c.check(
+                "s",
+                "t",
+                SCHEMA,
+                r#"{"structuredContent":{"n":1}}"#,
+                &|_| {}
+            ),
             Ok(())
         );
         let e = c
@@ -210,6 +226,7 @@ mod tests {
                 "t",
                 SCHEMA,
                 r#"{"structuredContent":{"n":"secret-value"}}"#,
+                &|_| {},
             )
             .unwrap_err();
         assert!(
@@ -217,10 +234,18 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("secret-value"), "{e}");
-        let e = c.check("s", "t", SCHEMA, r#"{"content":[]}"#).unwrap_err();
+        let e = c
+            .check("s", "t", SCHEMA, r#"{"content":[]}"#, &|_| {})
+            .unwrap_err();
         assert!(e.contains("no structuredContent"), "{e}");
         assert_eq!(
-            c.check("s", "t", SCHEMA, r#"{"isError":true,"content":[]}"#),
+            c.check(
+                "s",
+                "t",
+                SCHEMA,
+                r#"{"isError":true,"content":[]}"#,
+                &|_| {}
+            ),
             Ok(())
         );
     }
@@ -230,20 +255,32 @@ mod tests {
         let c = OutputChecks::default();
         let d7 = r#"{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}"#;
         let e = c
-            .check("s", "t", d7, r#"{"structuredContent":{"a":["x",2]}}"#)
+            .check(
+                "s",
+                "t",
+                d7,
+                r#"{"structuredContent":{"a":["x",2]}}"#,
+                &|_| {},
+            )
             .unwrap_err();
         assert!(e.contains("'/a/1'"), "{e}");
-        // Neither a broken schema nor a remote reference is a panic or a fetch.
+        // Neither a broken schema nor a remote reference is a panic or a
+        // fetch; each is reported once, however often the tool is called.
+        let reports = std::cell::Cell::new(0);
+        let report = |_: &str| reports.set(reports.get() + 1);
         for bad in [
             r#"{"type":12}"#,
             r#"{"$ref":"http://127.0.0.1:9/schema.json"}"#,
         ] {
-            assert_eq!(
-                c.check("s", "bad", bad, r#"{"structuredContent":{}}"#),
-                Ok(()),
-                "{bad}"
-            );
+            for _ in 0..3 {
+                assert_eq!(
+                    c.check("s", "bad", bad, r#"{"structuredContent":{}}"#, &report),
+                    Ok(()),
+                    "{bad}"
+                );
+            }
         }
+        assert_eq!(reports.get(), 2);
     }
 
     #[test]

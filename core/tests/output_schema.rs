@@ -115,6 +115,7 @@ async fn a_schema_that_cannot_be_compiled_leaves_calls_unchecked_and_draft_07_is
     let hub = Hub::connect(config(&[script_entry("bad", "bad_output_schema.py", "")]))
         .await
         .unwrap();
+    let mut events = hub.events();
     for tool in ["mcp_bad_broken", "mcp_bad_remote_ref"] {
         // Twice: the second call finds the failed compile in the cache.
         for _ in 0..2 {
@@ -125,6 +126,29 @@ async fn a_schema_that_cannot_be_compiled_leaves_calls_unchecked_and_draft_07_is
             assert_eq!(r.value()["structuredContent"]["n"], "x");
         }
     }
+    // Each told once (sent before its call returned), naming the tool.
+    let mut told = Vec::new();
+    while let Ok(Some(event)) = events.try_recv() {
+        if let HubEvent::Log {
+            data,
+            logger,
+            level,
+            ..
+        } = event
+        {
+            assert_eq!(
+                (logger.as_deref(), level.as_str()),
+                (Some("mcpmux"), "warning")
+            );
+            told.push(data.as_str().unwrap_or_default().to_owned());
+        }
+    }
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told[0].contains("tool 'broken'") && told[0].contains("cannot be compiled"),
+        "{told:?}"
+    );
+    assert!(told[1].contains("tool 'remote_ref'"), "{told:?}");
     let e = hub
         .call_tool("mcp_bad_draft7", None, &CallOptions::default())
         .await
