@@ -180,6 +180,7 @@ pub struct CallOptionsParams {
     #[serde(default)]
     pub tracestate: Option<String>,
     /// What a result whose structuredContent does not satisfy the tool's outputSchema becomes: "error" (OUTPUT_INVALID, the default), "warn" (returned, with a warning log event) or "off"
+    #[schemars(with = "Option<String>", extend("enum" = ["error", "warn", "off"]))]
     #[serde(default)]
     pub validate_output: Option<crate::output_check::ValidateOutput>,
 }
@@ -498,6 +499,10 @@ mod tests {
         let policy = names("policy_options").unwrap();
         assert_eq!(policy[2].node, "callTimeoutSeconds");
         let s = schemas();
+        assert_eq!(
+            s["call_options"]["properties"]["validate_output"]["enum"],
+            json!(crate::output_check::ValidateOutput::NAMES)
+        );
         assert_eq!(s["call_options"]["additionalProperties"], false);
         assert_eq!(
             s["call_options"]["properties"]["timeout"]["x-unit"],

@@ -35,7 +35,7 @@ const MAX_PATH: usize = 200;
 /// What a call does with a result whose `structuredContent` does not
 /// satisfy its tool's `outputSchema` (`validate_output` of the call
 /// options). A result with `isError: true` is never checked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ValidateOutput {
     /// The call fails with `OUTPUT_INVALID` naming the server, the tool and
