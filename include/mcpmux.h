@@ -189,6 +189,11 @@ typedef enum mcpmux_status {
      * trusted (or changed since it was trusted); nothing was started.
      */
     MCPMUX_STATUS_CONFIG_UNTRUSTED = 21,
+    /**
+     * "OUTPUT_INVALID": a tool's result does not satisfy the tool's
+     * outputSchema (or has no structuredContent though it declares one).
+     */
+    MCPMUX_STATUS_OUTPUT_INVALID = 22,
 } mcpmux_status;
 
 /**
@@ -593,7 +598,10 @@ enum mcpmux_status mcpmux_hub_tools_for(const struct mcpmux_hub *hub, const char
  * `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
  * `traceparent` (and `tracestate`), a W3C trace context: with telemetry
  * on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
- * children. For progress notifications (`on_progress`), use
+ * children; `validate_output`: `"error"` (the default: a result whose
+ * `structuredContent` does not satisfy the tool's `outputSchema` is
+ * OUTPUT_INVALID), `"warn"` (returned, with a `log` event) or `"off"`.
+ * For progress notifications (`on_progress`), use
  * mcpmux_hub_call_tool_with_progress(). docs/call-options.md lists these
  * options in every front end.
  *

@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'AUTH_REQUIRED'
   | 'AUTH_FAILED'
   | 'CONFIG_UNTRUSTED'
+  | 'OUTPUT_INVALID'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]
@@ -159,6 +160,12 @@ export interface CallOptions {
   traceparent?: string
   /** The W3C tracestate that goes with `traceparent`. */
   tracestate?: string
+  /**
+   * What a result whose `structuredContent` does not satisfy the tool's
+   * `outputSchema` becomes: `'error'` (`OUTPUT_INVALID`, the default),
+   * `'warn'` (returned, with a `log` event of level `warning`) or `'off'`.
+   */
+  validateOutput?: 'error' | 'warn' | 'off'
   /**
    * Cancels the call: the server is sent `notifications/cancelled` and the
    * promise rejects at once with an {@link McpmuxError} `CANCELLED` whose

@@ -959,13 +959,17 @@ class Hub extends EventEmitter {
    * that long; every duration is at most 1e12 ms (core's cap, the same in
    * every front end; else `INVALID_INPUT` naming the option).
    * `traceparent` / `tracestate` set the call's W3C trace context (default:
-   * the active OpenTelemetry span). docs/call-options.md lists them all.
-   * @param {{timeoutMs?: number, maxTotalTimeoutMs?: number, taskTtlMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy, task?: boolean, traceparent?: string, tracestate?: string}} [options]
+   * the active OpenTelemetry span). `validateOutput` (`'error'`, the
+   * default, `'warn'` or `'off'`): what a result whose structuredContent
+   * does not satisfy the tool's outputSchema becomes (`OUTPUT_INVALID`, a
+   * `log` event with the result, or nothing). docs/call-options.md lists
+   * them all.
+   * @param {{timeoutMs?: number, maxTotalTimeoutMs?: number, taskTtlMs?: number, signal?: AbortSignal, onProgress?: (p: {progress: number, total?: number, message?: string}) => void, policy?: Policy, task?: boolean, traceparent?: string, tracestate?: string, validateOutput?: 'error' | 'warn' | 'off'}} [options]
    * @returns {Promise<object>}
    */
   callTool(name, args, options) {
     let argsText
-    let timeoutMs, signal, onProgress, maxTotalTimeoutMs, taskTtlMs, traceparent, tracestate
+    let timeoutMs, signal, onProgress, maxTotalTimeoutMs, taskTtlMs, traceparent, tracestate, validateOutput
     let policy = null
     let task = false
     try {
@@ -1002,6 +1006,8 @@ class Hub extends EventEmitter {
         taskTtlMs = millisOption('taskTtlMs', opts.taskTtlMs)
         traceparent = stringOption('traceparent', opts.traceparent)
         tracestate = stringOption('tracestate', opts.tracestate)
+        // 'error' | 'warn' | 'off': the engine checks the value (INVALID_INPUT).
+        validateOutput = stringOption('validateOutput', opts.validateOutput)
       }
     } catch (err) {
       return Promise.reject(err)
@@ -1011,8 +1017,9 @@ class Hub extends EventEmitter {
       traceparent !== undefined || tracestate !== undefined
         ? { traceparent: traceparent, tracestate: tracestate }
         : traceContext()
-    const more = [...traceArgs(trace), maxTotalTimeoutMs, taskTtlMs]
-    const plain = timeoutMs === undefined && maxTotalTimeoutMs === undefined && taskTtlMs === undefined
+    const more = [...traceArgs(trace), maxTotalTimeoutMs, taskTtlMs, validateOutput]
+    const plain =
+      timeoutMs === undefined && maxTotalTimeoutMs === undefined && taskTtlMs === undefined && validateOutput === undefined
     stayAwake()
     if (signal === undefined) {
       if (onProgress === undefined) {

@@ -156,7 +156,7 @@ export declare class NativeHub {
    * With `progress`, progress notifications are posted under the same id;
    * with `cancellable`, [`cancel`](Self::cancel) can abandon the call.
    */
-  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null, maxTotalTimeoutMs?: number | undefined | null, taskTtlMs?: number | undefined | null): void
+  callTool(id: number, name: string, args: string | undefined | null, timeoutMs: number | undefined | null, progress: boolean, cancellable: boolean, policy?: NativePolicy | undefined | null, task?: boolean | undefined | null, traceparent?: string | undefined | null, tracestate?: string | undefined | null, maxTotalTimeoutMs?: number | undefined | null, taskTtlMs?: number | undefined | null, validateOutput?: string | undefined | null): void
   /**
    * [`call_tool`](Self::call_tool) without options (no timeout of its
    * own, progress, cancellation, policy or task): the common call, with

@@ -15,6 +15,7 @@ use crate::events::{self, EventSender, HubEvent};
 use crate::jsonrpc::{
     codes, AnswerGate, Inbound, Peer, ProgressCallback, RequestOptions, RpcError,
 };
+use crate::output_check::{OutputChecks, ValidateOutput};
 use crate::protocol::{self, InitializeResult, Tool};
 use crate::stateless::{self, RequestMeta};
 use crate::tool_names::HubTool;
@@ -142,6 +143,10 @@ pub struct CallOptions {
     /// Offered only a plain call's result: not a task's, nor a 2026-07-28
     /// server's (whose answer may be a task or a question), which are kept.
     pub answer_gate: Option<Arc<dyn AnswerGate>>,
+    /// What a result whose `structuredContent` does not satisfy its tool's
+    /// `outputSchema` becomes (see [`ValidateOutput`]): an
+    /// `OUTPUT_INVALID` error by default.
+    pub validate_output: ValidateOutput,
 }
 
 impl CallOptions {
@@ -196,6 +201,12 @@ impl CallOptions {
     /// Sets [`CallOptions::handlers`].
     pub fn with_handlers(mut self, handlers: ClientHandlers) -> Self {
         self.handlers = Some(handlers);
+        self
+    }
+
+    /// Sets [`CallOptions::validate_output`].
+    pub fn with_validate_output(mut self, validate: ValidateOutput) -> Self {
+        self.validate_output = validate;
         self
     }
 
@@ -325,6 +336,8 @@ struct ClientInner {
     task_seen: std::sync::Mutex<task_calls::Seen>,
     /// The open `events/stream` requests (shared with the inbound side).
     event_streams: Arc<crate::events_ext::Streams>,
+    /// The compiled `outputSchema`s of the tools, for checking results.
+    output_checks: OutputChecks,
 }
 
 /// The state of list_changed refreshes of one client.
@@ -396,6 +409,7 @@ impl Client {
                         events: options.events.clone(),
                         task_seen: Default::default(),
                         event_streams: inbound.event_streams.clone(),
+                        output_checks: OutputChecks::default(),
                     }),
                 };
                 let _ = inbound.client.set(Arc::downgrade(&client.inner));
@@ -640,15 +654,65 @@ impl Client {
                 "arguments of tool '{name}' must be a JSON object"
             )));
         }
-        if let Some(handlers) = &opts.handlers {
+        let result = if let Some(handlers) = &opts.handlers {
             let mut opts = opts.clone();
             let handlers = opts.handlers.take().unwrap_or_else(|| handlers.clone());
-            return Box::pin(
-                CALL_HANDLERS.scope(handlers, self.call_tool_inner(name, arguments, &opts)),
-            )
-            .await;
+            Box::pin(CALL_HANDLERS.scope(handlers, self.call_tool_inner(name, arguments, &opts)))
+                .await?
+        } else {
+            self.call_tool_inner(name, arguments, opts).await?
+        };
+        self.check_output(name, result, opts.validate_output)
+    }
+
+    /// `result` of tool `name` checked against the tool's `outputSchema`
+    /// as `validate` says: a violation is `OUTPUT_INVALID` (`Error`), or a
+    /// warning logged and sent as a hub `log` event (`Warn`).
+    fn check_output(
+        &self,
+        name: &str,
+        result: ToolResult,
+        validate: ValidateOutput,
+    ) -> Result<ToolResult, Error> {
+        if validate == ValidateOutput::Off || result.is_error() {
+            return Ok(result);
         }
-        self.call_tool_inner(name, arguments, opts).await
+        let tools = self.inner.tools.read().unwrap().clone();
+        let Some(schema) = tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.output_schema_json.as_deref())
+        else {
+            return Ok(result);
+        };
+        // A schema that cannot be compiled is told to the host once, as
+        // a warning log event of the server.
+        let report = |message: &str| {
+            self.inner.events.send(HubEvent::Log {
+                server: self.name().to_owned(),
+                level: "warning".into(),
+                logger: Some("mcpmux".into()),
+                data: Value::String(message.to_owned()),
+            })
+        };
+        let Err(why) =
+            self.inner
+                .output_checks
+                .check(self.name(), name, schema.get(), result.json(), &report)
+        else {
+            return Ok(result);
+        };
+        if validate == ValidateOutput::Error {
+            return Err(Error::OutputInvalid(why));
+        }
+        tracing::warn!(server = %self.name(), tool = %name, "{why}");
+        self.inner.events.send(HubEvent::Log {
+            server: self.name().to_owned(),
+            level: "warning".into(),
+            logger: Some("mcpmux".into()),
+            data: Value::String(format!("OUTPUT_INVALID: {why}")),
+        });
+        Ok(result)
     }
 
     async fn call_tool_inner(
@@ -691,7 +755,9 @@ impl Client {
         // A plain call on a session: its answer is its result.
         ropts.answer_gate = opts.answer_gate.clone();
         let raw = self.peer_tools_call(name, arguments, None, &ropts).await?;
-        ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))
+        let result =
+            ToolResult::new(raw).map_err(|e| e.context(format!("server '{}'", self.name())))?;
+        self.check_output(name, result, opts.validate_output)
     }
 
     /// Sends one `tools/call` (with `params.task` when `task` is set) and

@@ -179,6 +179,10 @@ pub struct CallOptionsParams {
     #[schemars(extend("x-cli-env" = "TRACESTATE"))]
     #[serde(default)]
     pub tracestate: Option<String>,
+    /// What a result whose structuredContent does not satisfy the tool's outputSchema becomes: "error" (OUTPUT_INVALID, the default), "warn" (returned, with a warning log event) or "off"
+    #[schemars(with = "Option<String>", extend("enum" = ["error", "warn", "off"]))]
+    #[serde(default)]
+    pub validate_output: Option<crate::output_check::ValidateOutput>,
 }
 
 /// What a host's session policy is created with (the policy crate's
@@ -459,7 +463,8 @@ mod tests {
                 "task_ttl",
                 "on_progress",
                 "traceparent",
-                "tracestate"
+                "tracestate",
+                "validate_output"
             ]
         );
         assert_eq!(fields("search").unwrap(), ["query", "limit"]);
@@ -482,9 +487,22 @@ mod tests {
             ("onProgress", "--progress")
         );
         assert_eq!(find("traceparent").cli, "$TRACEPARENT");
+        let v = find("validate_output");
+        assert_eq!(
+            (v.node.as_str(), v.c.as_slice(), v.cli.as_str()),
+            (
+                "validateOutput",
+                &["validate_output".to_owned()][..],
+                "--validate-output"
+            )
+        );
         let policy = names("policy_options").unwrap();
         assert_eq!(policy[2].node, "callTimeoutSeconds");
         let s = schemas();
+        assert_eq!(
+            s["call_options"]["properties"]["validate_output"]["enum"],
+            json!(crate::output_check::ValidateOutput::NAMES)
+        );
         assert_eq!(s["call_options"]["additionalProperties"], false);
         assert_eq!(
             s["call_options"]["properties"]["timeout"]["x-unit"],

@@ -129,6 +129,10 @@ error_table! {
         /// nothing was started (the message names the file and the command
         /// that trusts it).
         ConfigUntrusted => "CONFIG_UNTRUSTED", context: no;
+        /// A tool's result does not satisfy the tool's `outputSchema` (its
+        /// `structuredContent` fails the schema, or is missing): the message
+        /// names the server, the tool and the first failing path.
+        OutputInvalid => "OUTPUT_INVALID", context: yes;
     }
 }
 

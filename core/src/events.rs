@@ -343,7 +343,7 @@ pub fn log_event(server: &str, params: Option<&RawValue>) -> HubEvent {
 
 /// At most `max` bytes of `text` (on a char boundary): names a server
 /// chooses are not echoed at any length.
-fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;

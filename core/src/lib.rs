@@ -48,6 +48,7 @@ pub mod fuzzing;
 pub mod hub;
 pub(crate) mod jsonrpc;
 pub(crate) mod net;
+pub mod output_check;
 pub(crate) mod param_headers;
 pub mod protocol;
 pub(crate) mod raw_table;
@@ -81,6 +82,7 @@ pub use jsonrpc::{
 };
 pub use net::policy::NetworkPolicy;
 pub use net::ranges::IpNetwork;
+pub use output_check::ValidateOutput;
 pub use results::{CompleteResult, GetPromptResult, ReadResourceResult};
 pub use roots::{Root, Roots};
 pub use tasks::{Task, TaskHandle, TaskStatus};

@@ -17,6 +17,9 @@ fn header() -> String {
 
 /// A valid value for a property of the call options schema.
 fn sample(prop: &Value) -> Value {
+    if let Some(first) = prop["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
     match prop["type"]
         .as_array()
         .and_then(|t| t.first())

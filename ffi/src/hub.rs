@@ -52,8 +52,8 @@ pub(crate) unsafe fn hub_ref<'a>(
 
 /// Reads `options_json` of a tool call: `timeout_ms` / `timeout_seconds`,
 /// `max_total_timeout_ms` / `max_total_timeout_seconds`, `task` (run a tool
-/// whose `taskSupport` is `optional` as a task) and `task_ttl_ms` /
-/// `task_ttl_seconds`.
+/// whose `taskSupport` is `optional` as a task), `task_ttl_ms` /
+/// `task_ttl_seconds` and `validate_output` (`"error"`, `"warn"`, `"off"`).
 pub(crate) fn call_options(
     args: Args,
     options: Option<Map<String, Value>>,
@@ -68,6 +68,18 @@ pub(crate) fn call_options(
                     format!("option '{key}' must be a string, not {value}"),
                 ));
             }
+            continue;
+        }
+        if key == "validate_output" {
+            // "error" | "warn" | "off": core's one check.
+            let text = value.as_str().ok_or_else(|| {
+                args.invalid(
+                    "options_json",
+                    format!("option 'validate_output' must be a string, not {value}"),
+                )
+            })?;
+            opts.validate_output = mcpmux_core::ValidateOutput::parse("validate_output", text)
+                .map_err(|e| args.invalid("options_json", format!("option {e}")))?;
             continue;
         }
         if key == "task" {
@@ -669,7 +681,10 @@ pub unsafe extern "C" fn mcpmux_hub_tools_for(
 /// `task_ttl_ms` / `task_ttl_seconds` how long the server keeps it;
 /// `traceparent` (and `tracestate`), a W3C trace context: with telemetry
 /// on (the `OTEL_*` variables, docs/telemetry.md), the call's spans are its
-/// children. For progress notifications (`on_progress`), use
+/// children; `validate_output`: `"error"` (the default: a result whose
+/// `structuredContent` does not satisfy the tool's `outputSchema` is
+/// OUTPUT_INVALID), `"warn"` (returned, with a `log` event) or `"off"`.
+/// For progress notifications (`on_progress`), use
 /// mcpmux_hub_call_tool_with_progress(). docs/call-options.md lists these
 /// options in every front end.
 ///

@@ -4,7 +4,8 @@
  * the calling thread; a server error's `data` is readable with
  * mcpmux_error_data(); every duration option has core's cap
  * (MCPMUX_MAX_TIMEOUT_SECONDS) and names itself when refused; a search
- * limit of 0 finds nothing, as in every front end.
+ * limit of 0 finds nothing, as in every front end; `validate_output`
+ * chooses what a result breaking its tool's outputSchema becomes.
  */
 #include "common.h"
 
@@ -102,6 +103,32 @@ static void test_search_limit(mcpmux_hub *hub) {
     mcpmux_string_free(out);
 }
 
+/* The demo server's `add` answers {"sum": "5"} against its outputSchema
+ * (DEMO_ADD_OUTPUT=wrong_type): OUTPUT_INVALID naming the tool and the
+ * path, unless `validate_output` is "warn" or "off". */
+static void test_validate_output(mcpmux_engine *engine) {
+    char *config = concat_free(demo_config_named("demo", 30),
+                               strdup("[mcp.servers.env]\nDEMO_ADD_OUTPUT = \"wrong_type\"\n"));
+    mcpmux_hub *hub = connect_text(engine, config);
+    free(config);
+    const char *args = "{\"a\":2,\"b\":3}";
+    char *out = NULL;
+    mcpmux_error *err = NULL;
+    mcpmux_status st = mcpmux_hub_call_tool(hub, "mcp_demo_add", args, NULL, &out, &err);
+    expect_status("a schema violation", st, &err, MCPMUX_STATUS_OUTPUT_INVALID, "OUTPUT_INVALID", "'/sum'");
+    CHECK(out == NULL, "no result");
+    const char *fine[] = {"{\"validate_output\":\"warn\"}", "{\"validate_output\":\"off\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        out = call_ok(hub, "mcp_demo_add", args, fine[i]);
+        CHECK(contains(out, "\"sum\":\"5\""), "%s: the result: %s", fine[i], out ? out : "(null)");
+        mcpmux_string_free(out);
+    }
+    out = NULL;
+    st = mcpmux_hub_call_tool(hub, "mcp_demo_add", args, "{\"validate_output\":\"loud\"}", &out, &err);
+    expect_status("validate_output loud", st, &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "validate_output");
+    mcpmux_hub_free(hub);
+}
+
 int main(void) {
     watchdog("test_contract", 120);
     mcpmux_engine *engine = new_engine(NULL);
@@ -115,6 +142,7 @@ int main(void) {
     test_error_data(hub);
     test_search_limit(hub);
     mcpmux_hub_free(hub);
+    test_validate_output(engine);
     mcpmux_engine_free(engine);
     return finish();
 }

@@ -93,7 +93,7 @@ enum Command {
     ///
     /// The call options of every front end (docs/call-options.md):
     /// --timeout (global), --max-total-timeout, --task, --task-ttl,
-    /// --progress; the W3C trace context comes from $TRACEPARENT and
+    /// --progress, --validate-output; the W3C trace context comes from $TRACEPARENT and
     /// $TRACESTATE.
     Call {
         /// The tool's hub name, as `mcpmux tools` shows it.
@@ -113,6 +113,9 @@ enum Command {
         /// Print each progress notification on stderr as a JSON line ({"progress", "total"?, "message"?}).
         #[arg(long)]
         progress: bool,
+        /// What a result whose structuredContent does not satisfy the tool's outputSchema becomes: error (OUTPUT_INVALID, exit status 2; the default), warn (printed, with a warning on stderr) or off.
+        #[arg(long, value_name = "error|warn|off")]
+        validate_output: Option<String>,
     },
     /// Search the tools (BM25 over names, titles, descriptions and parameter names), best first.
     Search {
@@ -603,7 +606,7 @@ async fn shutdown_signal() -> Error {
 }
 
 /// The call options of `call` (`--max-total-timeout`, `--task`,
-/// `--task-ttl`, `--progress`), checked by core's contract before anything
+/// `--task-ttl`, `--progress`, `--validate-output`), checked by core's contract before anything
 /// starts; the default options for other commands.
 fn call_options(command: &Command) -> Result<CallOptions, Error> {
     let Command::Call {
@@ -611,6 +614,7 @@ fn call_options(command: &Command) -> Result<CallOptions, Error> {
         max_total_timeout,
         task_ttl,
         progress,
+        validate_output,
         ..
     } = command
     else {
@@ -637,6 +641,9 @@ fn call_options(command: &Command) -> Result<CallOptions, Error> {
         options.max_total_timeout = secs("--max-total-timeout", *max_total_timeout)?;
         options.task_ttl = secs("--task-ttl", *task_ttl)?;
         options.on_progress = on_progress;
+        if let Some(v) = validate_output {
+            options.validate_output = mcpmux_core::ValidateOutput::parse("--validate-output", v)?;
+        }
         options
     })
 }
@@ -668,7 +675,23 @@ async fn execute(
             }
         }
         Command::Call { tool, .. } => {
+            // With --validate-output warn, the hub's warning is printed:
+            // the CLI logs nothing else unless asked (-v).
+            let mut warnings = (call_opts.validate_output == mcpmux_core::ValidateOutput::Warn)
+                .then(|| hub.events());
             let result = hub.call_tool(tool, args, &call_opts).await?;
+            while let Some(Ok(Some(event))) = warnings.as_mut().map(|w| w.try_recv()) {
+                if let mcpmux_core::HubEvent::Log {
+                    logger: Some(logger),
+                    data: Value::String(text),
+                    ..
+                } = &event
+                {
+                    if logger == "mcpmux" && text.starts_with("OUTPUT_INVALID") {
+                        let _ = writeln!(std::io::stderr(), "warning: {text}");
+                    }
+                }
+            }
             if json {
                 print(result.json())?;
             } else {

@@ -224,3 +224,50 @@ fn the_usage_error_lists_every_command() {
         .collect();
     assert!(missing.is_empty(), "{missing:?} not in: {message}");
 }
+
+#[test]
+fn validate_output_makes_a_schema_violation_an_error_a_warning_or_nothing() {
+    // The demo server's `add` answers {"sum": "5"} against its outputSchema.
+    let sb = Sandbox::with_config(&demo_entry(
+        "demo",
+        "env = { DEMO_ADD_OUTPUT = \"wrong_type\" }",
+    ));
+    let args = r#"{"a":2,"b":3}"#;
+    let out = sb.mcpmux(&["--json", "call", "mcp_demo_add", args]).run();
+    out.expect_exit(2);
+    let e = out.error();
+    assert_eq!(e["code"], "OUTPUT_INVALID", "{out}");
+    let message = e["error"].as_str().unwrap();
+    assert!(
+        message.contains("tool 'add'") && message.contains("'/sum'"),
+        "{out}"
+    );
+    let out = sb
+        .mcpmux(&["--json", "call", "mcp_demo_add", args])
+        .args(&["--validate-output", "warn"])
+        .run();
+    out.expect_exit(0);
+    assert_eq!(out.json()["structuredContent"]["sum"], "5", "{out}");
+    assert!(
+        out.stderr.contains("warning: OUTPUT_INVALID") && out.stderr.contains("'/sum'"),
+        "{out}"
+    );
+    let out = sb
+        .mcpmux(&["--json", "call", "mcp_demo_add", args])
+        .args(&["--validate-output", "off"])
+        .run();
+    out.expect_exit(0);
+    assert!(!out.stderr.contains("OUTPUT_INVALID"), "{out}");
+    let out = sb
+        .mcpmux(&["call", "mcp_demo_add", args, "--validate-output", "loud"])
+        .run();
+    out.expect_exit(2);
+    assert_eq!(out.error()["code"], "INVALID_INPUT", "{out}");
+    assert!(
+        out.error()["error"]
+            .as_str()
+            .unwrap()
+            .contains("'--validate-output'"),
+        "{out}"
+    );
+}

@@ -846,3 +846,38 @@ fn servers_are_told_only_of_what_the_stdio_client_can_answer() {
         "{names:?}"
     );
 }
+
+#[test]
+fn a_result_that_breaks_its_output_schema_is_an_error_result_naming_the_tool_and_path() {
+    // The demo server's `add` answers {"sum": "5"} against its outputSchema.
+    let sb = Sandbox::with_config(&demo_entry(
+        "demo",
+        "allow_all = true\nenv = { DEMO_ADD_OUTPUT = \"wrong_type\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let answer = gw.request(
+        "tools/call",
+        json!({"name": "mcp_demo_add", "arguments": {"a": 2, "b": 3}}),
+    );
+    let text = error_text(&answer);
+    assert!(
+        text.starts_with("OUTPUT_INVALID: ")
+            && text.contains("tool 'add'")
+            && text.contains("'/sum'"),
+        "{answer}"
+    );
+    assert!(
+        answer["result"].get("structuredContent").is_none(),
+        "{answer}"
+    );
+    // The same through search mode's call_tool.
+    let mut gw = Raw::start(&sb, &["--mode", "search"]);
+    let answer = gw.request(
+        "tools/call",
+        json!({"name": "call_tool", "arguments": {"name": "mcp_demo_add", "arguments": {"a": 2, "b": 3}}}),
+    );
+    assert!(
+        error_text(&answer).starts_with("OUTPUT_INVALID: "),
+        "{answer}"
+    );
+}

@@ -806,6 +806,7 @@ impl NativeHub {
         tracestate: Option<String>,
         max_total_timeout_ms: Option<f64>,
         task_ttl_ms: Option<f64>,
+        validate_output: Option<String>,
     ) {
         let policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
         let on_progress = progress.then(|| {
@@ -830,6 +831,10 @@ impl NativeHub {
                 options.max_total_timeout =
                     millis_option(max_total_timeout_ms, "maxTotalTimeoutMs")?;
                 options.task_ttl = millis_option(task_ttl_ms, "taskTtlMs")?;
+                if let Some(v) = validate_output.as_deref() {
+                    options.validate_output =
+                        mcpmux_core::ValidateOutput::parse("validateOutput", v)?;
+                }
                 options.on_progress = on_progress;
                 options.policy = policy;
                 options

@@ -170,3 +170,20 @@ test('sessions.begin takes camelCase keys derived from core, snake_case still wo
   const e = await h.rejectsWith(sessions.begin({ skill: 'review-plan', input: PLAN, working_dir: work, maxTurnz: 1 }), 'INVALID_INPUT', McpmuxError)
   assert.match(e.message, /maxTurnz/)
 })
+
+test('validateOutput: a result breaking its outputSchema is OUTPUT_INVALID unless warn or off', T, async () => {
+  // The demo server's `add` answers {sum: "5"} against its outputSchema.
+  const hub = await Hub.connect({ mcpServers: { demo: { command: h.demoConfig().mcpServers.demo.command, env: { DEMO_ADD_OUTPUT: 'wrong_type' } } } })
+  try {
+    const e = await h.rejectsWith(hub.callTool('mcp_demo_add', { a: 2, b: 3 }), 'OUTPUT_INVALID', McpmuxError)
+    assert.match(e.message, /tool 'add'.*'\/sum'/, e.message)
+    for (const validateOutput of ['warn', 'off']) {
+      const r = await hub.callTool('mcp_demo_add', { a: 2, b: 3 }, { validateOutput })
+      assert.deepEqual(r.structuredContent, { sum: '5' })
+    }
+    const bad = await h.rejectsWith(hub.callTool('mcp_demo_add', { a: 2, b: 3 }, { validateOutput: 'loud' }), 'INVALID_INPUT', McpmuxError)
+    assert.match(bad.message, /validateOutput/)
+  } finally {
+    await hub.close()
+  }
+})

@@ -197,7 +197,8 @@ impl NativeHub {
     /// context (W3C), the parent of the call's spans.
     /// `max_total_timeout` and `task_ttl`: seconds, as `timeout` (core's
     /// `CallOptions`; `mcpmux_core::contract` names them).
-    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None, max_total_timeout=None, task_ttl=None))]
+    /// `validate_output`: `"error"` (default), `"warn"` or `"off"`.
+    #[pyo3(signature = (name, arguments=None, timeout=None, on_progress=None, aio=None, policy=None, task=false, traceparent=None, tracestate=None, max_total_timeout=None, task_ttl=None, validate_output=None))]
     #[allow(clippy::too_many_arguments)]
     fn call_tool(
         &self,
@@ -213,10 +214,16 @@ impl NativeHub {
         tracestate: Option<String>,
         max_total_timeout: Option<&Bound<'_, PyAny>>,
         task_ttl: Option<&Bound<'_, PyAny>>,
+        validate_output: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
         let timeout = convert::opt_seconds(timeout, "timeout")?;
+        let validate_output = convert::opt_string(validate_output, "validate_output")?
+            .map(|v| mcpmux_core::ValidateOutput::parse("validate_output", &v))
+            .transpose()
+            .map_err(|e| errors::to_py(py, &e))?
+            .unwrap_or_default();
         let max_total_timeout = convert::opt_seconds(max_total_timeout, "max_total_timeout")?;
         let task_ttl = convert::opt_seconds(task_ttl, "task_ttl")?;
         let on_progress = on_progress.filter(|c| !c.is_none());
@@ -237,6 +244,7 @@ impl NativeHub {
             options.timeout = timeout;
             options.max_total_timeout = max_total_timeout;
             options.task_ttl = task_ttl;
+            options.validate_output = validate_output;
             options.policy = policy.map(|p| p.policy.clone() as Arc<dyn mcpmux_core::CallPolicy>);
             options
         };

@@ -915,6 +915,10 @@ async fn call_hub_tool_with(
     let Some(hub_name) = gateway.resolve(name) else {
         return Err(unknown_tool(gateway, name));
     };
+    // Every result is checked against its tool's outputSchema: a violation
+    // is OUTPUT_INVALID, which the client gets as an error result naming
+    // the tool and the path (as a server whose tool failed would answer).
+    options.validate_output = mcpmux_core::ValidateOutput::Error;
     if let Some(token) = progress {
         let out = out.clone();
         options.on_progress = Some(Arc::new(move |update: ProgressUpdate| {

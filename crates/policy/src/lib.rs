@@ -56,6 +56,7 @@ use mcpmux_core::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
 use mcpmux_core::config::{Config, ServerConfig};
 use mcpmux_core::error::Error;
 use mcpmux_core::hub::{Hub, HubTool};
+use mcpmux_core::ValidateOutput;
 
 /// What the model sees for one tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -367,7 +368,10 @@ impl SessionPolicy {
     /// `LIMIT_EXCEEDED`.
     pub async fn call(&self, hub: &Hub, name: &str, arguments: &Value) -> ModelToolResult {
         let args = (!arguments.is_null()).then_some(arguments);
-        let outcome = self.run(hub, name, args, &CallOptions::default()).await;
+        // A model's results are always checked against the tool's
+        // outputSchema: a violation reaches it as an OUTPUT_INVALID error.
+        let opts = CallOptions::default().with_validate_output(ValidateOutput::Error);
+        let outcome = self.run(hub, name, args, &opts).await;
         match outcome {
             Outcome::Refused(e, _) => ModelToolResult {
                 content: format!("{}: {e}", e.code()),

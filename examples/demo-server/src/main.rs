@@ -71,6 +71,8 @@ Environment:
   DEMO_PAGE_SIZE=N   return at most N tools per tools/list page
   DEMO_EVENT_LOG=F   append a line to file F per slow call and cancellation
   DEMO_INIT_BARRIER=D:N  answer initialize once N servers reached directory D
+  DEMO_ADD_OUTPUT=M  add breaks its outputSchema: wrong_type (sum as a string),
+                     missing (no structuredContent), is_error (a tool error)
 ";
 
 fn main() -> ExitCode {
@@ -698,10 +700,22 @@ fn add(args: &Value) -> Value {
             _ => return tool_error("add: arguments `a` and `b` must be numbers"),
         },
     };
-    json!({
-        "content": [{ "type": "text", "text": sum.to_string() }],
-        "structuredContent": { "sum": sum },
-    })
+    // `DEMO_ADD_OUTPUT` makes `add` break its own outputSchema, for the
+    // tests of clients that check results against it.
+    static MODE: OnceLock<Option<String>> = OnceLock::new();
+    let mode = MODE.get_or_init(|| std::env::var("DEMO_ADD_OUTPUT").ok());
+    let text = json!([{ "type": "text", "text": sum.to_string() }]);
+    match mode.as_deref() {
+        // The sum as a string: `number` expected at `/sum`.
+        Some("wrong_type") => {
+            json!({"content": text, "structuredContent": { "sum": sum.to_string() }})
+        }
+        // No structuredContent at all.
+        Some("missing") => json!({ "content": text }),
+        // A tool error, which no client checks against the schema.
+        Some("is_error") => json!({ "content": text, "isError": true }),
+        _ => json!({ "content": text, "structuredContent": { "sum": sum } }),
+    }
 }
 
 /// Validates the arguments of `slow`; errors are tool-error texts.

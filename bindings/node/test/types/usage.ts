@@ -25,6 +25,9 @@ export async function usage(): Promise<void> {
   await hub.callTool('mcp_demo_slow', { seconds: 1 }, { maxTotalTimeoutMs: 5000, taskTtlMs: 60_000, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })
   // @ts-expect-error durations are numbers of milliseconds
   await hub.callTool('mcp_demo_slow', {}, { maxTotalTimeoutMs: '5s' })
+  await hub.callTool('mcp_demo_add', { a: 1, b: 2 }, { validateOutput: 'warn' })
+  // @ts-expect-error validateOutput is 'error', 'warn' or 'off'
+  await hub.callTool('mcp_demo_add', { a: 1, b: 2 }, { validateOutput: 'loud' })
   await hub.listResources({ server: 'demo' })
   await hub.listResourceTemplates()
   const read = await hub.readResource('demo://readme', { server: 'demo' })

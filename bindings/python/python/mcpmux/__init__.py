@@ -46,6 +46,7 @@ from ._errors import (
     Cancelled,
     ConfigInvalid,
     ConfigUntrusted,
+    OutputInvalid,
     ConnectFailed,
     Internal,
     InvalidInput,
@@ -98,6 +99,7 @@ __all__ = [
     "AuthRequired",
     "AuthFailed",
     "ConfigUntrusted",
+    "OutputInvalid",
 ]
 
 #: The version of the mcpmux engine inside this package.
@@ -547,6 +549,7 @@ class Hub:
         task_ttl: Optional[float] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        validate_output: Optional[str] = None,
     ) -> Dict[str, Any]:
         """Calls tool ``name`` (its hub name) with ``arguments`` (a dict).
 
@@ -563,8 +566,13 @@ class Hub:
         argument). ``on_progress(progress, total, message)`` is called on
         this thread for each progress notification. ``traceparent`` /
         ``tracestate``: a W3C trace context for the call's spans (default:
-        the active OpenTelemetry span, if any). docs/call-options.md lists
-        these options in every front end.
+        the active OpenTelemetry span, if any). ``validate_output``:
+        what a result whose ``structuredContent`` does not satisfy the
+        tool's ``outputSchema`` becomes: ``"error"`` (the default) raises
+        :class:`OutputInvalid` naming the tool and the path, ``"warn"``
+        returns it with a ``log`` event (level ``warning``), ``"off"``
+        checks nothing. docs/call-options.md lists these options in every
+        front end.
 
         With ``policy`` (see :meth:`policy`) the call goes through it: a tool
         the policy does not offer raises :class:`ToolNotAllowed` and one past
@@ -592,6 +600,7 @@ class Hub:
                 task=task,
                 max_total_timeout=max_total_timeout,
                 task_ttl=task_ttl,
+                validate_output=validate_output,
                 **trace,
             )
         native = _policy_native(policy)
@@ -605,6 +614,7 @@ class Hub:
                 task=task,
                 max_total_timeout=max_total_timeout,
                 task_ttl=task_ttl,
+                validate_output=validate_output,
                 **trace,
             )
         finally:
@@ -1155,6 +1165,7 @@ class AsyncHub:
         task_ttl: Optional[float] = None,
         traceparent: Optional[str] = None,
         tracestate: Optional[str] = None,
+        validate_output: Optional[str] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.call_tool`. ``on_progress`` runs on the event
         loop's thread; if it returns an awaitable, that runs as a task.
@@ -1175,6 +1186,7 @@ class AsyncHub:
                 task=task,
                 max_total_timeout=max_total_timeout,
                 task_ttl=task_ttl,
+                validate_output=validate_output,
                 **_explicit_trace(traceparent, tracestate),
             )
             if pending is None:  # finished at once (e.g. an unknown tool)

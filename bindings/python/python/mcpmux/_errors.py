@@ -211,6 +211,16 @@ class ConfigUntrusted(McpmuxError):
     code = "CONFIG_UNTRUSTED"
 
 
+class OutputInvalid(McpmuxError):
+    """A tool's result does not satisfy the tool's ``outputSchema`` (``OUTPUT_INVALID``).
+
+    The message names the server, the tool and the first failing path;
+    ``validate_output="warn"`` or ``"off"`` on the call returns the result instead.
+    """
+
+    code = "OUTPUT_INVALID"
+
+
 #: The exception class of each error code.
 BY_CODE: Dict[str, Type[McpmuxError]] = {
     cls.code: cls
@@ -236,6 +246,7 @@ BY_CODE: Dict[str, Type[McpmuxError]] = {
         AuthRequired,
         AuthFailed,
         ConfigUntrusted,
+        OutputInvalid,
     )
 }
 
