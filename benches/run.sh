@@ -44,7 +44,8 @@
 #   node     bindings/node/bench/bench_calls.mjs            (both servers)
 #   http     cargo run --release --manifest-path benches/http/Cargo.toml
 #   gateway  cargo bench -p mcpmux-gateway --bench gateway  (echo server over
-#            stdio, mcpmux's HTTP server, server-everything; 256 sessions)
+#            stdio, mcpmux's HTTP server, server-everything; the fleet:
+#            gateway vs HAProxy, one replica vs three; 256 sessions)
 #   tools    benches/tools/bench_tools.py: `mcpmux tools` over nine public
 #            servers (npm and PyPI, installed by benches/tools/setup.sh) vs
 #            the official Python SDK listing them concurrently
@@ -258,7 +259,9 @@ fi
 
 # ------------------------------------------------------------------ gateway
 if wants gateway; then
-  log "gateway: cargo bench -p mcpmux-gateway --bench gateway (echo over stdio, mcpmux's HTTP server, server-everything, 256 sessions)"
+  log "gateway: cargo bench -p mcpmux-gateway --bench gateway (echo over stdio, mcpmux's HTTP server, server-everything, the fleet beside HAProxy, 256 sessions)"
+  # server-everything and HAProxy (tests/setup.sh unpacks it into .deps/debian).
+  run gateway-peers bash tests/setup.sh || true
   # The gateway is the mcpmux command of this checkout: built here, because
   # the bench only builds it when it is missing (a cargo build started from
   # inside a cargo bench sees cargo's run-time environment and rebuilds

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 
 mod entry;
+mod gateway;
 mod keys;
 mod layers;
 mod network;
@@ -21,6 +22,7 @@ mod supervision;
 mod telemetry;
 pub mod trust;
 
+pub use gateway::GatewayConfig;
 pub use layers::{register_layer, ConfigLayer};
 pub use source::ConfigSource;
 pub use supervision::{Restart, Supervision};
@@ -75,6 +77,9 @@ pub struct Config {
     /// the hub's servers, their OAuth endpoints and the session's LLM
     /// providers may be reached. Refuses nothing when absent.
     pub network: crate::NetworkPolicy,
+    /// The `[gateway]` table (JSON: top-level `"gateway"` object): the
+    /// settings of `mcpmux gateway --http` a fleet's replicas share.
+    pub gateway: GatewayConfig,
 }
 
 /// One server entry.
@@ -539,6 +544,7 @@ fn parse_with(
     check_session(&ctx, &session, &layers)?;
     let telemetry = telemetry::read(&ctx, doc.get("telemetry"))?;
     let network = network::read(&ctx, doc.get("network"))?;
+    let gateway = gateway::read(&ctx, doc.get("gateway"))?;
     // A file with only a [session] table is valid: sessions then run
     // without tools.
     if !found_any && doc.get("session").is_none() {
@@ -585,6 +591,7 @@ fn parse_with(
         },
         telemetry,
         network,
+        gateway,
     })
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use std::net::SocketAddr;
 
-use mcpmux_core::{Error, Hub};
+use mcpmux_core::{Config, Error, Hub};
 use mcpmux_gateway::http::check_bind;
 use mcpmux_gateway::{
     serve_http_until, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
@@ -61,15 +61,15 @@ pub struct GatewayArgs {
     /// MiB of answers held for every client together; past it, requests get JSON-RPC -32000 "gateway busy".
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_TOTAL_BUDGET_BYTES >> 20)]
     pub total_budget_mib: usize,
-    /// With --http: seal session ids with the key in FILE (lines `<key id> <64 hex digits>`: the current key, then optionally the previous one, which only opens), so that every replica given the same file carries on any replica's sessions. Mode 0600.
+    /// With --http: seal session ids with the key in FILE (lines `<key id> <64 hex digits>`: the current key, then optionally the previous one, which only opens), so that every replica given the same file carries on any replica's sessions. Mode 0600. Default: the config's [gateway] session_key_file.
     #[arg(long, value_name = "FILE")]
     pub session_key_file: Option<PathBuf>,
-    /// With --http: this replica's name, the prefix of the session ids it hands out (1 to 32 of A-Z a-z 0-9 - _; default: random).
+    /// With --http: this replica's name, the prefix of the session ids it hands out (1 to 32 of A-Z a-z 0-9 - _; default: the config's [gateway] replica, else random).
     #[arg(long, value_name = "NAME")]
     pub replica: Option<String>,
-    /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit [default: 0, exit at once].
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub drain_seconds: u64,
+    /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit [default: the config's [gateway] drain_seconds, else 0: exit at once].
+    #[arg(long, value_name = "N")]
+    pub drain_seconds: Option<u64>,
 }
 
 impl GatewayArgs {
@@ -95,23 +95,41 @@ impl GatewayArgs {
             .with_total_budget_bytes(mib("--total-budget-mib", self.total_budget_mib)?))
     }
 
-    /// The keys session ids are sealed with (`--session-key-file`, else a
-    /// random key of this process) under `--replica`'s name, checked
-    /// before any server starts.
-    pub fn session_keys(&self) -> Result<SessionKeys, Error> {
-        let replica = self.replica.as_deref();
-        match &self.session_key_file {
-            Some(path) => SessionKeys::from_file(path, replica),
+    /// The keys session ids are sealed with (`--session-key-file`, else
+    /// `[gateway] session_key_file` of `config`, relative to its file's
+    /// directory, else a random key of this process) under `--replica`'s
+    /// name (else `[gateway] replica`), checked before any server starts.
+    pub fn session_keys(&self, config: &Config) -> Result<SessionKeys, Error> {
+        let replica = self
+            .replica
+            .as_deref()
+            .or(config.gateway.replica.as_deref());
+        let from_config = config.gateway.session_key_file.as_ref().map(|path| {
+            match config.source.as_deref().and_then(std::path::Path::parent) {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => path.clone(),
+            }
+        });
+        match self.session_key_file.clone().or(from_config) {
+            Some(path) => SessionKeys::from_file(&path, replica),
             None => SessionKeys::ephemeral(replica),
         }
     }
 
-    /// `--drain-seconds`, checked against the timeout cap.
-    pub fn drain_time(&self) -> Result<std::time::Duration, Error> {
-        if self.drain_seconds == 0 {
+    /// `--drain-seconds` (else `[gateway] drain_seconds` of `config`),
+    /// checked against the timeout cap.
+    pub fn drain_time(&self, config: &Config) -> Result<std::time::Duration, Error> {
+        let (seconds, name) = match self.drain_seconds {
+            Some(s) => (s, "--drain-seconds"),
+            None => (
+                config.gateway.drain_seconds.unwrap_or(0),
+                "[gateway] drain_seconds",
+            ),
+        };
+        if seconds == 0 {
             return Ok(std::time::Duration::ZERO);
         }
-        mcpmux_core::contract::seconds("--drain-seconds", self.drain_seconds as f64)
+        mcpmux_core::contract::seconds(name, seconds as f64)
     }
 
     /// Where to serve HTTP and the token, checked before any server
@@ -173,7 +191,7 @@ pub async fn run(
     // Over HTTP: the session key and this replica's name, which also
     // prefixes the ids only this replica can serve.
     let keys = match args.http()? {
-        Some(_) => Some(args.session_keys()?),
+        Some(_) => Some(args.session_keys(&hub.config())?),
         None => None,
     };
     if let Some(keys) = &keys {
@@ -225,9 +243,9 @@ pub async fn run(
                 .with_max_connections(args.max_connections)
                 .with_session_keys(match keys {
                     Some(keys) => keys,
-                    None => args.session_keys()?,
+                    None => args.session_keys(&hub.config())?,
                 })
-                .with_drain_time(args.drain_time()?);
+                .with_drain_time(args.drain_time(&hub.config())?);
             options.token = token;
             options
         };

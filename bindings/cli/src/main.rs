@@ -420,8 +420,8 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
         args.http()?;
-        args.session_keys()?;
-        args.drain_time()?;
+        args.session_keys(&config)?;
+        args.drain_time(&config)?;
     }
     if let Command::Tools { format: Some(f) } = &cli.command {
         if !mcpmux_core::tool_format::FORMATS.contains(&f.as_str()) {

@@ -341,3 +341,33 @@ fn a_task_id_names_its_replica_and_another_replica_says_so() {
         "{unknown}"
     );
 }
+
+#[test]
+fn the_gateway_table_holds_the_fleet_settings_and_flags_override_them() {
+    let sb = Sandbox::with_config(&format!(
+        "{}\n[gateway]\nsession_key_file = \"fleet.key\"\nreplica = \"cfg\"\ndrain_seconds = 5\n",
+        demo_entry("demo", "allow_all = true")
+    ));
+    key_file(sb.path(), "fleet.key", K1);
+    let from_config = HttpGateway::start(&sb, TOKEN);
+    let session = initialize(&from_config);
+    assert!(session.starts_with("cfg.k1."), "{session}");
+    // The flag wins; the key (relative to the config's directory) is shared.
+    let flagged = replica(&sb, None, "flag", &[]);
+    assert_eq!(add(&flagged, &session, 1), (200, "2".into()));
+    assert!(initialize(&flagged).starts_with("flag.k1."));
+
+    sb.write(
+        "mcpmux.toml",
+        &format!(
+            "{}\n[gateway]\nsesion_key_file = \"fleet.key\"\n",
+            demo_entry("demo", "allow_all = true")
+        ),
+    );
+    let out = sb.mcpmux(&["gateway", "--http", "127.0.0.1:0"]).run();
+    let message = out.fails_with("CONFIG_INVALID");
+    assert!(
+        message.contains("[gateway]") && message.contains("session_key_file"),
+        "{message}"
+    );
+}

@@ -10,7 +10,14 @@ use serde_json::{Map, Value};
 
 /// Top-level keys of a TOML config. (A JSON file's other top-level keys
 /// belong to the other clients that read the same file and are ignored.)
-pub(super) const TOP_LEVEL: &[&str] = &["mcp", "mcpServers", "session", "telemetry", "network"];
+pub(super) const TOP_LEVEL: &[&str] = &[
+    "mcp",
+    "mcpServers",
+    "session",
+    "telemetry",
+    "network",
+    "gateway",
+];
 
 /// Keys of the `[mcp]` table.
 pub(super) const MCP: &[&str] = &["servers", "timeout_seconds", "max_message_bytes"];

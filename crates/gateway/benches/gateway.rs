@@ -33,6 +33,16 @@
 //! that accepts and discards, interleaved the same way: calls/s and the
 //! gateway's CPU per call (information).
 //!
+//! Then **fleet** (HAProxy from Debian's packages, as `tests/setup.sh`
+//! unpacks it into `.deps/debian`, or `$MCPMUX_HAPROXY`): the same POSTs
+//! to the same HTTP server (the echo server behind mcpmux HTTP) relayed by
+//! the gateway and proxied by HAProxy, the floor for relaying an HTTP
+//! request on this machine, interleaved: each process's CPU per request
+//! (target: the gateway at most 1.5x HAProxy's) and calls/s; the p50
+//! latency one client adds through each, against calling the server
+//! directly (target: the gateway adds at most 50 µs); calls/s through
+//! three replicas behind HAProxy against one (information).
+//!
 //! Then, unless `MCPMUX_BENCH_SCALE=0`, **scale**: 256 sessions (one hub
 //! each, spread over 8 client processes of this bench) × 64 calls in
 //! flight through one gateway in front of the demo server, for 10 s (2 s
@@ -231,6 +241,7 @@ fn run() -> Res<()> {
             ));
         }
         telemetry(&echo, &mcpmux, scratch.path(), rounds, block, &mut report).await?;
+        fleet(&echo, &mcpmux, &workspace, scratch.path(), rounds, block, &mut report).await?;
         if std::env::var("MCPMUX_BENCH_SCALE").map_or(true, |v| v != "0") {
             scale(&demo, &mcpmux, scratch.path(), block, &mut report).await?;
         }
@@ -901,6 +912,202 @@ fn is_older_than_this_bench(path: &Path) -> bool {
         (Some(binary), Some(bench)) => binary < bench,
         _ => false,
     }
+}
+
+/// The CPU per request the gateway may spend, as a multiple of HAProxy's.
+const FLEET_CPU_TARGET: f64 = 1.5;
+/// The p50 latency the gateway may add at one client, in µs.
+const FLEET_LATENCY_TARGET_US: f64 = 50.0;
+/// Calls per latency block (one client, one call at a time).
+const LATENCY_CALLS: usize = 400;
+
+/// HAProxy: `$MCPMUX_HAPROXY`, else the one `tests/setup.sh` unpacks.
+fn haproxy_binary(workspace: &Path) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("MCPMUX_HAPROXY") {
+        return Some(PathBuf::from(path));
+    }
+    let path = workspace.join(".deps/debian/usr/sbin/haproxy");
+    path.exists().then_some(path)
+}
+
+/// HAProxy in HTTP mode in front of the servers at `ports` (least_conn).
+fn start_haproxy(haproxy: &Path, scratch: &Path, label: &str, ports: &[u16]) -> Res<(Server, u16)> {
+    let port = free_port()?;
+    let servers: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("    server s{i} 127.0.0.1:{p}\n"))
+        .collect();
+    let config = scratch.join(format!("{label}.cfg"));
+    std::fs::write(
+        &config,
+        format!(
+            "global\n    maxconn 4096\ndefaults\n    mode http\n    timeout connect 2s\n    \
+             timeout client 60s\n    timeout server 60s\n    option http-keep-alive\n\
+             frontend f\n    bind 127.0.0.1:{port}\n    default_backend b\n\
+             backend b\n    balance leastconn\n{servers}"
+        ),
+    )?;
+    let lib = haproxy
+        .parent()
+        .and_then(Path::parent)
+        .map(|usr| usr.join("lib/x86_64-linux-gnu"))
+        .unwrap_or_default();
+    let server = Server::start(
+        Command::new(haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&config)
+            .env("LD_LIBRARY_PATH", lib),
+        port,
+    )?;
+    Ok((server, port))
+}
+
+/// Per-call latencies of `calls` calls one at a time.
+async fn one_at_a_time(hub: &Hub, tool: &str, args: &Value, calls: usize) -> Res<Vec<Duration>> {
+    let opts = mcpmux_core::CallOptions::default();
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let start = Instant::now();
+        let result = hub.call_tool(tool, Some(args), &opts).await?;
+        samples.push(start.elapsed());
+        if result.is_error() {
+            return Err(format!("{tool}: {}", result.json()).into());
+        }
+    }
+    Ok(samples)
+}
+
+/// The fleet figures (see the module doc).
+async fn fleet(
+    echo: &Path,
+    mcpmux: &Path,
+    workspace: &Path,
+    scratch: &Path,
+    rounds: usize,
+    block: Duration,
+    report: &mut Report,
+) -> Res<()> {
+    let Some(haproxy) = haproxy_binary(workspace) else {
+        report.note(
+            "fleet skipped: HAProxy is missing (run `bash tests/setup.sh`, or set $MCPMUX_HAPROXY)"
+                .into(),
+        );
+        return Ok(());
+    };
+    eprintln!("[gateway bench] fleet ...");
+    let (_down, down_port) = start_gateway(&stdio_entry(echo), mcpmux, scratch, "fleetdown")?;
+    let down_entry = format!("url = \"http://127.0.0.1:{down_port}/mcp\"\n");
+    let (gateway, gateway_port) = start_gateway(&down_entry, mcpmux, scratch, "fleetgw")?;
+    let (balancer, balancer_port) = start_haproxy(&haproxy, scratch, "fleetha", &[down_port])?;
+    let url_hub = |name: &'static str, port: u16| {
+        connect_retried(
+            move || {
+                Ok(Config::parse(&format!(
+                    "[[mcp.servers]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+                ))?)
+            },
+            port,
+        )
+    };
+    let direct = url_hub("direct", down_port).await?;
+    let via_gateway = connect_gateway("gw", gateway_port).await?;
+    let via_haproxy = url_hub("ha", balancer_port).await?;
+    let args = harness::echo_args();
+
+    // 1. CPU per request, the same POSTs relayed and proxied.
+    let sides = [
+        (&via_gateway, "mcp_gw_echo", Some(&gateway)),
+        (&via_haproxy, "mcp_ha_echo", Some(&balancer)),
+    ];
+    let ([gw_rate, ha_rate], [gw_cpu, ha_cpu]) = interleave(sides, &args, rounds, block).await?;
+    report.section(
+        6,
+        format!(
+            "gateway fleet: the echo server behind mcpmux HTTP, reached through one gateway or HAProxy \
+             (the floor for relaying an HTTP request), {IN_FLIGHT} in flight; latency at one client; \
+             three replicas behind HAProxy vs one"
+        ),
+    );
+    report.row(Row::ratio(
+        "CPU per request, gateway vs HAProxy (same POSTs)",
+        gw_cpu,
+        ha_cpu,
+        "HAProxy",
+        Some(Target::AtMost(FLEET_CPU_TARGET)),
+    ));
+    report.row(Row::ratio(
+        &format!("calls/s, {IN_FLIGHT} in flight, gateway vs HAProxy"),
+        gw_rate,
+        ha_rate,
+        "HAProxy",
+        None,
+    ));
+
+    // 2. Latency at one client: p50 of each block, the three alternating.
+    let sides = [
+        (&direct, "mcp_direct_echo"),
+        (&via_gateway, "mcp_gw_echo"),
+        (&via_haproxy, "mcp_ha_echo"),
+    ];
+    let mut p50: [Vec<f64>; 3] = Default::default();
+    for round in 0..rounds {
+        for i in 0..sides.len() {
+            let side = (i + round) % sides.len();
+            let (hub, tool) = sides[side];
+            let mut latencies = harness::Latencies {
+                samples: one_at_a_time(hub, tool, &args, LATENCY_CALLS).await?,
+            };
+            latencies.sort();
+            p50[side].push(latencies.pct_us(50.0));
+        }
+    }
+    let added =
+        |through: &[f64]| -> Vec<f64> { through.iter().zip(&p50[0]).map(|(t, d)| t - d).collect() };
+    report.row(Row::absolute(
+        "p50 latency the gateway adds at one client (µs)",
+        added(&p50[1]),
+        "µs",
+        "direct",
+        Some(Target::AtMost(FLEET_LATENCY_TARGET_US)),
+    ));
+    report.row(Row::absolute(
+        "p50 latency HAProxy adds at one client (µs)",
+        added(&p50[2]),
+        "µs",
+        "direct",
+        None,
+    ));
+    drop((via_gateway, via_haproxy, direct));
+    drop(gateway);
+    drop(balancer);
+
+    // 3. Three replicas behind HAProxy against one.
+    let mut replicas = Vec::new();
+    let mut ports = Vec::new();
+    for i in 0..3 {
+        let (replica, port) = start_gateway(&down_entry, mcpmux, scratch, &format!("fleetr{i}"))?;
+        replicas.push(replica);
+        ports.push(port);
+    }
+    let (_one, one_port) = start_haproxy(&haproxy, scratch, "fleetone", &ports[..1])?;
+    let (_three, three_port) = start_haproxy(&haproxy, scratch, "fleetthree", &ports)?;
+    let one = url_hub("one", one_port).await?;
+    let three = url_hub("three", three_port).await?;
+    let sides = [
+        (&three, "mcp_three_echo", None),
+        (&one, "mcp_one_echo", None),
+    ];
+    let ([three_rate, one_rate], _) = interleave(sides, &args, rounds, block).await?;
+    report.row(Row::ratio(
+        &format!("calls/s, {IN_FLIGHT} in flight, three replicas vs one (behind HAProxy, 2 cores)"),
+        three_rate,
+        one_rate,
+        "one replica",
+        None,
+    ));
+    Ok(())
 }
 
 /// A loopback port free right now.
