@@ -24,6 +24,7 @@ export type ErrorCode =
   | 'AUTH_REQUIRED'
   | 'AUTH_FAILED'
   | 'CONFIG_UNTRUSTED'
+  | 'TOOL_CHANGED'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]

@@ -15,6 +15,7 @@ mod entry;
 mod keys;
 mod layers;
 mod network;
+pub mod private_file;
 mod raw;
 mod source;
 mod supervision;

@@ -227,6 +227,7 @@ impl KnownSecrets {
             Error::AuthRequired(m) => Error::AuthRequired(r(m)),
             Error::AuthFailed(m) => Error::AuthFailed(r(m)),
             Error::ConfigUntrusted(m) => Error::ConfigUntrusted(r(m)),
+            Error::ToolChanged(m) => Error::ToolChanged(r(m)),
         }
     }
 }

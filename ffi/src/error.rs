@@ -67,6 +67,9 @@ pub enum mcpmux_status {
     /// "CONFIG_UNTRUSTED": a config found in the current directory is not
     /// trusted (or changed since it was trusted); nothing was started.
     MCPMUX_STATUS_CONFIG_UNTRUSTED = 21,
+    /// "TOOL_CHANGED": a pinned tool's definition changed since it was
+    /// approved (or the tool is new): quarantined, the server was not asked.
+    MCPMUX_STATUS_TOOL_CHANGED = 22,
 }
 
 use mcpmux_status::*;
@@ -95,6 +98,7 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
     (MCPMUX_STATUS_AUTH_REQUIRED, c"AUTH_REQUIRED"),
     (MCPMUX_STATUS_AUTH_FAILED, c"AUTH_FAILED"),
     (MCPMUX_STATUS_CONFIG_UNTRUSTED, c"CONFIG_UNTRUSTED"),
+    (MCPMUX_STATUS_TOOL_CHANGED, c"TOOL_CHANGED"),
 ];
 
 /// An error reported by mcpmux: a status, its stable code string (see

@@ -43,6 +43,7 @@ test('the package exports Hub, McpmuxError, ERROR_CODES and version', () => {
       'AUTH_REQUIRED',
       'AUTH_FAILED',
       'CONFIG_UNTRUSTED',
+      'TOOL_CHANGED',
     ],
   )
   assert.throws(() => new Hub({}), TypeError)

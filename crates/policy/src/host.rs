@@ -12,12 +12,13 @@ use mcpmux_core::error::Error;
 use mcpmux_core::hub::Hub;
 
 /// The keys a host may set (the policy keys of `[session]`).
-pub const SETTING_KEYS: [&str; 5] = [
+pub const SETTING_KEYS: [&str; 6] = [
     "scope",
     "max_tool_calls",
     "call_timeout_seconds",
     "max_output_bytes",
     "redact",
+    "pin_tools",
 ];
 
 impl SessionPolicy {
@@ -71,6 +72,7 @@ impl SessionPolicy {
     ) -> Result<SessionPolicy, Error> {
         let mut policy = SessionPolicy::from_json(&hub.config(), settings, audit_path)?;
         policy.hub_id = Some(hub.id());
+        policy.events = mcpmux_core::client::ToolRouter::event_sender(hub);
         Ok(policy)
     }
 

@@ -125,6 +125,9 @@ impl Settings {
             scope: self.scope.clone(),
             redact: Vec::new(),
             expose_all: false,
+            pin_tools: None,
+            // Review sessions pin tool definitions unless the config says not to.
+            pin_default: true,
         }
     }
 

@@ -46,6 +46,7 @@ from ._errors import (
     Cancelled,
     ConfigInvalid,
     ConfigUntrusted,
+    ToolChanged,
     ConnectFailed,
     Internal,
     InvalidInput,
@@ -98,6 +99,7 @@ __all__ = [
     "AuthRequired",
     "AuthFailed",
     "ConfigUntrusted",
+    "ToolChanged",
 ]
 
 #: The version of the mcpmux engine inside this package.

@@ -211,6 +211,18 @@ class ConfigUntrusted(McpmuxError):
     code = "CONFIG_UNTRUSTED"
 
 
+class ToolChanged(McpmuxError):
+    """A pinned tool's definition changed since it was approved, or the tool is new (``TOOL_CHANGED``).
+
+    The tool is quarantined: not offered, and the server was not asked. The
+    message names the server, the tool and the fields that changed;
+    ``mcpmux policy approve SERVER TOOL`` (or ``approve_tools``) makes it
+    callable again.
+    """
+
+    code = "TOOL_CHANGED"
+
+
 #: The exception class of each error code.
 BY_CODE: Dict[str, Type[McpmuxError]] = {
     cls.code: cls
@@ -236,6 +248,7 @@ BY_CODE: Dict[str, Type[McpmuxError]] = {
         AuthRequired,
         AuthFailed,
         ConfigUntrusted,
+        ToolChanged,
     )
 }
 
