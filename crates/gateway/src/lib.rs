@@ -19,6 +19,7 @@ mod events;
 pub mod http;
 mod input_required;
 mod out;
+mod pin_watch;
 pub mod relay;
 pub mod stdio;
 mod tasks;
@@ -93,6 +94,11 @@ pub struct GatewayOptions {
     /// Bytes of answers the gateway holds for every client together
     /// (`--total-budget-mib`). Default [`DEFAULT_TOTAL_BUDGET_BYTES`].
     pub total_budget_bytes: usize,
+    /// Pin tool definitions of servers whose config says nothing
+    /// (`pin_tools`; on by default, `--no-pin-tools` turns it off): a tool
+    /// that changed since it was approved, or is new, is not listed and a
+    /// call is refused with `TOOL_CHANGED` ([`mcpmux_policy::pins`]).
+    pub pin_tools: bool,
 }
 
 impl Default for GatewayOptions {
@@ -104,6 +110,7 @@ impl Default for GatewayOptions {
             expose_all: false,
             client_budget_bytes: DEFAULT_CLIENT_BUDGET_BYTES,
             total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
+            pin_tools: true,
         }
     }
 }
@@ -145,6 +152,12 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets [`GatewayOptions::pin_tools`].
+    pub fn with_pin_tools(mut self, pin_tools: bool) -> Self {
+        self.pin_tools = pin_tools;
+        self
+    }
+
     /// Sets [`GatewayOptions::total_budget_bytes`].
     pub fn with_total_budget_bytes(mut self, total_budget_bytes: usize) -> Self {
         self.total_budget_bytes = total_budget_bytes;
@@ -183,6 +196,9 @@ struct Shared {
     /// Where the review tools run, when offered.
     #[cfg(feature = "sessions")]
     review: Option<mcpmux_sessions::SessionContext>,
+    /// Bumped when an approval (or revocation) in the pin store changed the
+    /// offered tools (`pin_watch`): each connection sends `list_changed`.
+    pins_changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl Gateway {
@@ -197,6 +213,7 @@ impl Gateway {
         if options.expose_all {
             policy.set_expose_all(true);
         }
+        policy.set_pin_default(options.pin_tools);
         if options.no_prefix {
             let config = hub.config();
             let enabled: Vec<&str> = config
@@ -213,7 +230,7 @@ impl Gateway {
                 )));
             }
         }
-        Ok(Gateway {
+        let gateway = Gateway {
             inner: Arc::new(Shared {
                 hub,
                 policy: Arc::new(policy),
@@ -224,8 +241,11 @@ impl Gateway {
                 input_required: Default::default(),
                 #[cfg(feature = "sessions")]
                 review: None,
+                pins_changed: tokio::sync::watch::Sender::new(0),
             }),
-        })
+        };
+        pin_watch::start(&gateway);
+        Ok(gateway)
     }
 
     /// Relays the servers' requests (sampling, elicitation, roots) to this
