@@ -726,7 +726,8 @@ impl SessionPolicy {
     /// Approves the definitions `hub` lists now: of `tools` of `server`, of
     /// every tool of `server` when `tools` is empty, of every pinned
     /// server's tools when `server` is `None`. Quarantined tools become
-    /// callable. Returns `(server, tool)` of each tool approved.
+    /// callable at once (those the rules offer are added to what this
+    /// policy offers). Returns `(server, tool)` of each tool approved.
     pub fn approve_tools(
         &self,
         hub: &Hub,
@@ -749,6 +750,17 @@ impl SessionPolicy {
                 .collect();
             for t in self.pins.approve(&name, &mine, tools)? {
                 out.push((name.clone(), t));
+            }
+        }
+        // Approved tools the rules offer are callable now, without waiting
+        // for the next list (an app-only one waits: the list decides it).
+        if let Some(pairs) = &mut *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) {
+            for t in listed.iter().filter(|t| {
+                out.iter().any(|(s, n)| *s == t.server && *n == t.tool)
+                    && !t.is_app_only()
+                    && self.decide(t) == Decision::Offered
+            }) {
+                pairs.insert((t.server.clone(), t.tool.clone()));
             }
         }
         Ok(out)
