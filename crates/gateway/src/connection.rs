@@ -65,6 +65,10 @@ impl Connection {
     /// transport drains, or a router); starts forwarding the hub's
     /// notifications.
     pub(crate) fn new(gateway: Gateway, out: Out) -> Connection {
+        gateway
+            .inner
+            .pin_watch
+            .call_once(|| super::pin_watch::start(&gateway));
         let log_level = LogLevel::default();
         let budget = ClientBudget::new(
             gateway.inner.options.client_budget_bytes,

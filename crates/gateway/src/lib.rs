@@ -199,6 +199,9 @@ struct Shared {
     /// Bumped when an approval (or revocation) in the pin store changed the
     /// offered tools (`pin_watch`): each connection sends `list_changed`.
     pins_changed: tokio::sync::watch::Sender<u64>,
+    /// The pin store's watch starts with the first client (not in `new`:
+    /// the builder methods need the gateway unshared until it serves).
+    pin_watch: std::sync::Once,
 }
 
 impl Gateway {
@@ -242,9 +245,9 @@ impl Gateway {
                 #[cfg(feature = "sessions")]
                 review: None,
                 pins_changed: tokio::sync::watch::Sender::new(0),
+                pin_watch: std::sync::Once::new(),
             }),
         };
-        pin_watch::start(&gateway);
         Ok(gateway)
     }
 

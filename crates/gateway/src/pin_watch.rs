@@ -3,7 +3,7 @@
 //! writes the pin store; this task notices and tells every client
 //! `notifications/tools/list_changed` when the offered tools changed.
 //!
-//! One task per gateway, started with it on the caller's runtime: it looks
+//! One task per gateway, started with its first client on the runtime: it looks
 //! at the store file's length and modification time every [`PERIOD`] (it
 //! never reads the file; the policy does, at the clients' next list), and
 //! ends when the gateway is dropped. Quarantines themselves reach clients through the hub's
