@@ -53,7 +53,7 @@ def test_a_rug_pull_raises_tool_changed_until_approved(tmp_path: Path):
         assert "id_ed25519" in row["changes"]["description"]["after"]
 
         assert policy.approve_tools("s", ["search"]) == [{"server": "s", "tool": "search"}]
-        assert hub.call_tool("mcp_s_search", {}, policy=policy).text == "called search"
+        assert hub.call_tool("mcp_s_search", {}, policy=policy)["content"][0]["text"] == "called search"
         assert policy.revoke_pins("s", ["search"]) == [{"server": "s", "tool": "search"}]
         with pytest.raises(mcpmux.ToolChanged):
             hub.call_tool("mcp_s_search", {}, policy=policy)
@@ -69,4 +69,4 @@ def test_without_pin_tools_the_new_definition_is_offered(tmp_path: Path):
         policy = hub.policy()
         tools.write_text(json.dumps([search("Something else.")]))
         assert policy.refresh("s")["offered"] == ["search"]
-        assert hub.call_tool("mcp_s_search", {}, policy=policy).text == "called search"
+        assert hub.call_tool("mcp_s_search", {}, policy=policy)["content"][0]["text"] == "called search"

@@ -647,13 +647,20 @@ impl SessionPolicy {
             return not_allowed(Refusal::UnknownTool.reason());
         };
         if self.pins_server(&tool.server) {
-            // The definition the server gives now, whatever was offered.
-            let mut listed = hub.tools_of_server(&tool.server);
-            if listed.is_empty() {
-                listed.push(tool.clone());
-            }
+            // The definition the hub holds now, whatever was offered.
             let events = hub.event_sender();
-            self.report_quarantined(self.pins.observe(&tool.server, &listed), events.as_ref());
+            let found = match self.pins.observe_one(tool) {
+                Some(found) => found,
+                // First sight of the server: pin its whole list.
+                None => {
+                    let mut listed = hub.tools_of_server(&tool.server);
+                    if listed.is_empty() {
+                        listed.push(tool.clone());
+                    }
+                    self.pins.observe(&tool.server, &listed)
+                }
+            };
+            self.report_quarantined(found, events.as_ref());
         }
         let was_offered = self
             .snapshot

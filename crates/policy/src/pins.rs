@@ -232,6 +232,41 @@ impl Pins {
         out
     }
 
+    /// [`observe`](Self::observe) for one tool of a server that has pins
+    /// (what a call checks: the definition the hub holds now, without
+    /// listing the whole server). `None` when the server has no pins yet:
+    /// the caller observes its whole list instead.
+    pub fn observe_one(&self, tool: &HubTool) -> Option<Vec<Quarantined>> {
+        let mut state = self.lock();
+        self.reload(&mut state);
+        let pin = state.pins.get(&tool.server)?.get(&tool.tool).cloned();
+        let now = definition::definition(tool);
+        let sha = definition::hash(&now);
+        let key = (tool.server.clone(), tool.tool.clone());
+        let changes = match pin {
+            Some(p) if p.sha256 == sha => {
+                state.quarantined.remove(&key);
+                return Some(Vec::new());
+            }
+            Some(p) => definition::compare(p.definition.as_ref(), &now).fields,
+            None => vec!["new".to_owned()],
+        };
+        state.quarantined.insert(key, changes.clone());
+        let id = (tool.server.clone(), tool.tool.clone(), sha);
+        if state.reported.contains(&id) {
+            return Some(Vec::new());
+        }
+        if state.reported.len() >= MAX_REPORTED {
+            state.reported.clear();
+        }
+        state.reported.insert(id);
+        Some(vec![Quarantined {
+            server: tool.server.clone(),
+            tool: tool.tool.clone(),
+            changes,
+        }])
+    }
+
     /// The fields that changed when `tool` of `server` is quarantined (as
     /// last [`observe`](Self::observe)d), else `None`.
     pub fn quarantine(&self, server: &str, tool: &str) -> Option<Vec<String>> {
