@@ -477,6 +477,18 @@ mod tests {
     }
 
     #[test]
+    fn review_sessions_pin_tool_definitions_unless_the_config_says_not() {
+        let s = resolve(&Map::new(), &none()).unwrap();
+        let policy = s.policy();
+        assert!(policy.pin_default && policy.pin_tools.is_none());
+        // The config's `[session] pin_tools = false` wins over the default.
+        let table = json!({"pin_tools": false});
+        let base =
+            PolicySettings::from_session_table(table.as_object().unwrap(), "mcpmux.toml").unwrap();
+        assert_eq!(base.overlay(&policy).pin_tools, Some(false));
+    }
+
+    #[test]
     fn references_are_stored_and_restored() {
         let raw = json!({"model": "${M_VAR}", "scope": "fixed", "effort": "${E_VAR:-low}"});
         let expanded = json!({"model": "secret-model", "scope": "fixed", "effort": "low"});
