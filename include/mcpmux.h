@@ -194,6 +194,11 @@ typedef enum mcpmux_status {
      * outputSchema (or has no structuredContent though it declares one).
      */
     MCPMUX_STATUS_OUTPUT_INVALID = 22,
+    /**
+     * "TOOL_CHANGED": a pinned tool's definition changed since it was
+     * approved (or the tool is new): quarantined, the server was not asked.
+     */
+    MCPMUX_STATUS_TOOL_CHANGED = 23,
 } mcpmux_status;
 
 /**
@@ -958,6 +963,51 @@ enum mcpmux_status mcpmux_policy_refresh(const struct mcpmux_policy *policy, con
  * neither made nor counted).
  */
 enum mcpmux_status mcpmux_hub_call_tool_with_policy(const struct mcpmux_hub *hub, const char *name, const char *args_json, const char *options_json, const struct mcpmux_policy *policy, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Writes each pinned tool's status to `*out_json` (policies with
+ * `pin_tools`, docs/policy.md): a JSON array of `{"server", "tool",
+ * "status" ("pinned", "changed", "new", "removed"), "changes"? ({"fields",
+ * "description"? {"before", "after"}, "added"?, "removed"?, "changed"?}),
+ * "pinned_at"?}`, of the server `server` (nullable: every pinned server).
+ * For the operator: `changes` quotes the server's new text. Does not
+ * block (reads the pin store).
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()).
+ *
+ * # Safety
+ * `policy` is a live policy; `hub` the live hub it was made for; `server`
+ * NULL or a NUL-terminated string; `out_json` and `err` are NULL or valid
+ * for one pointer write.
+ */
+enum mcpmux_status mcpmux_policy_pins_json(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, const char *server, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Approves the tool definitions the hub's servers list now: of the tools
+ * in `tools_json` (nullable: a JSON array of the server's own tool names;
+ * NULL or `[]`: all its tools) of the server `server` (nullable: every
+ * pinned server). A tool quarantined with TOOL_CHANGED becomes callable.
+ * Writes `[{"server", "tool"}]` of the tools approved to `*out_json`.
+ * UNKNOWN_SERVER or UNKNOWN_TOOL for a name the hub does not have. Does
+ * not block (writes the pin store).
+ *
+ * # Safety
+ * As for mcpmux_policy_pins_json(); `tools_json` is NULL or a
+ * NUL-terminated string.
+ */
+enum mcpmux_status mcpmux_policy_approve_tools(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, const char *server, const char *tools_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Forgets pins, chosen as mcpmux_policy_approve_tools() chooses: a server
+ * without pins is pinned again as it is when next seen; a tool without a
+ * pin, on a server with pins, is quarantined as new. Writes `[{"server",
+ * "tool"}]` of the pins removed to `*out_json`. Does not block.
+ *
+ * # Safety
+ * As for mcpmux_policy_approve_tools().
+ */
+enum mcpmux_status mcpmux_policy_revoke_pins(const struct mcpmux_policy *policy, const struct mcpmux_hub *hub, const char *server, const char *tools_json, char **out_json, struct mcpmux_error **err);
 
 /**
  * Creates a session context on `engine`.

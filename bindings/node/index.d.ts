@@ -25,6 +25,7 @@ export type ErrorCode =
   | 'AUTH_FAILED'
   | 'CONFIG_UNTRUSTED'
   | 'OUTPUT_INVALID'
+  | 'TOOL_CHANGED'
 
 /** Every error code, in the engine's order. */
 export declare const ERROR_CODES: readonly ErrorCode[]
@@ -220,6 +221,8 @@ export interface PolicyOptions {
   maxOutputBytes?: number
   /** Redaction rules added to the built-in ones; only a `secret` group is replaced when present. */
   redact?: Array<{ name: string; pattern: string }>
+  /** Pin tool definitions: a tool that changed since it was approved, or a new one, is refused with `TOOL_CHANGED`. */
+  pinTools?: boolean
   /** A file that gets one JSON line per call (created or appended to). */
   auditPath?: string | URL
   /** Called on the JavaScript thread shortly after each call made with the policy. */
@@ -252,7 +255,7 @@ export interface ToolVerdict {
   server: string
   tool: string
   offered: boolean
-  refusal?: 'out_of_scope' | 'denied' | 'not_allowed' | 'destructive' | 'not_read_only' | 'unknown_tool'
+  refusal?: 'out_of_scope' | 'denied' | 'not_allowed' | 'destructive' | 'not_read_only' | 'unknown_tool' | 'tool_changed'
   /** The refusal in words, naming the config key that would change it. */
   reason?: string
 }
@@ -270,7 +273,28 @@ export interface PolicyReport {
     refused: ToolVerdict[]
     /** Exact names in `allow_tools` the server does not offer. */
     missing: string[]
+    /** Whether the server's tool definitions are pinned (`pin_tools`). */
+    pinned?: boolean
+    /** Each tool's pin status, when pinned. */
+    pins?: PinEntry[] | null
   }>
+}
+
+/** A tool's pinned definition against what its server lists now. */
+export interface PinEntry {
+  server: string
+  tool: string
+  status: 'pinned' | 'changed' | 'new' | 'removed'
+  /** What changed (`changed` only); quotes the server's text: for the operator. */
+  changes?: {
+    fields: string[]
+    description?: { before: string; after: string }
+    added?: string[]
+    removed?: string[]
+    changed?: string[]
+    unknown?: boolean
+  }
+  pinned_at?: number
 }
 
 /** What {@link Policy.refresh} found (tool names are the server's own). */
@@ -303,6 +327,12 @@ export declare class Policy {
   auditEvents(): AuditEvent[]
   /** Reconnects `server`, lists its tools again and reports what changed for this policy. */
   refresh(server: string): Promise<RefreshReport>
+  /** Each pinned tool's status, of `server` or of every pinned server. */
+  pins(server?: string): Promise<PinEntry[]>
+  /** Approves the definitions the servers list now (all of `server`'s when `tools` is empty). */
+  approveTools(server?: string, tools?: string[]): Promise<Array<{ server: string; tool: string }>>
+  /** Forgets pins: a server without pins is pinned again when next seen; a tool without one is new. */
+  revokePins(server?: string, tools?: string[]): Promise<Array<{ server: string; tool: string }>>
 }
 
 export interface ServerOption {
@@ -410,6 +440,17 @@ export interface ToolsChangedEvent {
   removed: string[]
 }
 
+/**
+ * A policy with pinned tool definitions quarantined a tool: it changed
+ * since it was approved (`changes` names the fields) or is new (`["new"]`).
+ */
+export interface ToolQuarantinedEvent {
+  type: 'tool_quarantined'
+  server: string
+  tool: string
+  changes: string[]
+}
+
 /** A server's resource or prompt list changed. */
 export interface ListChangedEvent {
   type: 'resources_changed' | 'prompts_changed'
@@ -484,6 +525,7 @@ export interface LaggedEvent {
 export type HubEvent =
   | ServerStateEvent
   | ToolsChangedEvent
+  | ToolQuarantinedEvent
   | ListChangedEvent
   | ResourceUpdatedEvent
   | LogEvent

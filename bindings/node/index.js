@@ -1584,6 +1584,7 @@ const POLICY_SETTINGS = Object.freeze({
   callTimeoutSeconds: 'call_timeout_seconds',
   maxOutputBytes: 'max_output_bytes',
   redact: 'redact',
+  pinTools: 'pin_tools',
 })
 
 /**
@@ -1647,6 +1648,60 @@ class Policy {
   }
 
   /**
+   * Each pinned tool of `server` (or of every pinned server): `{server,
+   * tool, status, changes?, pinned_at?}`, `status` one of `pinned`,
+   * `changed`, `new`, `removed`. For the operator: it quotes the server's
+   * new text.
+   * @param {string} [server]
+   * @returns {Promise<object[]>}
+   */
+  pins(server) {
+    let s
+    try {
+      s = optionalString('server', server)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.pins(id, s))
+  }
+
+  /**
+   * Approves the definitions the servers list now: of `tools` of `server`,
+   * of all its tools when `tools` is empty, of every pinned server's when
+   * `server` is not given. Quarantined tools become callable.
+   * @param {string} [server]
+   * @param {string[]} [tools]
+   * @returns {Promise<{server: string, tool: string}[]>}
+   */
+  approveTools(server, tools) {
+    let args
+    try {
+      args = [optionalString('server', server), toolNames(tools)]
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.approveTools(id, ...args))
+  }
+
+  /**
+   * Forgets pins (chosen as {@link Policy#approveTools} chooses): a server
+   * without pins is pinned again as it is when next seen; a tool without a
+   * pin is quarantined as new.
+   * @param {string} [server]
+   * @param {string[]} [tools]
+   * @returns {Promise<{server: string, tool: string}[]>}
+   */
+  revokePins(server, tools) {
+    let args
+    try {
+      args = [optionalString('server', server), toolNames(tools)]
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return run((id) => this._native.revokePins(id, ...args))
+  }
+
+  /**
    * Reconnects `server`, lists its tools again and resolves to what changed
    * for this policy: `{server, offered, dropped, added, missing}`. Allowed
    * tools the server no longer offers drop out (and are refused from then on).
@@ -1661,6 +1716,22 @@ class Policy {
     }
     return run((id) => this._native.refresh(id, server))
   }
+}
+
+/** `value` when a string, `undefined` when null or undefined; else a TypeError. */
+function optionalString(name, value) {
+  if (value === undefined || value === null) return undefined
+  checkString(name, value)
+  return value
+}
+
+/** A list of tool names (or undefined); else a TypeError. */
+function toolNames(tools) {
+  if (tools === undefined || tools === null) return undefined
+  if (!Array.isArray(tools) || !tools.every((t) => typeof t === 'string')) {
+    throw new TypeError('tools must be an array of strings')
+  }
+  return tools
 }
 
 // ---------------------------------------------------------------------------

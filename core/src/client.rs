@@ -240,6 +240,20 @@ pub trait ToolRouter: Send + Sync {
         self.tool(name).map(Arc::new)
     }
 
+    /// Every tool `server` offers now, in hub order (a policy that pins
+    /// tool definitions compares the whole list). The default, for a
+    /// router that cannot list, is none.
+    fn tools_of_server(&self, server: &str) -> Vec<HubTool> {
+        let _ = server;
+        Vec::new()
+    }
+
+    /// Where the router's [`HubEvent`](crate::events::HubEvent)s go, when
+    /// it has any (a policy reports quarantined tools there).
+    fn event_sender(&self) -> Option<crate::events::EventSender> {
+        None
+    }
+
     /// Calls `name` with no policy applied (`opts.policy` is ignored).
     fn call_unchecked<'a>(
         &'a self,

@@ -16,6 +16,7 @@ mod gateway;
 mod keys;
 mod layers;
 mod network;
+pub mod private_file;
 mod raw;
 mod source;
 mod supervision;

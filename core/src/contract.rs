@@ -208,6 +208,9 @@ pub struct PolicyOptionsParams {
     /// Redaction rules added to the built-in ones; only a `secret` group is replaced when present
     #[serde(default)]
     pub redact: Option<Vec<RedactRuleParams>>,
+    /// Pin tool definitions: a tool that changed since it was approved, or is new, is not called (TOOL_CHANGED)
+    #[serde(default)]
+    pub pin_tools: Option<bool>,
 }
 
 /// One redaction rule of [`PolicyOptionsParams::redact`].

@@ -133,6 +133,12 @@ error_table! {
         /// `structuredContent` fails the schema, or is missing): the message
         /// names the server, the tool and the first failing path.
         OutputInvalid => "OUTPUT_INVALID", context: yes;
+        /// A pinned tool's definition changed since it was approved (or the
+        /// tool is new on a server with pinned tools): it is quarantined, not
+        /// offered, and a call is refused before the server is asked. The
+        /// message names the server, the tool and the fields that changed,
+        /// never the new text (`mcpmux policy approve` makes it callable).
+        ToolChanged => "TOOL_CHANGED", context: yes;
     }
 }
 

@@ -141,6 +141,21 @@ pub enum HubEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A policy with pinned tool definitions (`pin_tools`) quarantined a
+    /// tool: its definition changed since it was approved, or it is new on
+    /// a server whose tools are pinned. It is not offered and calls to it
+    /// are refused (`TOOL_CHANGED`) until `mcpmux policy approve`. Sent
+    /// once per new definition; never carries the server's text.
+    ToolQuarantined {
+        /// The configured server name.
+        server: String,
+        /// The server's own tool name.
+        tool: String,
+        /// Which fields differ from the pin (`name`, `title`,
+        /// `description`, `inputSchema`, `outputSchema`, `annotations`),
+        /// or `["new"]` for a tool that was never approved.
+        changes: Vec<String>,
+    },
     /// This stream's consumer fell behind: `count` older events were lost.
     Lagged {
         /// How many events were dropped.

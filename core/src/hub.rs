@@ -1499,6 +1499,17 @@ impl ToolRouter for Hub {
             .map(|&i| index.entries[i].shared_tool())
     }
 
+    fn tools_of_server(&self, server: &str) -> Vec<HubTool> {
+        self.list_tools()
+            .into_iter()
+            .filter(|t| t.server == server)
+            .collect()
+    }
+
+    fn event_sender(&self) -> Option<EventSender> {
+        Some(self.inner.options.events.clone())
+    }
+
     fn call_unchecked<'a>(
         &'a self,
         name: &'a str,

@@ -228,6 +228,7 @@ impl KnownSecrets {
             Error::AuthFailed(m) => Error::AuthFailed(r(m)),
             Error::ConfigUntrusted(m) => Error::ConfigUntrusted(r(m)),
             Error::OutputInvalid(m) => Error::OutputInvalid(r(m)),
+            Error::ToolChanged(m) => Error::ToolChanged(r(m)),
         }
     }
 }

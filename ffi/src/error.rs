@@ -70,6 +70,9 @@ pub enum mcpmux_status {
     /// "OUTPUT_INVALID": a tool's result does not satisfy the tool's
     /// outputSchema (or has no structuredContent though it declares one).
     MCPMUX_STATUS_OUTPUT_INVALID = 22,
+    /// "TOOL_CHANGED": a pinned tool's definition changed since it was
+    /// approved (or the tool is new): quarantined, the server was not asked.
+    MCPMUX_STATUS_TOOL_CHANGED = 23,
 }
 
 use mcpmux_status::*;
@@ -99,6 +102,7 @@ pub(crate) const CODES: &[(mcpmux_status, &CStr)] = &[
     (MCPMUX_STATUS_AUTH_FAILED, c"AUTH_FAILED"),
     (MCPMUX_STATUS_CONFIG_UNTRUSTED, c"CONFIG_UNTRUSTED"),
     (MCPMUX_STATUS_OUTPUT_INVALID, c"OUTPUT_INVALID"),
+    (MCPMUX_STATUS_TOOL_CHANGED, c"TOOL_CHANGED"),
 ];
 
 /// An error reported by mcpmux: a status, its stable code string (see

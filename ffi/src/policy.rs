@@ -392,3 +392,170 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool_with_policy(
         })
     }
 }
+
+/// Which pin operation [`pin_operation`] runs.
+#[derive(Clone, Copy)]
+enum PinOp {
+    List,
+    Approve,
+    Revoke,
+}
+
+/// The shared body of mcpmux_policy_pins_json(),
+/// mcpmux_policy_approve_tools() and mcpmux_policy_revoke_pins().
+///
+/// # Safety
+/// As for those functions.
+#[allow(clippy::too_many_arguments)]
+unsafe fn pin_operation(
+    args: Args,
+    op: PinOp,
+    policy: *const mcpmux_policy,
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    tools_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let policy = policy_ref(args, policy)?;
+            let hub = hub_ref(args, hub)?;
+            let server = args.opt_str("server", server)?;
+            let tools = match args.opt_json("tools_json", tools_json)? {
+                None => Vec::new(),
+                Some(v) => {
+                    crate::util::string_list(args, "tools_json", &v, "a JSON array of tool names")?
+                }
+            };
+            args.non_null("out_json", out_json)?;
+            let pairs = |done: Vec<(String, String)>| -> Vec<serde_json::Value> {
+                done.into_iter()
+                    .map(|(s, t)| serde_json::json!({"server": s, "tool": t}))
+                    .collect()
+            };
+            let p = &policy.policy;
+            let text = match op {
+                PinOp::List => json_string(&p.pin_report(&hub.hub, server)?)?,
+                PinOp::Approve => json_string(&pairs(p.approve_tools(&hub.hub, server, &tools)?))?,
+                PinOp::Revoke => json_string(&pairs(p.revoke_pins(&hub.hub, server, &tools)?))?,
+            };
+            write_out(out_json, text);
+            Ok(())
+        })
+    }
+}
+
+/// Writes each pinned tool's status to `*out_json` (policies with
+/// `pin_tools`, docs/policy.md): a JSON array of `{"server", "tool",
+/// "status" ("pinned", "changed", "new", "removed"), "changes"? ({"fields",
+/// "description"? {"before", "after"}, "added"?, "removed"?, "changed"?}),
+/// "pinned_at"?}`, of the server `server` (nullable: every pinned server).
+/// For the operator: `changes` quotes the server's new text. Does not
+/// block (reads the pin store).
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()).
+///
+/// # Safety
+/// `policy` is a live policy; `hub` the live hub it was made for; `server`
+/// NULL or a NUL-terminated string; `out_json` and `err` are NULL or valid
+/// for one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_policy_pins_json(
+    policy: *const mcpmux_policy,
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_policy_pins_json",
+    };
+    // SAFETY: forwarded.
+    unsafe {
+        pin_operation(
+            args,
+            PinOp::List,
+            policy,
+            hub,
+            server,
+            std::ptr::null(),
+            out_json,
+            err,
+        )
+    }
+}
+
+/// Approves the tool definitions the hub's servers list now: of the tools
+/// in `tools_json` (nullable: a JSON array of the server's own tool names;
+/// NULL or `[]`: all its tools) of the server `server` (nullable: every
+/// pinned server). A tool quarantined with TOOL_CHANGED becomes callable.
+/// Writes `[{"server", "tool"}]` of the tools approved to `*out_json`.
+/// UNKNOWN_SERVER or UNKNOWN_TOOL for a name the hub does not have. Does
+/// not block (writes the pin store).
+///
+/// # Safety
+/// As for mcpmux_policy_pins_json(); `tools_json` is NULL or a
+/// NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_policy_approve_tools(
+    policy: *const mcpmux_policy,
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    tools_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_policy_approve_tools",
+    };
+    // SAFETY: forwarded.
+    unsafe {
+        pin_operation(
+            args,
+            PinOp::Approve,
+            policy,
+            hub,
+            server,
+            tools_json,
+            out_json,
+            err,
+        )
+    }
+}
+
+/// Forgets pins, chosen as mcpmux_policy_approve_tools() chooses: a server
+/// without pins is pinned again as it is when next seen; a tool without a
+/// pin, on a server with pins, is quarantined as new. Writes `[{"server",
+/// "tool"}]` of the pins removed to `*out_json`. Does not block.
+///
+/// # Safety
+/// As for mcpmux_policy_approve_tools().
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_policy_revoke_pins(
+    policy: *const mcpmux_policy,
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    tools_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_policy_revoke_pins",
+    };
+    // SAFETY: forwarded.
+    unsafe {
+        pin_operation(
+            args,
+            PinOp::Revoke,
+            policy,
+            hub,
+            server,
+            tools_json,
+            out_json,
+            err,
+        )
+    }
+}

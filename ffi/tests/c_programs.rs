@@ -153,6 +153,11 @@ fn c_policy_for_host_calls() {
 }
 
 #[test]
+fn c_pinned_tool_definitions() {
+    c_test("test_pins");
+}
+
+#[test]
 fn c_server_everything() {
     c_test("test_everything");
 }

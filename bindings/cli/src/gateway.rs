@@ -49,6 +49,9 @@ pub struct GatewayArgs {
     /// Offer every tool of every enabled server, whatever the policy's allow lists and the servers' annotations say (deny_tools, scopes, redaction, limits, --frame-output and --audit still apply).
     #[arg(long)]
     pub expose_all: bool,
+    /// Do not pin tool definitions of servers whose config says nothing (`pin_tools`): a tool that changed since it was approved, or a new one, is then offered as it is.
+    #[arg(long)]
+    pub no_pin_tools: bool,
     /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
@@ -91,6 +94,7 @@ impl GatewayArgs {
             .with_frame_output(self.frame_output)
             .with_expose_all(self.expose_all)
             .with_result_dir(self.result_dir.clone())
+            .with_pin_tools(!self.no_pin_tools)
             .with_client_budget_bytes(mib("--client-budget-mib", self.client_budget_mib)?)
             .with_total_budget_bytes(mib("--total-budget-mib", self.total_budget_mib)?))
     }
@@ -213,6 +217,26 @@ pub async fn run(
         )?;
         gateway = gateway.offer_review_tools(ctx)?;
     }
+    // The operator hears of each quarantined tool (never its new text).
+    let mut events = hub.events();
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let mcpmux_core::HubEvent::ToolQuarantined {
+                server,
+                tool,
+                changes,
+            } = event
+            {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "mcpmux gateway: tool '{tool}' of server '{server}' is quarantined ({}): \
+                     review it with 'mcpmux policy approve --list {server}', approve it with \
+                     'mcpmux policy approve {server} {tool}'",
+                    changes.join(", ")
+                );
+            }
+        }
+    });
     for note in gateway.startup_notes() {
         let _ = writeln!(std::io::stderr(), "mcpmux gateway: {note}");
     }

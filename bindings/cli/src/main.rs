@@ -150,6 +150,8 @@ enum Command {
         /// The session scope to evaluate (matched against each server's `scopes`; default: the config's `[session]` scope).
         #[arg(long)]
         scope: Option<String>,
+        #[command(subcommand)]
+        action: Option<policy_cmd::PolicyAction>,
     },
     /// Get a prompt with arguments.
     Prompt {
@@ -742,7 +744,7 @@ async fn execute(
                 print(&human::prompts(&prompts))
             }
         }
-        Command::Policy { scope } => {
+        Command::Policy { scope, action } => {
             let config = load_config(cli.config.as_deref())?;
             // Without --scope, the scope a session would have: [session] scope.
             let scope = scope.clone().or_else(|| {
@@ -752,11 +754,20 @@ async fn execute(
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             });
-            let report = policy_cmd::report(hub, &config, scope.as_deref()).await?;
-            if json {
-                print_json(&report)
+            if let Some(action) = action {
+                let out = policy_cmd::act(hub, &config, scope.as_deref(), action)?;
+                if json {
+                    print_json(&out)
+                } else {
+                    print(&policy_cmd::human_action(&out))
+                }
             } else {
-                print(&policy_cmd::human(&report))
+                let report = policy_cmd::report(hub, &config, scope.as_deref()).await?;
+                if json {
+                    print_json(&report)
+                } else {
+                    print(&policy_cmd::human(&report))
+                }
             }
         }
         Command::Review { .. } | Command::Serve => unreachable!("handled in run"),

@@ -102,7 +102,9 @@ fn the_official_python_sdk_uses_three_servers_through_the_gateway() {
             demo_with_pid(
                 "demo",
                 &pid_file,
-                "allow_all = true\nconfirm_read_only = [\"grow\", \"extra_1\"]"
+                // `grow` adds a tool: unpinned, so it is offered as it comes
+                // (tests/policy_pins.rs has it quarantined when pinned).
+                "allow_all = true\nconfirm_read_only = [\"grow\", \"extra_1\"]\npin_tools = false"
             ),
             python_entry(
                 "hang",
@@ -820,7 +822,9 @@ fn servers_are_told_only_of_what_the_stdio_client_can_answer() {
         "everything",
         Path::new("node"),
         &[js.to_str().unwrap(), "stdio"],
-        "allow_tools = [\"get-roots-list\", \"echo\"]\nconfirm_read_only = [\"get-roots-list\", \"echo\"]",
+        // The server adds a tool for a client with roots: unpinned, so the
+        // second gateway offers it (pinned, it would be a new tool).
+        "allow_tools = [\"get-roots-list\", \"echo\"]\nconfirm_read_only = [\"get-roots-list\", \"echo\"]\npin_tools = false",
     ));
     // server-everything offers get-roots-list only to a client with roots.
     let mut without = Raw::start(&sb, &[]);

@@ -29,6 +29,13 @@ pub struct NativePolicy {
     sink: Arc<Sink>,
 }
 
+/// `(server, tool)` pairs as `[{server, tool}]`.
+fn pairs(done: Vec<(String, String)>) -> serde_json::Value {
+    done.into_iter()
+        .map(|(server, tool)| serde_json::json!({"server": server, "tool": tool}))
+        .collect()
+}
+
 /// Builds a policy for `hub` (see `NativeHub::policy`). A bad setting
 /// throws an error whose message is the JSON text `{code, message}`.
 pub(crate) fn new_policy(
@@ -109,6 +116,36 @@ impl NativePolicy {
         let (hub, policy) = (self.hub.clone(), self.policy.clone());
         spawn_op(&self.sink, id, async move {
             json_outcome(&policy.refresh(&hub, &server).await?)
+        });
+    }
+
+    /// Each pinned tool's status (`server`, `tool`, `status`, `changes`,
+    /// `pinned_at`), of `server` or of every pinned server.
+    #[napi]
+    pub fn pins(&self, id: u32, server: Option<String>) {
+        let (hub, policy) = (self.hub.clone(), self.policy.clone());
+        spawn_op(&self.sink, id, async move {
+            json_outcome(&policy.pin_report(&hub, server.as_deref())?)
+        });
+    }
+
+    /// Approves the definitions the servers list now; `[{server, tool}]`.
+    #[napi]
+    pub fn approve_tools(&self, id: u32, server: Option<String>, tools: Option<Vec<String>>) {
+        let (hub, policy) = (self.hub.clone(), self.policy.clone());
+        spawn_op(&self.sink, id, async move {
+            let done = policy.approve_tools(&hub, server.as_deref(), &tools.unwrap_or_default())?;
+            json_outcome(&pairs(done))
+        });
+    }
+
+    /// Forgets pins; `[{server, tool}]` of those removed.
+    #[napi]
+    pub fn revoke_pins(&self, id: u32, server: Option<String>, tools: Option<Vec<String>>) {
+        let (hub, policy) = (self.hub.clone(), self.policy.clone());
+        spawn_op(&self.sink, id, async move {
+            let done = policy.revoke_pins(&hub, server.as_deref(), &tools.unwrap_or_default())?;
+            json_outcome(&pairs(done))
         });
     }
 

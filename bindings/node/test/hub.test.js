@@ -44,6 +44,7 @@ test('the package exports Hub, McpmuxError, ERROR_CODES and version', () => {
       'AUTH_FAILED',
       'CONFIG_UNTRUSTED',
       'OUTPUT_INVALID',
+      'TOOL_CHANGED',
     ],
   )
   assert.throws(() => new Hub({}), TypeError)

@@ -47,6 +47,10 @@ test('offered, verdicts and report (the JSON of `mcpmux policy --json`)', T, () 
     fs.writeFileSync(file, JSON.stringify(config()))
     const cli = JSON.parse(execFileSync(h.CLI, ['--config', file, '--json', 'policy'], { encoding: 'utf8' }))
     const report = await policy.report()
+    // `mcpmux policy` pins tool definitions as a review session does (a
+    // host's policy only when it asks): the rest of the report is the same.
+    assert.deepEqual(cli.servers[0].pins.map((p) => p.status), Array(7).fill('pinned'))
+    for (const s of cli.servers) Object.assign(s, { pinned: false, pins: null })
     assert.deepEqual(report, cli)
     assert.deepEqual(report.servers[0].missing, ['extra_1', 'nosuch'])
   }),

@@ -35,7 +35,7 @@ pub struct NativePolicy {
 impl NativePolicy {
     /// A policy for calls on `hub`: the config's `[session]` table with
     /// `settings` (a dict of `scope`, `max_tool_calls`,
-    /// `call_timeout_seconds`, `max_output_bytes`, `redact`) over it;
+    /// `call_timeout_seconds`, `max_output_bytes`, `redact`, `pin_tools`) over it;
     /// audit lines appended to `audit_path` when given; events queued for
     /// [`take_events`](NativePolicy::take_events) when `listen`.
     #[new]
@@ -107,6 +107,57 @@ impl NativePolicy {
         json_out(py, &now(self.policy.report(&hub)))
     }
 
+    /// Each pinned tool's status (`server`, `tool`, `status`: `pinned`,
+    /// `changed`, `new` or `removed`, `changes`, `pinned_at`), of `server`
+    /// or of every pinned server. For the operator, never a model.
+    #[pyo3(signature = (server=None))]
+    fn pins(&self, py: Python<'_>, server: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        let server = optional_string(server, "server")?;
+        let hub = self.hub.hub_py(py)?;
+        let report = self
+            .policy
+            .pin_report(&hub, server.as_deref())
+            .map_err(|e| errors::to_py(py, &e))?;
+        json_out(py, &report)
+    }
+
+    /// Approves the definitions the servers list now (of `tools` of
+    /// `server`; every tool of it when `tools` is empty; every pinned
+    /// server when `server` is `None`); returns `[{"server", "tool"}]`.
+    #[pyo3(signature = (server=None, tools=None))]
+    fn approve_tools(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        tools: Option<Vec<String>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = optional_string(server, "server")?;
+        let hub = self.hub.hub_py(py)?;
+        let done = self
+            .policy
+            .approve_tools(&hub, server.as_deref(), &tools.unwrap_or_default())
+            .map_err(|e| errors::to_py(py, &e))?;
+        json_out(py, &pairs(done))
+    }
+
+    /// Forgets pins (as [`approve_tools`](Self::approve_tools) chooses
+    /// them); returns `[{"server", "tool"}]` of the pins removed.
+    #[pyo3(signature = (server=None, tools=None))]
+    fn revoke_pins(
+        &self,
+        py: Python<'_>,
+        server: Option<&Bound<'_, PyAny>>,
+        tools: Option<Vec<String>>,
+    ) -> PyResult<Py<PyAny>> {
+        let server = optional_string(server, "server")?;
+        let hub = self.hub.hub_py(py)?;
+        let done = self
+            .policy
+            .revoke_pins(&hub, server.as_deref(), &tools.unwrap_or_default())
+            .map_err(|e| errors::to_py(py, &e))?;
+        json_out(py, &pairs(done))
+    }
+
     /// The audit events so far, oldest first.
     fn audit_events(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         json_out(py, &self.policy.audit_events())
@@ -150,6 +201,20 @@ impl NativePolicy {
         });
         run(py, op, aio, Exec::Worker)
     }
+}
+
+/// An optional string argument (`None` stays `None`).
+fn optional_string(v: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
+    v.filter(|v| !v.is_none())
+        .map(|v| convert::string(v, what))
+        .transpose()
+}
+
+/// `(server, tool)` pairs as `[{"server", "tool"}]`.
+fn pairs(done: Vec<(String, String)>) -> serde_json::Value {
+    done.into_iter()
+        .map(|(server, tool)| serde_json::json!({"server": server, "tool": tool}))
+        .collect()
 }
 
 /// A JSON array of already encoded JSON values.

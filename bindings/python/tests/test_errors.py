@@ -40,6 +40,7 @@ def test_every_code_has_its_class():
         "AUTH_FAILED": mcpmux.AuthFailed,
         "CONFIG_UNTRUSTED": mcpmux.ConfigUntrusted,
         "OUTPUT_INVALID": mcpmux.OutputInvalid,
+        "TOOL_CHANGED": mcpmux.ToolChanged,
     }
     # The engine's own list of codes, and nothing more or less.
     assert set(mcpmux.ERROR_CODES) == set(classes)

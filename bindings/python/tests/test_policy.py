@@ -46,6 +46,11 @@ def test_offered_verdicts_and_report_match_the_cli(tmp_path: Path, hub):
         subprocess.run([CLI, "--config", str(path), "--json", "policy"], capture_output=True, check=True).stdout
     )
     report = policy.report()
+    # `mcpmux policy` pins tool definitions as a review session does (a
+    # host's policy only when it asks): the rest of the report is the same.
+    assert [p["status"] for p in cli["servers"][0]["pins"]] == ["pinned"] * 7
+    for server in cli["servers"]:
+        server["pinned"], server["pins"] = False, None
     assert report == cli
     assert report["servers"][0]["missing"] == ["extra_1", "nosuch"]
 

@@ -23,7 +23,6 @@
 //! keeps at most [`MAX_TRUSTED`] entries (the oldest go first).
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -251,22 +250,14 @@ impl TrustStore {
     /// else `$HOME/.config/mcpmux/trusted-configs.json` (a relative
     /// `XDG_CONFIG_HOME` is ignored, as the XDG rule says).
     pub fn for_user() -> Result<TrustStore, Error> {
-        let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
-        let dir = std::env::var_os("XDG_CONFIG_HOME")
-            .and_then(absolute)
-            .or_else(|| {
-                std::env::var_os("HOME")
-                    .and_then(absolute)
-                    .map(|h| h.join(".config"))
-            })
-            .ok_or_else(|| {
-                Error::ConfigInvalid(
-                    "neither XDG_CONFIG_HOME nor HOME is set (an absolute path), so there is \
-                     no trust store for configs found in the current directory; pass --config FILE"
-                        .into(),
-                )
-            })?;
-        Ok(TrustStore::at(dir.join("mcpmux").join(STORE_FILE)))
+        let dir = super::private_file::user_dir().ok_or_else(|| {
+            Error::ConfigInvalid(
+                "neither XDG_CONFIG_HOME nor HOME is set (an absolute path), so there is \
+                 no trust store for configs found in the current directory; pass --config FILE"
+                    .into(),
+            )
+        })?;
+        Ok(TrustStore::at(dir.join(STORE_FILE)))
     }
 
     /// A store kept in the file `path`.
@@ -333,19 +324,11 @@ impl TrustStore {
     }
 
     fn read(&self) -> Result<Vec<TrustedFile>, Error> {
-        let file =
-            match crate::files::open_regular(&self.path, std::fs::OpenOptions::new().read(true)) {
-                Ok(file) => file,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-                Err(e) => return Err(self.invalid(format!("cannot be read: {e}"))),
-            };
-        let mut bytes = Vec::new();
-        file.take(MAX_STORE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| self.invalid(format!("cannot be read: {e}")))?;
-        if bytes.len() as u64 > MAX_STORE_BYTES {
-            return Err(self.invalid(format!("is larger than {MAX_STORE_BYTES} bytes")));
-        }
+        let Some(bytes) = super::private_file::read_capped(&self.path, MAX_STORE_BYTES)
+            .map_err(|e| self.invalid(e))?
+        else {
+            return Ok(Vec::new());
+        };
         let store: StoreFile = serde_json::from_slice(&bytes)
             .map_err(|e| self.invalid(format!("is not valid: {e}")))?;
         if store.version != 1 {
@@ -359,33 +342,12 @@ impl TrustStore {
     }
 
     fn write(&self, trusted: Vec<TrustedFile>) -> Result<(), Error> {
-        use std::io::Write;
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        let cannot = |e: &dyn std::fmt::Display| self.invalid(format!("cannot be written: {e}"));
-        let dir = self
-            .path
-            .parent()
-            .ok_or_else(|| cannot(&"it has no directory"))?;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| cannot(&e))?;
         let text = serde_json::to_vec_pretty(&StoreFile {
             version: 1,
             trusted,
         })
-        .map_err(|e| cannot(&e))?;
-        // NamedTempFile is created 0600; set it anyway, the mode is the point.
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| cannot(&e))?;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))
-            .map_err(|e| cannot(&e))?;
-        tmp.write_all(&text)
-            .and_then(|()| tmp.as_file().sync_all())
-            .map_err(|e| cannot(&e))?;
-        tmp.persist(&self.path).map_err(|e| cannot(&e.error))?;
-        Ok(())
+        .map_err(|e| self.invalid(format!("cannot be written: {e}")))?;
+        super::private_file::write_private(&self.path, &text).map_err(|e| self.invalid(e))
     }
 }
 

@@ -65,6 +65,10 @@ impl Connection {
     /// transport drains, or a router); starts forwarding the hub's
     /// notifications.
     pub(crate) fn new(gateway: Gateway, out: Out) -> Connection {
+        gateway
+            .inner
+            .pin_watch
+            .call_once(|| super::pin_watch::start(&gateway));
         let log_level = LogLevel::default();
         let budget = ClientBudget::new(
             gateway.inner.options.client_budget_bytes,
@@ -1110,11 +1114,28 @@ async fn forward_events(gateway: Gateway, out: Out, log_level: LogLevel, budget:
             held: Some(held),
         }) || !out.is_closed()
     };
-    while let Some(event) = events.recv().await {
+    let mut pins_changed = gateway.inner.pins_changed.subscribe();
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            Ok(()) = pins_changed.changed() => {
+                // An approval changed what is offered.
+                if search || notify("notifications/tools/list_changed", None) {
+                    continue;
+                }
+                return;
+            }
+        };
+        let Some(event) = event else {
+            return;
+        };
         let alive = match event {
             // The search mode's three tools never change.
             HubEvent::ToolsChanged { .. } if search => true,
             HubEvent::ToolsChanged { .. } => notify("notifications/tools/list_changed", None),
+            // A pinned tool's definition changed: it is no longer listed.
+            HubEvent::ToolQuarantined { .. } if search => true,
+            HubEvent::ToolQuarantined { .. } => notify("notifications/tools/list_changed", None),
             HubEvent::ResourcesChanged { .. } => {
                 notify("notifications/resources/list_changed", None)
             }

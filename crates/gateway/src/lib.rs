@@ -19,6 +19,7 @@ mod events;
 pub mod http;
 mod input_required;
 mod out;
+mod pin_watch;
 pub mod relay;
 pub mod session_token;
 mod stateful_tasks;
@@ -105,6 +106,11 @@ pub struct GatewayOptions {
     /// `read_result` (`--result-dir`); `None`: the policy's `result_dir`,
     /// else a temporary directory removed when the gateway goes.
     pub result_dir: Option<std::path::PathBuf>,
+    /// Pin tool definitions of servers whose config says nothing
+    /// (`pin_tools`; on by default, `--no-pin-tools` turns it off): a tool
+    /// that changed since it was approved, or is new, is not listed and a
+    /// call is refused with `TOOL_CHANGED` ([`mcpmux_policy::pins`]).
+    pub pin_tools: bool,
 }
 
 impl Default for GatewayOptions {
@@ -118,6 +124,7 @@ impl Default for GatewayOptions {
             total_budget_bytes: DEFAULT_TOTAL_BUDGET_BYTES,
             replica: None,
             result_dir: None,
+            pin_tools: true,
         }
     }
 }
@@ -171,6 +178,12 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets [`GatewayOptions::pin_tools`].
+    pub fn with_pin_tools(mut self, pin_tools: bool) -> Self {
+        self.pin_tools = pin_tools;
+        self
+    }
+
     /// Sets [`GatewayOptions::total_budget_bytes`].
     pub fn with_total_budget_bytes(mut self, total_budget_bytes: usize) -> Self {
         self.total_budget_bytes = total_budget_bytes;
@@ -211,6 +224,12 @@ struct Shared {
     review: Option<mcpmux_sessions::SessionContext>,
     /// The temporary directory of kept results, removed with the gateway.
     _results_dir: Option<tempfile::TempDir>,
+    /// Bumped when an approval (or revocation) in the pin store changed the
+    /// offered tools (`pin_watch`): each connection sends `list_changed`.
+    pins_changed: tokio::sync::watch::Sender<u64>,
+    /// The pin store's watch starts with the first client (not in `new`:
+    /// the builder methods need the gateway unshared until it serves).
+    pin_watch: std::sync::Once,
 }
 
 impl Gateway {
@@ -225,6 +244,7 @@ impl Gateway {
         if options.expose_all {
             policy.set_expose_all(true);
         }
+        policy.set_pin_default(options.pin_tools);
         if options.no_prefix {
             let config = hub.config();
             let enabled: Vec<&str> = config
@@ -242,7 +262,7 @@ impl Gateway {
             }
         }
         let results_dir = results::prepare(&mut policy, options.result_dir.as_deref())?;
-        Ok(Gateway {
+        let gateway = Gateway {
             inner: Arc::new(Shared {
                 hub,
                 _results_dir: results_dir,
@@ -254,8 +274,11 @@ impl Gateway {
                 input_required: Default::default(),
                 #[cfg(feature = "sessions")]
                 review: None,
+                pins_changed: tokio::sync::watch::Sender::new(0),
+                pin_watch: std::sync::Once::new(),
             }),
-        })
+        };
+        Ok(gateway)
     }
 
     /// Relays the servers' requests (sampling, elicitation, roots) to this

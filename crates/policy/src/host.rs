@@ -9,15 +9,16 @@ use serde_json::{json, Value};
 use super::{PolicySettings, SessionPolicy};
 use mcpmux_core::config::Config;
 use mcpmux_core::error::Error;
-use mcpmux_core::hub::Hub;
+use mcpmux_core::hub::{Hub, HubTool};
 
 /// The keys a host may set (the policy keys of `[session]`).
-pub const SETTING_KEYS: [&str; 5] = [
+pub const SETTING_KEYS: [&str; 6] = [
     "scope",
     "max_tool_calls",
     "call_timeout_seconds",
     "max_output_bytes",
     "redact",
+    "pin_tools",
 ];
 
 impl SessionPolicy {
@@ -71,16 +72,19 @@ impl SessionPolicy {
     ) -> Result<SessionPolicy, Error> {
         let mut policy = SessionPolicy::from_json(&hub.config(), settings, audit_path)?;
         policy.hub_id = Some(hub.id());
+        policy.events = mcpmux_core::client::ToolRouter::event_sender(hub);
         Ok(policy)
     }
 
     /// The effective allow list per server under this policy's scope:
     /// `{"scope", "servers": [{"name", "state", "scopes", "in_scope",
-    /// "offered": [hub names], "refused": [verdicts], "missing": [names]}]}`,
+    /// "offered": [hub names], "refused": [verdicts], "missing": [names],
+    /// "pinned": bool, "pins": [pin rows] or null}]}`,
     /// the shape `mcpmux policy --json` prints.
     pub async fn report(&self, hub: &Hub) -> Value {
         let scope = self.settings.scope.as_deref();
-        let verdicts = self.verdicts(&hub.list_tools());
+        let tools = hub.list_tools();
+        let verdicts = self.verdicts(&tools);
         let servers: Vec<Value> = hub
             .servers()
             .iter()
@@ -88,6 +92,16 @@ impl SessionPolicy {
                 let rules = self.server_policy(&s.name).cloned().unwrap_or_default();
                 let mine: Vec<_> = verdicts.iter().filter(|v| v.server == s.name).collect();
                 let names: Vec<&str> = mine.iter().map(|v| v.tool.as_str()).collect();
+                let pins = if self.pins_server(&s.name) {
+                    let mine: Vec<HubTool> = tools
+                        .iter()
+                        .filter(|t| t.server == s.name)
+                        .cloned()
+                        .collect();
+                    serde_json::to_value(self.pins().report(&s.name, &mine)).unwrap_or_default()
+                } else {
+                    Value::Null
+                };
                 let missing = if s.state == "connected" {
                     rules.missing_names(&names)
                 } else {
@@ -101,6 +115,8 @@ impl SessionPolicy {
                     "offered": mine.iter().filter(|v| v.offered).map(|v| &v.name).collect::<Vec<_>>(),
                     "refused": mine.iter().filter(|v| !v.offered).collect::<Vec<_>>(),
                     "missing": missing,
+                    "pinned": self.pins_server(&s.name),
+                    "pins": pins,
                 })
             })
             .collect();

@@ -15,6 +15,10 @@
 //! is over `max_output_bytes` and a `result_dir` is set → cut it to its
 //! head and tail → frame as untrusted data → audit.
 //!
+//! With `pin_tools` on for a server, a tool whose definition changed since
+//! it was approved (or a new one) is quarantined: not offered, and a call is
+//! refused with `TOOL_CHANGED` before the server is asked ([`pins`]).
+//!
 //! Modules: [`rules`] (per-server keys, globs and the offer decision),
 //! [`settings`] (`[session]` keys, `expose_all`), [`redact`], `output`
 //! (render, cap, frame), [`audit`], [`host`] (policies built by hosts from
@@ -29,6 +33,7 @@ pub mod fuzzing;
 pub mod hints;
 pub mod host;
 pub mod output;
+pub mod pins;
 pub mod redact;
 pub mod result_store;
 pub mod rules;
@@ -55,6 +60,7 @@ use futures::future::BoxFuture;
 use mcpmux_core::client::{CallOptions, CallPolicy, ToolResult, ToolRouter};
 use mcpmux_core::config::{Config, ServerConfig};
 use mcpmux_core::error::Error;
+use mcpmux_core::events::{EventSender, HubEvent};
 use mcpmux_core::hub::{Hub, HubTool};
 use mcpmux_core::ValidateOutput;
 
@@ -121,6 +127,11 @@ pub struct SessionPolicy {
     /// Where the whole of cut results goes (`result_dir`); none is kept
     /// when `None`.
     results: Option<ResultStore>,
+    /// The pinned tool definitions of this policy's config.
+    pins: pins::Pins,
+    /// Where quarantines are reported ([`HubEvent::ToolQuarantined`]): the
+    /// hub's events, for a policy made for a hub.
+    events: Option<EventSender>,
 }
 
 /// The name of the tool that pages a kept result ([`SessionPolicy::read_result`]).
@@ -181,6 +192,8 @@ impl SessionPolicy {
             audit: audit::AuditLog::open(audit_path)?,
             hub_id: None,
             results,
+            pins: pins::Pins::for_config(config, None),
+            events: None,
         })
     }
 
@@ -221,11 +234,99 @@ impl SessionPolicy {
     /// scope (and [`PolicySettings::expose_all`]).
     pub fn decide(&self, tool: &HubTool) -> Decision {
         let scope = self.settings.scope.as_deref();
-        match self.servers.get(&tool.server) {
+        let decision = match self.servers.get(&tool.server) {
             Some(p) if self.settings.expose_all => p.decide_exposing_all(tool, scope),
             Some(p) => p.decide(tool, scope),
             None => Decision::Refused(Refusal::UnknownTool),
+        };
+        if decision == Decision::Offered
+            && self.pins_server(&tool.server)
+            && self.pins.quarantine(&tool.server, &tool.tool).is_some()
+        {
+            return Decision::Refused(Refusal::ToolChanged);
         }
+        decision
+    }
+
+    /// Sets [`PolicySettings::pin_default`]: whether servers whose config
+    /// says nothing have their tool definitions pinned (`mcpmux gateway`
+    /// and review sessions turn it on).
+    pub fn set_pin_default(&mut self, on: bool) {
+        self.settings.pin_default = on;
+    }
+
+    /// Keeps this policy's pins in `pins` instead (a host's own store or
+    /// key, a test's file).
+    pub fn set_pins(&mut self, pins: pins::Pins) {
+        self.pins = pins;
+    }
+
+    /// The pins this policy checks tools against.
+    pub fn pins(&self) -> &pins::Pins {
+        &self.pins
+    }
+
+    /// Whether `server`'s tool definitions are pinned: its own `pin_tools`,
+    /// else `[session] pin_tools` (or the host's), else the front end's
+    /// default.
+    pub fn pins_server(&self, server: &str) -> bool {
+        self.servers
+            .get(server)
+            .and_then(|p| p.pin_tools)
+            .or(self.settings.pin_tools)
+            .unwrap_or(self.settings.pin_default)
+    }
+
+    /// Compares the tools of every pinned server in `tools` (whole lists,
+    /// as the hub gives them) with their pins; reports new quarantines as
+    /// events and on the log.
+    fn observe(&self, tools: &[HubTool], events: Option<&EventSender>) {
+        let mut servers: Vec<&str> = tools.iter().map(|t| t.server.as_str()).collect();
+        servers.sort_unstable();
+        servers.dedup();
+        for server in servers.into_iter().filter(|s| self.pins_server(s)) {
+            let mine: Vec<HubTool> = tools
+                .iter()
+                .filter(|t| t.server == server)
+                .cloned()
+                .collect();
+            self.report_quarantined(self.pins.observe(server, &mine), events);
+        }
+    }
+
+    fn report_quarantined(&self, found: Vec<pins::Quarantined>, events: Option<&EventSender>) {
+        for q in found {
+            tracing::warn!(
+                server = %q.server,
+                tool = %q.tool,
+                changes = %q.changes.join(","),
+                "tool quarantined: its definition differs from the approved one \
+                 (mcpmux policy approve {} {})",
+                q.server,
+                q.tool
+            );
+            if let Some(events) = events.or(self.events.as_ref()) {
+                events.send(HubEvent::ToolQuarantined {
+                    server: q.server,
+                    tool: q.tool,
+                    changes: q.changes,
+                });
+            }
+        }
+    }
+
+    /// The error for a call to a quarantined tool: the server, the tool and
+    /// the fields that changed, never the text.
+    fn changed_error(server: &str, tool: &str, changes: &[String]) -> Error {
+        let what = if changes.iter().any(|c| c == "new") {
+            "is new since the server's tools were approved".to_owned()
+        } else {
+            format!("changed since it was approved ({})", changes.join(", "))
+        };
+        Error::ToolChanged(format!(
+            "tool '{tool}' of server '{server}' {what}: it is quarantined and was not called; \
+             an operator can review and approve it with 'mcpmux policy approve {server} {tool}'"
+        ))
     }
 
     /// Sets [`PolicySettings::expose_all`] (`mcpmux gateway --expose-all`).
@@ -235,6 +336,7 @@ impl SessionPolicy {
 
     /// Every tool with its decision, in hub order.
     pub fn verdicts(&self, tools: &[HubTool]) -> Vec<ToolVerdict> {
+        self.observe(tools, None);
         tools
             .iter()
             .map(|t| {
@@ -271,6 +373,7 @@ impl SessionPolicy {
     }
 
     fn offer(&self, tools: &[HubTool], app_only_too: bool) -> Vec<HubTool> {
+        self.observe(tools, None);
         let offered: Vec<HubTool> = tools
             .iter()
             .filter(|t| (app_only_too || !t.is_app_only()) && self.decide(t) == Decision::Offered)
@@ -330,6 +433,7 @@ impl SessionPolicy {
         };
         let outcome = hub.refresh(server).await;
         let after_tools = of_server(hub.list_tools());
+        self.observe(&after_tools, None);
         let after: Vec<String> = after_tools
             .iter()
             .filter(|t| self.decide(t) == Decision::Offered)
@@ -749,14 +853,41 @@ impl SessionPolicy {
         let Some(tool) = tool else {
             return not_allowed(Refusal::UnknownTool.reason());
         };
+        if self.pins_server(&tool.server) {
+            // The definition the hub holds now, whatever was offered.
+            let events = hub.event_sender();
+            let found = match self.pins.observe_one(tool) {
+                Some(found) => found,
+                // First sight of the server: pin its whole list.
+                None => {
+                    let mut listed = hub.tools_of_server(&tool.server);
+                    if listed.is_empty() {
+                        listed.push(tool.clone());
+                    }
+                    self.pins.observe(&tool.server, &listed)
+                }
+            };
+            self.report_quarantined(found, events.as_ref());
+        }
         let was_offered = self
             .snapshot
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_none_or(|pairs| pairs.contains(&(tool.server.clone(), tool.tool.clone())));
-        if let Decision::Refused(r) = self.decide(tool) {
-            return not_allowed(r.reason());
+        match self.decide(tool) {
+            Decision::Refused(Refusal::ToolChanged) => {
+                let changes = self
+                    .pins
+                    .quarantine(&tool.server, &tool.tool)
+                    .unwrap_or_default();
+                return Outcome::Refused(
+                    Self::changed_error(&tool.server, &tool.tool, &changes),
+                    AuditStatus::NotAllowed,
+                );
+            }
+            Decision::Refused(r) => return not_allowed(r.reason()),
+            Decision::Offered => {}
         }
         if !was_offered {
             return not_allowed(Refusal::UnknownTool.reason());
@@ -796,6 +927,114 @@ fn text_blocks(result: &mut Value) -> Vec<&mut String> {
             _ => None,
         })
         .collect()
+}
+
+impl SessionPolicy {
+    /// Every tool of the pinned servers of `hub` with its pin status
+    /// (`pinned`, `changed` with what changed, `new`, `removed`), for the
+    /// operator (`mcpmux policy`, the hosts' pin listings); never for a
+    /// model. `server` limits it to one (`UNKNOWN_SERVER` when not in the
+    /// config). Servers seen for the first time are pinned first.
+    pub fn pin_report(
+        &self,
+        hub: &Hub,
+        server: Option<&str>,
+    ) -> Result<Vec<pins::PinReport>, Error> {
+        self.check_hub(hub)?;
+        let tools = hub.list_tools();
+        self.observe(&tools, hub.event_sender().as_ref());
+        let mut out = Vec::new();
+        for name in self.pin_servers(hub, server)? {
+            let mine: Vec<HubTool> = tools.iter().filter(|t| t.server == name).cloned().collect();
+            out.extend(self.pins.report(&name, &mine));
+        }
+        Ok(out)
+    }
+
+    /// Approves the definitions `hub` lists now: of `tools` of `server`, of
+    /// every tool of `server` when `tools` is empty, of every pinned
+    /// server's tools when `server` is `None`. Quarantined tools become
+    /// callable at once (those the rules offer are added to what this
+    /// policy offers). Returns `(server, tool)` of each tool approved.
+    pub fn approve_tools(
+        &self,
+        hub: &Hub,
+        server: Option<&str>,
+        tools: &[String],
+    ) -> Result<Vec<(String, String)>, Error> {
+        self.check_hub(hub)?;
+        if server.is_none() && !tools.is_empty() {
+            return Err(Error::InvalidInput(
+                "naming tools to approve needs their server".into(),
+            ));
+        }
+        let listed = hub.list_tools();
+        let mut out = Vec::new();
+        for name in self.pin_servers(hub, server)? {
+            let mine: Vec<HubTool> = listed
+                .iter()
+                .filter(|t| t.server == name)
+                .cloned()
+                .collect();
+            for t in self.pins.approve(&name, &mine, tools)? {
+                out.push((name.clone(), t));
+            }
+        }
+        // Approved tools the rules offer are callable now, without waiting
+        // for the next list (an app-only one waits: the list decides it).
+        if let Some(pairs) = &mut *self.snapshot.write().unwrap_or_else(|e| e.into_inner()) {
+            for t in listed.iter().filter(|t| {
+                out.iter().any(|(s, n)| *s == t.server && *n == t.tool)
+                    && !t.is_app_only()
+                    && self.decide(t) == Decision::Offered
+            }) {
+                pairs.insert((t.server.clone(), t.tool.clone()));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets the pins of `tools` of `server` (all of the server's when
+    /// `tools` is empty, all of every server's when `server` is `None`):
+    /// a server without pins is pinned again as it is when next seen; a
+    /// tool without a pin on a server with pins is quarantined as new.
+    /// Returns `(server, tool)` of each pin removed.
+    pub fn revoke_pins(
+        &self,
+        hub: &Hub,
+        server: Option<&str>,
+        tools: &[String],
+    ) -> Result<Vec<(String, String)>, Error> {
+        self.check_hub(hub)?;
+        if server.is_none() && !tools.is_empty() {
+            return Err(Error::InvalidInput(
+                "naming tools to revoke needs their server".into(),
+            ));
+        }
+        let mut out = Vec::new();
+        for name in self.pin_servers(hub, server)? {
+            for t in self.pins.revoke(&name, tools)? {
+                out.push((name.clone(), t));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The servers a pin operation covers: `server` (which must be in the
+    /// config), or every configured server whose tools are pinned.
+    fn pin_servers(&self, hub: &Hub, server: Option<&str>) -> Result<Vec<String>, Error> {
+        let config = hub.config();
+        match server {
+            Some(s) if config.servers.iter().any(|c| c.name == s) => Ok(vec![s.to_owned()]),
+            Some(s) => Err(Error::UnknownServer(format!("unknown server '{s}'"))),
+            None => Ok(config
+                .servers
+                .iter()
+                .map(|c| c.name.clone())
+                .filter(|n| self.pins_server(n))
+                .collect()),
+        }
+    }
 }
 
 /// Cuts the text blocks of a result so that together they hold at most

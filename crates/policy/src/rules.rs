@@ -44,6 +44,9 @@ pub struct ServerPolicy {
     pub confirm_read_only: Vec<String>,
     /// When not empty, the server is offered only in sessions with one of these scopes.
     pub scopes: Vec<String>,
+    /// `pin_tools`: whether this server's tool definitions are pinned
+    /// ([`crate::pins`]); `None` leaves it to the policy's settings.
+    pub pin_tools: Option<bool>,
 }
 
 /// The config keys this module reads from a server entry.
@@ -54,6 +57,7 @@ pub const SERVER_KEYS: &[&str] = &[
     "allow_destructive",
     "confirm_read_only",
     "scopes",
+    "pin_tools",
 ];
 
 impl ServerPolicy {
@@ -107,7 +111,13 @@ impl ServerPolicy {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(err("allow_all", "must be true or false")),
         };
+        let pin_tools = match entry.get("pin_tools") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => return Err(err("pin_tools", "must be true or false")),
+        };
         Ok(ServerPolicy {
+            pin_tools,
             allow_tools: list("allow_tools", true)?,
             allow_all,
             deny_tools: list("deny_tools", true)?,
@@ -212,6 +222,9 @@ pub enum Refusal {
     NotReadOnly,
     /// The server is not in the config (or the tool is unknown).
     UnknownTool,
+    /// Its definition changed since it was approved, or it is new on a
+    /// server whose tools are pinned (`pin_tools`): quarantined.
+    ToolChanged,
 }
 
 impl Refusal {
@@ -228,6 +241,10 @@ impl Refusal {
                 "the server does not mark it read-only (no readOnlyHint: true) and it is not in 'confirm_read_only'"
             }
             Refusal::UnknownTool => "no such tool was offered in this session",
+            Refusal::ToolChanged => {
+                "its definition changed since it was approved, or it is new (pin_tools); \
+                 approve it with 'mcpmux policy approve SERVER TOOL'"
+            }
         }
     }
 }

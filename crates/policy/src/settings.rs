@@ -10,6 +10,7 @@
 //! output_tail_fraction = 0.33 # share of a cut result's bytes from its end
 //! result_dir = "results"      # keep whole cut results here (read_result)
 //! max_result_store_bytes = 268435456  # bound of result_dir, oldest go first
+//! pin_tools = true            # pin tool definitions (servers may override)
 //!
 //! [[session.redact]]          # extra redaction rules (regex crate syntax)
 //! name = "ticket"
@@ -61,6 +62,14 @@ pub struct PolicySettings {
     /// still apply. Never read from a config file: only a host or a flag
     /// sets it.
     pub expose_all: bool,
+    /// `pin_tools` of `[session]` (or a host's settings): whether servers
+    /// without their own `pin_tools` key have their tool definitions pinned
+    /// (see [`crate::pins`]); `None` leaves it to [`pin_default`](Self::pin_default).
+    pub pin_tools: Option<bool>,
+    /// Whether pinning is on when neither the server nor `pin_tools` says:
+    /// set by the front end (on for review sessions and `mcpmux gateway`,
+    /// off for a host's own calls). Never read from a config file.
+    pub pin_default: bool,
 }
 
 /// The `[session]` keys [`PolicySettings::from_session_table`] reads.
@@ -73,6 +82,7 @@ pub const SESSION_KEYS: &[&str] = &[
     "output_tail_fraction",
     "result_dir",
     "max_result_store_bytes",
+    "pin_tools",
 ];
 
 impl PolicySettings {
@@ -183,6 +193,11 @@ impl PolicySettings {
                 ))
             }
         };
+        let pin_tools = match table.get("pin_tools") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => return Err(err("pin_tools", "must be true or false")),
+        };
         // Compile now so a bad pattern fails at load time, not mid-session.
         Redactor::new(&redact, &format!("{origin}: [session]"))?;
         Ok(PolicySettings {
@@ -195,6 +210,8 @@ impl PolicySettings {
             scope,
             redact,
             expose_all: false,
+            pin_tools,
+            pin_default: false,
         })
     }
 
@@ -213,6 +230,8 @@ impl PolicySettings {
             scope: over.scope.clone().or_else(|| self.scope.clone()),
             redact,
             expose_all: self.expose_all || over.expose_all,
+            pin_tools: over.pin_tools.or(self.pin_tools),
+            pin_default: self.pin_default || over.pin_default,
         }
     }
 

@@ -125,6 +125,9 @@ impl Settings {
             scope: self.scope.clone(),
             redact: Vec::new(),
             expose_all: false,
+            pin_tools: None,
+            // Review sessions pin tool definitions unless the config says not to.
+            pin_default: true,
             ..PolicySettings::default()
         }
     }
@@ -472,6 +475,18 @@ mod tests {
         Err(Error::ConfigInvalid(format!(
             "config: [session]: field '{field}': '{text}' is not set"
         )))
+    }
+
+    #[test]
+    fn review_sessions_pin_tool_definitions_unless_the_config_says_not() {
+        let s = resolve(&Map::new(), &none()).unwrap();
+        let policy = s.policy();
+        assert!(policy.pin_default && policy.pin_tools.is_none());
+        // The config's `[session] pin_tools = false` wins over the default.
+        let table = json!({"pin_tools": false});
+        let base =
+            PolicySettings::from_session_table(table.as_object().unwrap(), "mcpmux.toml").unwrap();
+        assert_eq!(base.overlay(&policy).pin_tools, Some(false));
     }
 
     #[test]

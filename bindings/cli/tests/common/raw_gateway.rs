@@ -92,6 +92,10 @@ impl Raw {
             .arg(sb.path().join("mcpmux.toml"))
             .arg("gateway")
             .args(args)
+            // The sandbox's own per-user stores, as `Sandbox::mcpmux` has
+            // them: the gateway pins tool definitions there.
+            .env("XDG_STATE_HOME", super::state_home())
+            .env("XDG_CONFIG_HOME", sb.path().join(".xdg-config"))
             .envs(envs.iter().copied())
             .current_dir(sb.path())
             .stdin(Stdio::piped())

@@ -47,6 +47,7 @@ from ._errors import (
     ConfigInvalid,
     ConfigUntrusted,
     OutputInvalid,
+    ToolChanged,
     ConnectFailed,
     Internal,
     InvalidInput,
@@ -100,6 +101,7 @@ __all__ = [
     "AuthFailed",
     "ConfigUntrusted",
     "OutputInvalid",
+    "ToolChanged",
 ]
 
 #: The version of the mcpmux engine inside this package.
@@ -833,6 +835,7 @@ class Hub:
         call_timeout_seconds: Optional[float] = None,
         max_output_bytes: Optional[int] = None,
         redact: Optional[List[Mapping[str, str]]] = None,
+        pin_tools: Optional[bool] = None,
         audit_path: Optional[Union[str, "os.PathLike[str]"]] = None,
         on_audit: Optional[AuditCallback] = None,
     ) -> "Policy":
@@ -843,8 +846,10 @@ class Hub:
         over it. ``redact`` adds rules ``{"name", "pattern"}``. Every call
         made with it is audited: appended to ``audit_path`` as a JSON line,
         kept for :meth:`Policy.audit_events`, and passed to ``on_audit(event)``
-        (on the thread that made the call, after it). A bad value raises
-        :class:`InvalidInput` naming it."""
+        (on the thread that made the call, after it). ``pin_tools=True``
+        pins tool definitions (see :meth:`Policy.pins`): a tool that changed
+        since it was approved, or a new one, raises :class:`ToolChanged`.
+        A bad value raises :class:`InvalidInput` naming it."""
         return Policy._make(self._native, _policy_settings(locals()), audit_path, on_audit)
 
     def close(self) -> None:
@@ -1362,6 +1367,7 @@ class AsyncHub:
         call_timeout_seconds: Optional[float] = None,
         max_output_bytes: Optional[int] = None,
         redact: Optional[List[Mapping[str, str]]] = None,
+        pin_tools: Optional[bool] = None,
         audit_path: Optional[Union[str, "os.PathLike[str]"]] = None,
         on_audit: Optional[AuditCallback] = None,
     ) -> "AsyncPolicy":
@@ -1417,7 +1423,7 @@ async def _run(method: Callable[..., Any], *args: Any) -> Any:
 #: "truncated", "code"?}``.
 AuditCallback = Callable[[Dict[str, Any]], Any]
 
-_POLICY_KEYS = ("scope", "max_tool_calls", "call_timeout_seconds", "max_output_bytes", "redact")
+_POLICY_KEYS = ("scope", "max_tool_calls", "call_timeout_seconds", "max_output_bytes", "redact", "pin_tools")
 
 
 def _policy_settings(args: Mapping[str, Any]) -> Dict[str, Any]:
@@ -1493,6 +1499,27 @@ class Policy:
     def audit_events(self) -> List[Dict[str, Any]]:
         """The audit events of the calls made so far, oldest first."""
         return self._native.audit_events()
+
+    def pins(self, server: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Each pinned tool of ``server`` (or of every pinned server):
+        ``{"server", "tool", "status", "changes"?, "pinned_at"?}`` with
+        ``status`` one of ``pinned``, ``changed``, ``new``, ``removed`` and
+        ``changes`` ``{"fields", "description"?, "added"?, "removed"?,
+        "changed"?}``. For the operator: it quotes the server's new text."""
+        return self._native.pins(server)
+
+    def approve_tools(self, server: Optional[str] = None, tools: Optional[List[str]] = None) -> List[Dict[str, str]]:
+        """Approves the definitions the servers list now: of ``tools`` of
+        ``server``, of all its tools when ``tools`` is empty, of every pinned
+        server's when ``server`` is None. Quarantined tools become callable.
+        Returns ``[{"server", "tool"}]``."""
+        return self._native.approve_tools(server, list(tools) if tools is not None else None)
+
+    def revoke_pins(self, server: Optional[str] = None, tools: Optional[List[str]] = None) -> List[Dict[str, str]]:
+        """Forgets pins (chosen as :meth:`approve_tools` chooses): a server
+        without pins is pinned again as it is when next seen; a tool without
+        a pin is quarantined as new. Returns ``[{"server", "tool"}]``."""
+        return self._native.revoke_pins(server, list(tools) if tools is not None else None)
 
     def refresh(self, server: str) -> Dict[str, Any]:
         """Reconnects ``server``, lists its tools again and reports what

@@ -219,6 +219,16 @@ class OutputInvalid(McpmuxError):
     """
 
     code = "OUTPUT_INVALID"
+class ToolChanged(McpmuxError):
+    """A pinned tool's definition changed since it was approved, or the tool is new (``TOOL_CHANGED``).
+
+    The tool is quarantined: not offered, and the server was not asked. The
+    message names the server, the tool and the fields that changed;
+    ``mcpmux policy approve SERVER TOOL`` (or ``approve_tools``) makes it
+    callable again.
+    """
+
+    code = "TOOL_CHANGED"
 
 
 #: The exception class of each error code.
@@ -247,6 +257,7 @@ BY_CODE: Dict[str, Type[McpmuxError]] = {
         AuthFailed,
         ConfigUntrusted,
         OutputInvalid,
+        ToolChanged,
     )
 }
 
