@@ -294,6 +294,15 @@ export declare class NativePolicy {
    */
   refresh(id: number, server: string): void
   /**
+   * Each pinned tool's status (`server`, `tool`, `status`, `changes`,
+   * `pinned_at`), of `server` or of every pinned server.
+   */
+  pins(id: number, server?: string | undefined | null): void
+  /** Approves the definitions the servers list now; `[{server, tool}]`. */
+  approveTools(id: number, server?: string | undefined | null, tools?: Array<string> | undefined | null): void
+  /** Forgets pins; `[{server, tool}]` of those removed. */
+  revokePins(id: number, server?: string | undefined | null, tools?: Array<string> | undefined | null): void
+  /**
    * The audit events so far as JSON text, oldest first. Synchronous: it
    * only reads memory.
    */
