@@ -21,9 +21,9 @@ mod input_required;
 mod out;
 mod pin_watch;
 pub mod relay;
+mod results;
 pub mod session_token;
 mod stateful_tasks;
-mod results;
 pub mod stdio;
 mod tasks;
 
