@@ -51,6 +51,7 @@ fn sample(prop: &Value) -> &'static str {
         Some("string") => "\"staging\"",
         Some("integer") => "7",
         Some("number") => "2.5",
+        Some("boolean") => "true",
         Some("array") => "[{ name = \"ticket\", pattern = \"INC-[0-9]+\" }]",
         other => panic!("no sample for {other:?} ({prop})"),
     }
