@@ -536,11 +536,17 @@ fn parse_with(
     let defaults = entry::Defaults::read(&ctx, mcp)?;
 
     let (entries, found_any) = collect_entries(&ctx, &doc, &defaults.mcp, is_toml)?;
-    let session = match doc.get("session") {
+    let mut session = match doc.get("session") {
         None => Map::new(),
         Some(Value::Object(m)) => expand_session(&ctx, m)?,
         Some(_) => return Err(ctx.err("'session' must be a table")),
     };
+    // `[policy]`: policy-level defaults (`pin_tools`), read as the same
+    // keys of `[session]`, which wins where both say.
+    let policy = policy_defaults(&ctx, doc.get("policy"))?;
+    for (key, value) in &policy {
+        session.entry(key.clone()).or_insert_with(|| value.clone());
+    }
     let layers = layers::registered();
     check_session(&ctx, &session, &layers)?;
     let telemetry = telemetry::read(&ctx, doc.get("telemetry"))?;
@@ -586,14 +592,43 @@ fn parse_with(
         source: None,
         session,
         expanded_values: ctx.expanded.take(),
-        session_raw: match doc.get("session") {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
+        session_raw: {
+            let mut raw = match doc.get("session") {
+                Some(Value::Object(m)) => m.clone(),
+                _ => Map::new(),
+            };
+            for (key, value) in policy {
+                raw.entry(key).or_insert(value);
+            }
+            raw
         },
         telemetry,
         network,
         gateway,
     })
+}
+
+/// Keys of the `[policy]` table: the policy-level defaults that may also
+/// be written in `[session]`.
+const POLICY_KEYS: &[&str] = &["pin_tools"];
+
+/// The `[policy]` table (JSON: a top-level `"policy"` object), checked:
+/// only [`POLICY_KEYS`], each a boolean.
+fn policy_defaults(ctx: &Ctx<'_>, value: Option<&Value>) -> Result<Map<String, Value>, Error> {
+    let table = match value {
+        None => return Ok(Map::new()),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(ctx.err("'policy' must be a table")),
+    };
+    if let Some(m) = keys::unknown(table, &[POLICY_KEYS]) {
+        return Err(ctx.err(format!("[policy]: {m}")));
+    }
+    for (key, value) in table {
+        if !value.is_boolean() {
+            return Err(ctx.err(format!("[policy]: '{key}' must be true or false")));
+        }
+    }
+    Ok(table.clone())
 }
 
 /// The dotted path of the first NaN or infinite float in a TOML table.
@@ -1027,6 +1062,28 @@ mod tests {
         );
         let e = err("session = 3\n");
         assert!(e.contains("'session' must be a table"), "{e}");
+    }
+
+    #[test]
+    fn the_policy_table_gives_session_defaults() {
+        let server = "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\n";
+        let c = Config::parse(&format!("{server}[policy]\npin_tools = true\n")).unwrap();
+        assert_eq!(c.session.get("pin_tools"), Some(&Value::Bool(true)));
+        let c = Config::parse(&format!(
+            "{server}[policy]\npin_tools = true\n[session]\npin_tools = false\n"
+        ))
+        .unwrap();
+        assert_eq!(c.session.get("pin_tools"), Some(&Value::Bool(false)));
+        let e = Config::parse(&format!("{server}[policy]\npin_tool = true\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("[policy]") && e.contains("pin_tools"), "{e}");
+        let e = Config::parse(&format!("{server}[policy]\npin_tools = 1\n"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("true or false"), "{e}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub(super) const TOP_LEVEL: &[&str] = &[
     "telemetry",
     "network",
     "gateway",
+    "policy",
 ];
 
 /// Keys of the `[mcp]` table.
