@@ -52,8 +52,10 @@ unsafe fn policy_ref<'a>(
 /// hub's configuration with `settings_json` put over it. Does not block.
 ///
 /// `settings_json` (nullable): a JSON object with any of `scope`,
-/// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes` and
-/// `redact` (an array of `{"name", "pattern"}`); an unknown key or a bad
+/// `max_tool_calls`, `call_timeout_seconds`, `max_output_bytes`,
+/// `redact` (an array of `{"name", "pattern"}`) and `pin_tools` (`true`:
+/// pin the servers' tool definitions, refusing a changed or new tool with
+/// `TOOL_CHANGED`; off unless asked); an unknown key or a bad
 /// value is INVALID_INPUT naming it. The allow lists are the servers'
 /// `allow_tools`, `allow_all`, `confirm_read_only` and `scopes` keys of
 /// the configuration. `audit_path` (nullable): a file that gets one JSON
