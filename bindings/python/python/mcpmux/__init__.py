@@ -1021,16 +1021,17 @@ class AsyncHub:
     (the default loop on Linux and macOS, and uvloop).
     """
 
-    __slots__ = ("_native", "_loop", "_bridge", "_awake", "__weakref__")
+    __slots__ = ("_native", "_bound", "__weakref__")
 
     def __init__(self, native: Any) -> None:
         """Internal: use :meth:`AsyncHub.connect`."""
         if not isinstance(native, _native.Hub):
             raise InvalidInput("use await mcpmux.AsyncHub.connect(config) to create an AsyncHub")
         self._native = native
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._bridge: Any = None
-        self._awake: Any = None
+        # (loop, bridge, awake) of the loop used last, replaced as one tuple:
+        # loops in several threads share the hub, and a call must never pair
+        # its loop with another loop's bridge.
+        self._bound: "tuple[Any, Any, Any]" = (None, None, None)
 
     @classmethod
     def connect(
@@ -1112,18 +1113,20 @@ class AsyncHub:
             _deliver_events(hub._native, _on_loop(_get_running_loop(), on_event))
         return hub
 
-    def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._bridge = _bridge_for(loop)
-        # One per hub and loop (the hub holds its loop already; a map keyed
-        # by loop would keep every loop alive through its value).
-        self._awake = _LoopAwake(loop, self._bridge)
-        self._loop = loop
+    def _bound_to(self, loop: asyncio.AbstractEventLoop) -> "tuple[Any, Any, Any]":
+        """``(loop, bridge, awake)`` for ``loop``, the running one."""
+        bound = self._bound
+        if bound[0] is not loop:
+            bridge = _bridge_for(loop)
+            # One awake per hub and loop (the hub holds its loop already; a
+            # map keyed by loop would keep every loop alive through its value).
+            bound = (loop, bridge, _LoopAwake(loop, bridge))
+            self._bound = bound
+        return bound
 
     def _aio(self) -> "tuple[asyncio.Future[Any], Any]":
         loop = _get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
-        return loop.create_future(), self._bridge
+        return loop.create_future(), self._bound_to(loop)[1]
 
     @property
     def closed(self) -> bool:
@@ -1176,8 +1179,7 @@ class AsyncHub:
         loop's thread; if it returns an awaitable, that runs as a task.
         The policy's ``on_audit`` runs on the event loop's thread too."""
         loop = _get_running_loop()
-        if loop is not self._loop:
-            self._bind(loop)
+        _, bridge, awake = self._bound_to(loop)
         native = None if policy is None else _policy_native(policy)
         future = loop.create_future()
         try:
@@ -1186,7 +1188,7 @@ class AsyncHub:
                 arguments,
                 timeout,
                 on_progress and _loop_progress(on_progress),
-                (future, self._bridge),
+                (future, bridge),
                 policy=native,
                 task=task,
                 max_total_timeout=max_total_timeout,
@@ -1196,7 +1198,6 @@ class AsyncHub:
             )
             if pending is None:  # finished at once (e.g. an unknown tool)
                 return future.result()
-            awake = self._awake
             awake.waiting += 1
             awake.call_went_out()
             try:
