@@ -248,7 +248,7 @@ pub trait ToolRouter: Send + Sync {
         Vec::new()
     }
 
-    /// Where the router's [`HubEvent`](crate::events::HubEvent)s go, when
+    /// Where the router's [`HubEvent`]s go, when
     /// it has any (a policy reports quarantined tools there).
     fn event_sender(&self) -> Option<crate::events::EventSender> {
         None

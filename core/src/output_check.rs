@@ -2,7 +2,7 @@
 //!
 //! A server that declares an `outputSchema` for a tool promises that every
 //! successful result carries a `structuredContent` satisfying it. Each
-//! [`crate::Client`] owns one [`OutputChecks`]: the validators of its tools'
+//! [`crate::Client`] owns one `OutputChecks`: the validators of its tools'
 //! schemas, compiled lazily on a tool's first checked call and kept (keyed
 //! by tool name and a hash of the schema's text, so a changed schema is
 //! compiled anew; bounded by [`MAX_VALIDATORS`]). A schema that does not

@@ -55,7 +55,7 @@ pub struct GatewayArgs {
     /// Do not offer the review tools (review_begin, review_wait, review_reply, review_end) that a config with a `[session]` table otherwise adds.
     #[arg(long)]
     pub no_review_tools: bool,
-    /// Keep the whole of results cut at max_output_bytes in DIR (0700; files 0600), for the read_result tool and mcpmux://results/<id>; default: the config's [session] result_dir, else a temporary directory removed at exit.
+    /// Keep the whole of results cut at max_output_bytes in DIR (0700; files 0600), for the read_result tool and `mcpmux://results/<id>`; default: the config's `[session]` result_dir, else a temporary directory removed at exit.
     #[arg(long, value_name = "DIR")]
     pub result_dir: Option<PathBuf>,
     /// MiB of answers held for one client (not yet read, or a batch being assembled); past it, its requests get JSON-RPC -32000 "gateway busy".
@@ -64,13 +64,13 @@ pub struct GatewayArgs {
     /// MiB of answers held for every client together; past it, requests get JSON-RPC -32000 "gateway busy".
     #[arg(long, value_name = "MIB", default_value_t = DEFAULT_TOTAL_BUDGET_BYTES >> 20)]
     pub total_budget_mib: usize,
-    /// With --http: seal session ids with the key in FILE (lines `<key id> <64 hex digits>`: the current key, then optionally the previous one, which only opens), so that every replica given the same file carries on any replica's sessions. Mode 0600. Default: the config's [gateway] session_key_file.
+    /// With --http: seal session ids with the key in FILE (lines `<key id> <64 hex digits>`: the current key, then optionally the previous one, which only opens), so that every replica given the same file carries on any replica's sessions. Mode 0600. Default: the config's `[gateway]` session_key_file.
     #[arg(long, value_name = "FILE")]
     pub session_key_file: Option<PathBuf>,
-    /// With --http: this replica's name, the prefix of the session ids it hands out (1 to 32 of A-Z a-z 0-9 - _; default: the config's [gateway] replica, else random).
+    /// With --http: this replica's name, the prefix of the session ids it hands out (1 to 32 of A-Z a-z 0-9 - _; default: the config's `[gateway]` replica, else random).
     #[arg(long, value_name = "NAME")]
     pub replica: Option<String>,
-    /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit [default: the config's [gateway] drain_seconds, else 0: exit at once].
+    /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit (default: the config's `[gateway]` drain_seconds, else 0: exit at once).
     #[arg(long, value_name = "N")]
     pub drain_seconds: Option<u64>,
 }

@@ -55,8 +55,8 @@ pub struct SessionState {
     /// The revision the client's `initialize` negotiated.
     #[serde(rename = "v")]
     pub version: String,
-    /// The client's `initialize` capabilities (perhaps cut to
-    /// [`KEPT_CAPABILITIES`]).
+    /// The client's `initialize` capabilities (perhaps cut to the ones the
+    /// gateway acts on: roots, sampling, elicitation, tasks).
     #[serde(rename = "c")]
     pub capabilities: Value,
     /// SHA-256 of the bearer credential it presented (hex, first 16

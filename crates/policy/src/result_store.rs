@@ -8,7 +8,7 @@
 //! CSPRNG in hex, so one result cannot be guessed from another. Ids come
 //! back from models and gateway clients, so they are checked to be exactly
 //! that (never a path), and files are opened with
-//! [`open_regular`](mcpmux_core::internal::files::open_regular) (no symlink,
+//! [`open_regular`] (no symlink,
 //! no FIFO). The directory is bounded in total bytes and in files; the
 //! oldest results go first.
 
