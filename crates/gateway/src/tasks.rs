@@ -118,6 +118,25 @@ pub(crate) fn terminal(status: &str) -> bool {
 
 /// Whether this request's `_meta` declares the tasks extension (it is
 /// negotiated per request on this revision).
+/// Drops a 2025-11-25 server's `_meta` related-task from a result that a
+/// 2026-07-28 `tasks/get` inlines: there the task id is at the root, and the
+/// v1 key naming the server's own task must not reach the client.
+fn without_related_task(result: &mut Value) {
+    let Some(result) = result.as_object_mut() else {
+        return;
+    };
+    let emptied = match result.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.remove(RELATED_TASK);
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if emptied {
+        result.remove("_meta");
+    }
+}
+
 pub(crate) fn declared(params: &Value) -> bool {
     params
         .get("_meta")
@@ -340,8 +359,9 @@ impl GatewayTask {
         state.last_updated_at = now();
         self.ended.send_replace(true);
         match outcome {
-            Ok(result) => {
+            Ok(mut result) => {
                 state.status = "completed";
+                without_related_task(&mut result);
                 state.result = Some(result);
             }
             Err(Error::Cancelled(m)) => {
@@ -723,5 +743,28 @@ where
             });
             Ok(created)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inlined_result_loses_only_the_v1_related_task_key() {
+        let mut both = json!({
+            "content": [],
+            "_meta": { RELATED_TASK: { "taskId": "upstream-7" }, "other": 1 }
+        });
+        without_related_task(&mut both);
+        assert_eq!(both, json!({ "content": [], "_meta": { "other": 1 } }));
+
+        let mut only = json!({ "content": [], "_meta": { RELATED_TASK: { "taskId": "t" } } });
+        without_related_task(&mut only);
+        assert_eq!(only, json!({ "content": [] }));
+
+        let mut none = json!({ "content": [] });
+        without_related_task(&mut none);
+        assert_eq!(none, json!({ "content": [] }));
     }
 }
