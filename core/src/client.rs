@@ -602,6 +602,12 @@ impl Client {
         &self.inner.config
     }
 
+    /// The last `lines` lines the server wrote to its stderr (stdio
+    /// servers; redacted), oldest first.
+    pub fn recent_stderr(&self, lines: usize) -> Vec<String> {
+        self.inner.peer.recent_stderr(lines)
+    }
+
     /// What the server said in `initialize`.
     pub fn init(&self) -> &InitializeResult {
         &self.inner.init

@@ -169,6 +169,15 @@ pub struct ServerStatus {
     pub error: Option<String>,
     /// The error code of `error`.
     pub error_code: Option<&'static str>,
+    /// Times its supervisor started it again after a failure, since the
+    /// hub connected it (a reload or refresh starts the count anew).
+    pub restarts: u32,
+    /// When it last came up (milliseconds since the Unix epoch), while
+    /// connected.
+    pub connected_at_ms: Option<u64>,
+    /// When its supervisor tries it next (milliseconds since the Unix
+    /// epoch), while restarting.
+    pub next_try_at_ms: Option<u64>,
 }
 
 /// Where a configured server stands, as [`ServerStatus::state`] reports
@@ -285,6 +294,23 @@ struct Slot {
     /// or a first use ([`lifecycle`]), so that one start happens at a time
     /// and later users wait for it instead of starting a second process.
     starting: tokio::sync::Mutex<()>,
+    /// Its restarts and times, for [`Hub::servers`].
+    history: Mutex<SlotHistory>,
+}
+
+/// What [`ServerStatus`] tells of a slot's past: kept beside its state
+/// (written by `set_state` and the supervisor).
+#[derive(Default)]
+struct SlotHistory {
+    restarts: u32,
+    connected_at: Option<std::time::SystemTime>,
+    next_try_at: Option<std::time::SystemTime>,
+}
+
+/// Milliseconds since the Unix epoch.
+fn epoch_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Slot {
@@ -301,7 +327,16 @@ impl Slot {
             changed: tokio::sync::watch::Sender::new(0),
             supervisor: std::sync::Mutex::new(None),
             starting: tokio::sync::Mutex::new(()),
+            history: Mutex::default(),
         }
+    }
+
+    /// When the supervisor tries it next (while it is restarting).
+    fn note_next_try(&self, at: std::time::SystemTime) {
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .next_try_at = Some(at);
     }
 
     fn is_idle(&self) -> bool {
@@ -548,7 +583,16 @@ impl Hub {
                     tool_count: 0,
                     error: None,
                     error_code: None,
+                    restarts: 0,
+                    connected_at_ms: None,
+                    next_try_at_ms: None,
                 };
+                {
+                    let history = slot.history.lock().unwrap_or_else(|e| e.into_inner());
+                    status.restarts = history.restarts;
+                    status.connected_at_ms = history.connected_at.map(epoch_ms);
+                    status.next_try_at_ms = history.next_try_at.map(epoch_ms);
+                }
                 let fail = |status: &mut ServerStatus, e: &Error| {
                     status.state = ServerState::Failed;
                     status.error = Some(e.to_string());
@@ -582,6 +626,20 @@ impl Hub {
                 status
             })
             .collect()
+    }
+
+    /// The last `lines` lines (at most 100) that server `name` wrote to its
+    /// stderr, oldest first, with known secrets redacted: a connected stdio
+    /// server's; empty for others (a failed server's `error` quotes what it
+    /// wrote before it ended).
+    pub fn server_stderr(&self, name: &str, lines: usize) -> Vec<String> {
+        self.inner
+            .slots()
+            .iter()
+            .find(|slot| slot.config.name == name)
+            .and_then(|slot| slot.client())
+            .map(|client| client.recent_stderr(lines.min(100)))
+            .unwrap_or_default()
     }
 
     /// The `instructions` of every connected server that sent some, in
@@ -1316,6 +1374,14 @@ impl HubInner {
             let mut current = s.state.write().unwrap();
             if matches!(*current, SlotState::Closed) {
                 return;
+            }
+            let mut history = s.history.lock().unwrap_or_else(|e| e.into_inner());
+            history.connected_at =
+                matches!(state, SlotState::Connected(_)).then(std::time::SystemTime::now);
+            // The supervisor sets the next try's time once it knows it.
+            history.next_try_at = None;
+            if matches!(state, SlotState::Restarting { .. }) {
+                history.restarts = history.restarts.saturating_add(1);
             }
             *current = state;
         }

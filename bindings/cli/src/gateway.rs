@@ -10,8 +10,8 @@ use std::net::SocketAddr;
 use mcpmux_core::{Config, Error, Hub};
 use mcpmux_gateway::http::check_bind;
 use mcpmux_gateway::{
-    serve_http_until, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions, Relay,
-    SessionKeys, DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
+    serve_http_until, serve_status, serve_stdio, Gateway, GatewayMode, GatewayOptions, HttpOptions,
+    Relay, SessionKeys, StatusAccess, DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES,
 };
 use mcpmux_policy::SessionPolicy;
 use serde_json::{json, Value};
@@ -73,6 +73,15 @@ pub struct GatewayArgs {
     /// With --http: on SIGTERM or Ctrl-C, answer /readyz with 503 and refuse new sessions, finish the requests in flight (at most N seconds), then exit (default: the config's `[gateway]` drain_seconds, else 0: exit at once).
     #[arg(long, value_name = "N")]
     pub drain_seconds: Option<u64>,
+    /// With --http: also serve a live status page at /status (and /status.json) on the same listener: servers, tools with the policy's decision, the latest calls, clients. Loopback clients only, unless --status-token-file is given.
+    #[arg(long)]
+    pub status: bool,
+    /// Serve the status page at http://ADDR/status (a stdio gateway; with --http use --status).
+    #[arg(long, value_name = "ADDR")]
+    pub status_addr: Option<String>,
+    /// The status page then needs `Authorization: Bearer <the token in FILE>` on every request, from any address, and offers an Approve button for quarantined tools. FILE holds the token on one line; mode 0600.
+    #[arg(long, value_name = "FILE")]
+    pub status_token_file: Option<PathBuf>,
 }
 
 impl GatewayArgs {
@@ -89,6 +98,7 @@ impl GatewayArgs {
                 })
         };
         Ok(GatewayOptions::default()
+            .with_status(self.status || self.status_addr.is_some())
             .with_mode(self.mode.parse::<GatewayMode>()?)
             .with_no_prefix(self.no_prefix)
             .with_frame_output(self.frame_output)
@@ -134,6 +144,69 @@ impl GatewayArgs {
             return Ok(std::time::Duration::ZERO);
         }
         mcpmux_core::contract::seconds(name, seconds as f64)
+    }
+
+    /// Who may see the status page, checked before any server starts:
+    /// `None` when it is not served. `--status` needs `--http`,
+    /// `--status-addr` a stdio gateway, `--status-token-file` one of them;
+    /// the token file must be a regular file of at most 4 KiB, readable by
+    /// its owner only, holding a non-empty token. The token never appears
+    /// in an error.
+    pub fn status_access(&self) -> Result<Option<StatusAccess>, Error> {
+        if self.status && self.http.is_none() {
+            return Err(Error::InvalidInput(
+                "--status needs --http (a stdio gateway serves the page with --status-addr ADDR)"
+                    .into(),
+            ));
+        }
+        if self.status_addr.is_some() && self.http.is_some() {
+            return Err(Error::InvalidInput(
+                "--status-addr is for a stdio gateway; with --http, serve the page on the same \
+                 listener with --status"
+                    .into(),
+            ));
+        }
+        let wanted = self.status || self.status_addr.is_some();
+        let Some(path) = &self.status_token_file else {
+            return Ok(wanted.then(StatusAccess::loopback_only));
+        };
+        if !wanted {
+            return Err(Error::InvalidInput(
+                "--status-token-file needs --status (with --http) or --status-addr".into(),
+            ));
+        }
+        let bad = |why: String| {
+            Error::ConfigInvalid(format!("--status-token-file {}: {why}", path.display()))
+        };
+        let file = mcpmux_core::internal::files::open_regular(
+            path,
+            std::fs::OpenOptions::new().read(true),
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = file
+                .metadata()
+                .map_err(|e| bad(e.to_string()))?
+                .permissions()
+                .mode();
+            if mode & 0o077 != 0 {
+                return Err(bad(format!(
+                    "others may read it (mode {:o}); chmod 600 it",
+                    mode & 0o777
+                )));
+            }
+        }
+        let bytes = mcpmux_core::internal::files::read_capped(file, 4096)
+            .map_err(|e| bad(e.to_string()))?;
+        let token = String::from_utf8(bytes)
+            .map_err(|_| bad("not UTF-8 text".into()))?
+            .trim()
+            .to_owned();
+        if token.is_empty() || token.contains(char::is_whitespace) {
+            return Err(bad("expected one token on one line".into()));
+        }
+        Ok(Some(StatusAccess::with_token(token)))
     }
 
     /// Where to serve HTTP and the token, checked before any server
@@ -192,6 +265,7 @@ pub async fn run(
     interrupted: impl std::future::Future<Output = Error>,
 ) -> Result<(), Error> {
     let mut options = args.options()?;
+    let status = args.status_access()?;
     // Over HTTP: the session key and this replica's name, which also
     // prefixes the ids only this replica can serve.
     let keys = match args.http()? {
@@ -260,6 +334,12 @@ pub async fn run(
             std::io::stderr(),
             "mcpmux gateway: serving MCP at http://{local}/mcp"
         );
+        if status.is_some() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "mcpmux gateway: status page at http://{local}/status"
+            );
+        }
         let options = {
             let mut options = HttpOptions::default()
                 .with_max_message_bytes(max_message_bytes)
@@ -271,6 +351,7 @@ pub async fn run(
                 })
                 .with_drain_time(args.drain_time(&hub.config())?);
             options.token = token;
+            options.status = status;
             options
         };
         let shutdown = async {
@@ -283,9 +364,47 @@ pub async fn run(
         use tokio::io::AsyncReadExt;
         std::io::Cursor::new(Vec::new()).chain(tokio::io::BufReader::new(tokio::io::stdin()))
     });
-    tokio::select! {
+    // The status page of a stdio gateway, on a listener of its own.
+    let status_page = match (&args.status_addr, status) {
+        (Some(addr), Some(access)) => {
+            let parsed: SocketAddr = addr.parse().map_err(|_| {
+                Error::InvalidInput(format!(
+                    "--status-addr {addr}: expected an address and port, e.g. 127.0.0.1:8767"
+                ))
+            })?;
+            let listener = tokio::net::TcpListener::bind(parsed).await.map_err(|e| {
+                Error::InvalidInput(format!("--status-addr {addr}: cannot listen: {e}"))
+            })?;
+            if !parsed.ip().is_loopback() && access.token.is_none() {
+                return Err(Error::ConfigInvalid(format!(
+                    "--status-addr {addr}: serving the status page on an address other than \
+                     loopback needs --status-token-file"
+                )));
+            }
+            let local = listener.local_addr().unwrap_or(parsed);
+            let _ = writeln!(
+                std::io::stderr(),
+                "mcpmux gateway: status page at http://{local}/status"
+            );
+            let serving = tokio::spawn(serve_status(gateway.clone(), listener, access));
+            Some(AbortOnDrop(serving.abort_handle()))
+        }
+        _ => None,
+    };
+    let served = tokio::select! {
         r = serve_stdio(gateway, stdin, tokio::io::stdout(), max_message_bytes) => r,
         _ = interrupted => Ok(()),
+    };
+    drop(status_page);
+    served
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

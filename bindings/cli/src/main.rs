@@ -422,6 +422,7 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
         args.http()?;
+        args.status_access()?;
         args.session_keys(&config)?;
         args.drain_time(&config)?;
     }

@@ -74,6 +74,7 @@ pub(super) fn after_failure(
                 },
                 attempt,
             );
+            slot.note_next_try(std::time::SystemTime::now() + after);
             Some(Step::Restart {
                 attempt,
                 after,

@@ -250,6 +250,16 @@ impl Peer {
         let _ = self.shared.transport.set(transport);
     }
 
+    /// The last `lines` lines of the server's stderr its transport kept
+    /// ([`Transport::recent_stderr`]); none before a transport is attached.
+    pub fn recent_stderr(&self, lines: usize) -> Vec<String> {
+        self.shared
+            .transport
+            .get()
+            .map(|t| t.recent_stderr(lines))
+            .unwrap_or_default()
+    }
+
     /// Allocates the id of the next request (also used as its progress token).
     pub fn next_id(&self) -> u64 {
         self.shared.next_id.fetch_add(1, Ordering::Relaxed)

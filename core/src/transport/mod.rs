@@ -119,6 +119,13 @@ pub trait Transport: Send + Sync + 'static {
         self.send(message)
     }
 
+    /// The last `lines` lines the server wrote to its stderr, oldest first,
+    /// with known secrets redacted (stdio; other transports have none).
+    fn recent_stderr(&self, lines: usize) -> Vec<String> {
+        let _ = lines;
+        Vec::new()
+    }
+
     /// Closes the connection gracefully and waits until it is gone
     /// (for stdio: the process and its group have exited).
     fn close(&self) -> BoxFuture<'_, ()>;

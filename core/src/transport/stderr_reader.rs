@@ -133,6 +133,12 @@ impl StderrReader {
         }
     }
 
+    /// The last `n` lines the server wrote (redacted as they were kept),
+    /// oldest first.
+    pub(super) fn last_lines(&self, n: usize) -> Vec<String> {
+        self.ring.last(n)
+    }
+
     /// What the server wrote since its last stdout message, cut to the last
     /// [`STDERR_KEEP_BYTES`].
     pub(super) fn since_last_message(&self) -> String {
@@ -165,6 +171,17 @@ impl StderrRing {
         while *bytes > STDERR_KEEP_BYTES && lines.len() > 1 {
             *bytes -= lines.pop_front().map_or(0, |(_, l)| l.len());
         }
+    }
+
+    /// The last `n` lines kept (oldest first), whatever their stamp.
+    fn last(&self, n: usize) -> Vec<String> {
+        let guard = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let lines = &guard.0;
+        lines
+            .iter()
+            .skip(lines.len().saturating_sub(n))
+            .map(|(_, line)| line.clone())
+            .collect()
     }
 
     /// The lines stamped `stamp`, joined, cut to the last
@@ -202,6 +219,8 @@ mod tests {
         let tail = ring.since(0);
         assert!(tail.len() <= STDERR_KEEP_BYTES);
         assert!(tail.ends_with("line 1999"));
+        assert_eq!(ring.last(2), ["line 1998", "line 1999"]);
+        assert!(StderrRing::default().last(5).is_empty());
     }
 
     #[tokio::test]

@@ -50,6 +50,8 @@ pub struct StdioTransport {
     /// reader reports it instead of a plain end of stream).
     aborted: Arc<Mutex<Option<String>>>,
     pgid: libc::pid_t,
+    /// The child's stderr: its last lines for a status display.
+    stderr: Arc<StderrReader>,
     exit: watch::Receiver<Option<ExitStatus>>,
     closing: Arc<AtomicBool>,
     finished: AtomicBool,
@@ -154,7 +156,7 @@ impl StdioTransport {
         };
         let stdout = match stdout
             .into_owned_fd()
-            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone(), stderr))
+            .and_then(|fd| StdoutReader::new(fd, max_message_bytes, sink.clone(), stderr.clone()))
         {
             Ok(reader) => reader,
             Err(e) => {
@@ -177,6 +179,7 @@ impl StdioTransport {
             stdout,
             aborted,
             pgid,
+            stderr,
             exit: exit_rx,
             closing,
             finished: AtomicBool::new(false),
@@ -249,6 +252,10 @@ impl Transport for StdioTransport {
 
     fn reports_its_end(&self) -> bool {
         true
+    }
+
+    fn recent_stderr(&self, lines: usize) -> Vec<String> {
+        self.stderr.last_lines(lines)
     }
 
     fn read_now(&self) {

@@ -181,6 +181,16 @@ impl ClientBudget {
         }
     }
 
+    /// Bytes of answers held for this client now.
+    pub(crate) fn used(&self) -> usize {
+        self.own.used.load(Ordering::Acquire)
+    }
+
+    /// The client's bound, in bytes.
+    pub(crate) fn limit(&self) -> usize {
+        self.own.limit
+    }
+
     /// Why a new request of this client is refused now, if it is: it
     /// holds its budget or more, or the gateway holds its total.
     pub(crate) fn refuses_new(&self) -> Option<String> {

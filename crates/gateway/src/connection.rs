@@ -91,6 +91,10 @@ impl Connection {
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
         });
+        gateway.inner.clients.register({
+            let view: Arc<dyn super::status::ClientView> = downstream.clone();
+            Arc::downgrade(&view)
+        });
         Connection {
             gateway,
             out,
@@ -210,7 +214,11 @@ impl Connection {
                 client: &client,
                 stateless,
             };
-            let answering = answer(&gateway, &requestor, &method, &params, &charge);
+            // The status page's calls name the client that made them.
+            let answering = super::status::CLIENT.scope(
+                client.id,
+                answer(&gateway, &requestor, &method, &params, &charge),
+            );
             // A SERVER span, child of the request's `_meta.traceparent`.
             let answered = telemetry::serve_via(via, &method, &params, answering).await;
             let answer = match answered {
@@ -296,6 +304,20 @@ struct Downstream {
     /// Our request id → who waits for the answer.
     pending: Arc<Mutex<Waiters>>,
     next_id: AtomicU64,
+}
+
+impl super::status::ClientView for Downstream {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn revision(&self) -> String {
+        self.version.lock().unwrap().clone()
+    }
+
+    fn held(&self) -> (usize, usize) {
+        (self.budget.used(), self.budget.limit())
+    }
 }
 
 impl Downstream {

@@ -53,10 +53,12 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
+use super::access::{host_allowed, own_origins, same_secret};
 use super::budget::{Held, Outgoing};
 use super::connection::{error_answer, Connection};
 use super::out::Out;
 use super::session_token::{SessionKeys, SessionState};
+use super::status::{self, StatusAccess};
 use super::Gateway;
 use mcpmux_core::error::Error;
 use mcpmux_core::internal::stateless;
@@ -176,6 +178,11 @@ pub struct HttpOptions {
     /// `/readyz` with 503 and refusing new sessions, while what is in
     /// flight finishes (`--drain-seconds`). Zero: it returns at once.
     pub drain_time: Duration,
+    /// Also serve the status page at `/status` (`--status`), to whom
+    /// [`StatusAccess`] says; `None`: not served (404). The gateway needs
+    /// [`GatewayOptions::status`](crate::GatewayOptions::status) for its
+    /// calls to be shown.
+    pub status: Option<StatusAccess>,
 }
 
 impl Default for HttpOptions {
@@ -190,6 +197,7 @@ impl Default for HttpOptions {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             session_keys: None,
             drain_time: Duration::ZERO,
+            status: None,
         }
     }
 }
@@ -203,6 +211,12 @@ impl HttpOptions {
     /// Sets [`HttpOptions::session_keys`].
     pub fn with_session_keys(mut self, keys: SessionKeys) -> Self {
         self.session_keys = Some(Arc::new(keys));
+        self
+    }
+
+    /// Sets [`HttpOptions::status`].
+    pub fn with_status(mut self, access: StatusAccess) -> Self {
+        self.status = Some(access);
         self
     }
 
@@ -265,6 +279,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("max_sessions", &self.max_sessions)
             .field("header_read_timeout", &self.header_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("status", &self.status)
             .finish()
     }
 }
@@ -316,8 +331,10 @@ pub async fn serve_http_until(
         Some(keys) => keys.clone(),
         None => Arc::new(SessionKeys::ephemeral(None)?),
     };
+    let status = state_status(&options, enforce_host, &origins);
     let state = Arc::new(State {
         gateway,
+        status,
         sessions: Mutex::default(),
         ended: Mutex::default(),
         origins,
@@ -538,9 +555,26 @@ impl Watched {
     }
 }
 
+/// The status page's side of the listener, when it is served.
+fn state_status(
+    options: &HttpOptions,
+    enforce_host: bool,
+    origins: &[String],
+) -> Option<status::Site> {
+    let access = options.status.clone()?;
+    Some(status::Site::new(
+        access,
+        enforce_host,
+        options.allowed_hosts.clone(),
+        origins.to_vec(),
+    ))
+}
+
 /// What every request shares.
 struct State {
     gateway: Gateway,
+    /// The status page (`--status`), when served.
+    status: Option<status::Site>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Sessions ended here by `DELETE` (their tokens would open again),
     /// the newest [`MAX_ENDED`].
@@ -676,6 +710,16 @@ fn route(routes: &Mutex<Routes>, out: Outgoing) {
 
 /// One HTTP request from the client at `peer`.
 async fn handle(state: &State, req: Request<Incoming>, peer: SocketAddr) -> Response<Body> {
+    if let Some(site) = &state.status {
+        if status::is_status_path(req.uri().path()) {
+            let fleet = || status::Fleet {
+                replica: Some(state.keys.replica().to_owned()),
+                transport: "http",
+                ready: readiness(state).map_err(str::to_owned),
+            };
+            return status::respond(&state.gateway, site, req, peer, fleet).await;
+        }
+    }
     // The balancer's probes: cheap, unauthenticated, telling nothing else.
     match req.uri().path() {
         "/mcp" => {}
@@ -1575,61 +1619,6 @@ fn plain(status: StatusCode, text: &'static str) -> Response<Body> {
     response
 }
 
-/// `Origin` values that are the gateway itself: its address, and the
-/// loopback names for it.
-fn own_origins(local: &SocketAddr) -> Vec<String> {
-    let port = local.port();
-    let mut origins = vec![format!("http://{local}")];
-    if local.ip().is_loopback() || local.ip().is_unspecified() {
-        origins.extend([
-            format!("http://localhost:{port}"),
-            format!("http://127.0.0.1:{port}"),
-            format!("http://[::1]:{port}"),
-        ]);
-    }
-    origins
-}
-
-/// Whether a `Host` value names the gateway: `localhost`, an address of
-/// 127.0.0.0/8 or `[::1]`, with or without a port, or one of `allowed`
-/// (a bare name, any port; `name:port`, that port), case aside.
-fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let host = host.trim().to_ascii_lowercase();
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((name, port)) if port.is_empty() || is_port(port) => name,
-            _ => return false,
-        }
-    } else {
-        match host.rsplit_once(':') {
-            Some((name, port)) if is_port(port) => name,
-            Some(_) => return false,
-            None => host.as_str(),
-        }
-    };
-    let name = name.strip_suffix('.').unwrap_or(name);
-    let loopback = name == "localhost"
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback());
-    loopback
-        || allowed.iter().any(|a| {
-            let a = a.trim().to_ascii_lowercase();
-            a == name || a == host
-        })
-}
-
-/// `:port` (the part after the colon): one to five digits.
-fn is_port(port: &str) -> bool {
-    let port = port.strip_prefix(':').unwrap_or(port);
-    !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Compares two secrets in time that depends on their lengths only.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// A random session id (128 bits, hex); `None` when the system has no
 /// randomness to give (ids must not be guessable).
 /// `key` escaped for a JSON pointer (`/` → `~1`).
@@ -1640,50 +1629,6 @@ fn pointer_key(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_compare_by_content_and_length() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"abcd"));
-        assert!(!same_secret(b"", b"x"));
-    }
-
-    #[test]
-    fn hosts_are_loopback_or_allowed() {
-        let none: Vec<String> = Vec::new();
-        for ok in [
-            "localhost",
-            "LOCALHOST:8766",
-            "127.0.0.1",
-            "127.0.0.1:1",
-            "127.9.8.7:65535",
-            "[::1]",
-            "[::1]:8766",
-            "localhost.",
-        ] {
-            assert!(host_allowed(ok, &none), "{ok}");
-        }
-        for bad in [
-            "evil.com",
-            "evil.com:8766",
-            "128.0.0.1",
-            "[::2]:1",
-            "localhost.evil.com",
-            "127.0.0.1.evil.com",
-            "localhost:80:80",
-            "[::1]x",
-            "",
-        ] {
-            assert!(!host_allowed(bad, &none), "{bad}");
-        }
-        let allowed = vec!["mcp.example.org".to_owned(), "other.org:8443".to_owned()];
-        assert!(host_allowed("mcp.example.org", &allowed));
-        assert!(host_allowed("MCP.example.org:443", &allowed));
-        assert!(host_allowed("other.org:8443", &allowed));
-        assert!(!host_allowed("other.org:8444", &allowed));
-        assert!(!host_allowed("evil.com", &allowed));
-    }
 
     #[test]
     fn only_loopback_binds_go_without_a_token() {

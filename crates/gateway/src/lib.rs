@@ -11,6 +11,7 @@
 //! total one (`budget.rs`), a tool's result from the moment a server's
 //! reader reads it (`admission.rs`).
 
+mod access;
 mod admission;
 mod apps;
 mod budget;
@@ -24,6 +25,7 @@ pub mod relay;
 mod results;
 pub mod session_token;
 mod stateful_tasks;
+pub mod status;
 pub mod stdio;
 mod tasks;
 
@@ -40,6 +42,7 @@ pub use budget::{DEFAULT_CLIENT_BUDGET_BYTES, DEFAULT_TOTAL_BUDGET_BYTES};
 pub use http::{serve_http, serve_http_until, HttpOptions, MAX_SESSIONS};
 pub use relay::Relay;
 pub use session_token::SessionKeys;
+pub use status::{serve_status, StatusAccess};
 pub use stdio::serve_stdio;
 
 /// Which tools a gateway lists.
@@ -111,6 +114,10 @@ pub struct GatewayOptions {
     /// that changed since it was approved, or is new, is not listed and a
     /// call is refused with `TOOL_CHANGED` ([`mcpmux_policy::pins`]).
     pub pin_tools: bool,
+    /// Keep what the status page shows of the calls (`--status`,
+    /// `--status-addr`): the latest calls and per-tool figures, fed by the
+    /// policy's audit. Off by default: then nothing is kept per call.
+    pub status: bool,
 }
 
 impl Default for GatewayOptions {
@@ -125,6 +132,7 @@ impl Default for GatewayOptions {
             replica: None,
             result_dir: None,
             pin_tools: true,
+            status: false,
         }
     }
 }
@@ -184,6 +192,12 @@ impl GatewayOptions {
         self
     }
 
+    /// Sets [`GatewayOptions::status`].
+    pub fn with_status(mut self, status: bool) -> Self {
+        self.status = status;
+        self
+    }
+
     /// Sets [`GatewayOptions::total_budget_bytes`].
     pub fn with_total_budget_bytes(mut self, total_budget_bytes: usize) -> Self {
         self.total_budget_bytes = total_budget_bytes;
@@ -227,6 +241,10 @@ struct Shared {
     /// Bumped when an approval (or revocation) in the pin store changed the
     /// offered tools (`pin_watch`): each connection sends `list_changed`.
     pins_changed: tokio::sync::watch::Sender<u64>,
+    /// What the status page shows of the calls, when it is on.
+    status: Option<Arc<status::board::Board>>,
+    /// The open client connections, for the status page.
+    clients: status::Clients,
     /// The pin store's watch starts with the first client (not in `new`:
     /// the builder methods need the gateway unshared until it serves).
     pin_watch: std::sync::Once,
@@ -262,6 +280,12 @@ impl Gateway {
             }
         }
         let results_dir = results::prepare(&mut policy, options.result_dir.as_deref())?;
+        let board = options.status.then(|| {
+            let board = Arc::new(status::board::Board::default());
+            let fed = board.clone();
+            policy.on_audit(move |event| fed.record(event, status::current_client()));
+            board
+        });
         let gateway = Gateway {
             inner: Arc::new(Shared {
                 hub,
@@ -276,6 +300,8 @@ impl Gateway {
                 review: None,
                 pins_changed: tokio::sync::watch::Sender::new(0),
                 pin_watch: std::sync::Once::new(),
+                status: board,
+                clients: status::Clients::default(),
             }),
         };
         Ok(gateway)
@@ -312,6 +338,11 @@ impl Gateway {
     #[cfg(feature = "sessions")]
     fn review(&self) -> Option<&mcpmux_sessions::SessionContext> {
         self.inner.review.as_ref()
+    }
+
+    /// What the status page shows of the calls, when it is on.
+    fn status_board(&self) -> Option<&Arc<status::board::Board>> {
+        self.inner.status.as_ref()
     }
 
     /// The hub behind the gateway.
