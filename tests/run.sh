@@ -102,6 +102,9 @@ cargo build --workspace --locked
 step "cargo test"
 cargo_test --workspace --locked
 
+step "tests/browser/status_page.py (the gateway's status page in headless Chromium; screenshots in \$CARGO_TARGET_DIR/test-artifacts)"
+python3 tests/browser/status_page.py
+
 step "fuzz corpus replay (mcpmux-sessions --features fuzzing: every target's corpus through the engine's, the policy's and the sessions' entry points)"
 cargo_test -p mcpmux-sessions --features fuzzing --test fuzz_corpus_replay --locked
 
