@@ -465,7 +465,15 @@ fn a_stdio_gateway_serves_the_page_on_its_own_address() {
         .trim_start_matches("http://")
         .trim_end_matches("/status")
         .to_owned();
-    let doc = status_json(&addr, &[]);
+    // The page may be up a moment before the client's connection is.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let doc = loop {
+        let doc = status_json(&addr, &[]);
+        if doc["clients"]["open"] == 1 || Instant::now() > deadline {
+            break doc;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(doc["gateway"]["transport"], "stdio");
     assert_eq!(server(&doc, "broken")["state"], "failed");
     assert_eq!(doc["clients"]["open"], 1, "{}", doc["clients"]);
@@ -552,4 +560,37 @@ fn a_quarantined_tool_is_shown_with_its_changes_and_approved_from_the_page() {
         answer["result"]["content"][0]["text"], "called search",
         "{answer}"
     );
+}
+
+#[test]
+fn a_server_that_crashed_shows_its_restart() {
+    let sb = Sandbox::with_config(&demo_entry(
+        "demo",
+        "allow_all = true\nallow_destructive = [\"crash\"]",
+    ));
+    let gw = HttpGateway::start_with(&sb, TOKEN, &["--status"]);
+    let before = status_json(&gw.addr(), &[]);
+    assert_eq!(server(&before, "demo")["restarts"], 0);
+    call_through(&gw, "mcp_demo_crash", json!({}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let doc = loop {
+        let doc = status_json(&gw.addr(), &[]);
+        let demo = server(&doc, "demo");
+        if (demo["restarts"] == 1 && demo["state"] == "connected") || Instant::now() > deadline {
+            break doc;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let demo = server(&doc, "demo");
+    assert_eq!(demo["restarts"], 1, "{demo}");
+    assert_eq!(demo["state"], "connected", "{demo}");
+    assert!(demo["next_try_at"].is_null(), "{demo}");
+    // The crash call itself is in the calls, as an error.
+    let crash = doc["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == "crash")
+        .unwrap_or_else(|| panic!("{}", doc["calls"]));
+    assert_ne!(crash["status"], "ok", "{crash}");
 }

@@ -69,3 +69,84 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
     tmp.persist(path).map_err(|e| cannot(&e.error))?;
     Ok(())
 }
+
+/// Longest wait for [`lock`]: another process holds the lock only while it
+/// reads, edits and writes one small file.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An exclusive advisory lock (`flock`) on `<path>.lock`, held until
+/// dropped: what a read-edit-write of `path` takes, so that two processes
+/// editing the same store (two gateways, a gateway and `mcpmux policy
+/// approve`) do not lose each other's edits. The lock file is made 0600 in
+/// the 0700 directory, never through a symlink. Waits at most 5 s (never
+/// blocks for ever); the error is in words.
+pub fn lock(path: &Path) -> Result<StoreLock, String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot be locked: {e}");
+    let dir = path
+        .parent()
+        .ok_or_else(|| cannot(&"it has no directory"))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| cannot(&e))?;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).mode(0o600);
+    let file = crate::files::open_regular(Path::new(&name), &options).map_err(|e| cannot(&e))?;
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        // SAFETY: flock on a descriptor we own; no memory is involved.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(StoreLock(file));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(cannot(&e));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(cannot(&format!(
+                "another process has held it for {} s",
+                LOCK_WAIT.as_secs()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The lock [`lock`] took; released when dropped (the descriptor closes).
+pub struct StoreLock(#[allow(dead_code)] std::fs::File);
+
+#[cfg(test)]
+mod lock_tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_waits_for_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.json");
+        let first = lock(&path).unwrap();
+        let started = std::time::Instant::now();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || lock(&path).map(|_| started.elapsed()))
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(first);
+        let waited = waiter.join().unwrap().unwrap();
+        assert!(
+            waited >= std::time::Duration::from_millis(150),
+            "{waited:?}"
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("store.json.lock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

@@ -280,6 +280,7 @@ impl TrustStore {
     /// Records `candidate`'s real path with its SHA-256 (replacing what was
     /// recorded for that path).
     pub fn trust(&self, candidate: &Candidate) -> Result<(), Error> {
+        let _locked = self.lock()?;
         let mut entries = self.read()?;
         let path = candidate.real_path.to_string_lossy().into_owned();
         entries.retain(|e| e.path != path);
@@ -306,6 +307,7 @@ impl TrustStore {
         if let Ok(abs) = std::path::absolute(path) {
             wanted.insert(abs.to_string_lossy().into_owned());
         }
+        let _locked = self.lock()?;
         let mut entries = self.read()?;
         let before = entries.len();
         entries.retain(|e| !wanted.contains(&e.path));
@@ -321,6 +323,11 @@ impl TrustStore {
             "{}: trust store {message} (remove the file to start afresh)",
             self.path.display()
         ))
+    }
+
+    /// Held across a read-edit-write (another process may edit too).
+    fn lock(&self) -> Result<super::private_file::StoreLock, Error> {
+        super::private_file::lock(&self.path).map_err(|e| self.invalid(e))
     }
 
     fn read(&self) -> Result<Vec<TrustedFile>, Error> {

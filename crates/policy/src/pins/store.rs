@@ -116,6 +116,10 @@ impl PinStore {
         key: &str,
         edit: impl FnOnce(&mut ConfigPins),
     ) -> Result<ConfigPins, Error> {
+        // Two processes editing the store (two gateways, a gateway and
+        // `mcpmux policy approve`) would otherwise lose each other's edits,
+        // and a lost pin is pinned again as first seen.
+        let _locked = private_file::lock(&self.path).map_err(|e| self.invalid(e))?;
         let mut store = self.read()?;
         let entry = store.configs.entry(key.to_owned()).or_default();
         edit(&mut entry.servers);
@@ -217,4 +221,39 @@ fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_edits_of_different_configs_all_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tool-pins.json");
+        let writers: Vec<_> = (0..6)
+            .map(|i| {
+                let path = path.clone();
+                // Each its own store handle, as separate processes have.
+                std::thread::spawn(move || {
+                    let store = PinStore::at(path);
+                    for j in 0..15 {
+                        store
+                            .update(&format!("config-{i}"), |pins| {
+                                pins.insert(format!("server-{j}"), ServerPins::new());
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let store = PinStore::at(&path);
+        for i in 0..6 {
+            let pins = store.load(&format!("config-{i}")).unwrap();
+            assert_eq!(pins.len(), 15, "config-{i} lost edits: {pins:?}");
+        }
+    }
 }
