@@ -421,8 +421,12 @@ async fn run(cli: Cli) -> Result<u8, Error> {
     };
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
-        args.http()?;
-        args.status_access()?;
+        // The gateway's own tokens are secrets like the config's: redacted
+        // wherever a server echoes them (stderr lines on the status page,
+        // errors), and registered before any server starts.
+        let mcp_token = args.http()?.and_then(|(_, token)| token);
+        let status_token = args.status_access()?.and_then(|a| a.token);
+        mcpmux_core::internal::secrets::register(mcp_token.into_iter().chain(status_token));
         args.session_keys(&config)?;
         args.drain_time(&config)?;
     }

@@ -594,3 +594,64 @@ fn a_server_that_crashed_shows_its_restart() {
         .unwrap_or_else(|| panic!("{}", doc["calls"]));
     assert_ne!(crash["status"], "ok", "{crash}");
 }
+
+#[test]
+fn a_foreign_host_or_another_sites_script_is_refused() {
+    let sb = three_servers();
+    // Bound to every address, no status token: the Host must still name
+    // this machine (a DNS-rebinding page reaches 127.0.0.1 as evil.example).
+    let gw = HttpGateway::start_at(&sb, TOKEN, "0.0.0.0:0", &["--status"]);
+    let port = gw.addr().rsplit(':').next().unwrap().to_owned();
+    let local = format!("127.0.0.1:{port}");
+    let mut stream = std::net::TcpStream::connect(&local).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /status.json HTTP/1.1\r\nHost: evil.example:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("Host is not this gateway"), "{answer}");
+    // Another site's script (fetch, no-cors) may not read it or hold a
+    // viewer's place; following a link to it is fine.
+    for (site, mode, origin, expected) in [
+        ("cross-site", "no-cors", None, 403),
+        ("same-site", "cors", None, 403),
+        ("cross-site", "cors", Some("http://evil.example"), 403),
+        ("cross-site", "navigate", None, 200),
+        ("same-origin", "cors", None, 200),
+        ("none", "navigate", None, 200),
+    ] {
+        let mut headers = vec![("Sec-Fetch-Site", site), ("Sec-Fetch-Mode", mode)];
+        if let Some(origin) = origin {
+            headers.push(("Origin", origin));
+        }
+        let (status, _, _) = get(&local, "/status", &headers);
+        assert_eq!(status, expected, "{headers:?}");
+    }
+    let (status, headers, _) = http_exchange(&local, "GET", "/status/approve", &[], "");
+    assert_eq!((status, header(&headers, "allow")), (405, "POST"));
+}
+
+#[test]
+fn the_gateways_tokens_are_redacted_when_a_server_echoes_them() {
+    // The demo server inherits the gateway's environment and prints an
+    // invalid DEMO_PAGE_SIZE to stderr: here, the MCP token's value.
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start_env(
+        &sb,
+        TOKEN,
+        "127.0.0.1:0",
+        &["--status"],
+        &[("DEMO_PAGE_SIZE", TOKEN)],
+    );
+    let (status, _, body) = get(&gw.addr(), "/status.json", &[]);
+    assert_eq!(status, 200);
+    assert!(body.contains("ignoring invalid DEMO_PAGE_SIZE"), "{body}");
+    assert!(!body.contains(TOKEN), "{body}");
+    assert!(body.contains("[REDACTED"), "{body}");
+}

@@ -27,12 +27,25 @@ impl HttpGateway {
 
     /// Serving at `addr`, with `extra` flags of `mcpmux gateway`.
     pub fn start_at(sb: &Sandbox, token: &str, addr: &str, extra: &[&str]) -> HttpGateway {
+        HttpGateway::start_env(sb, token, addr, extra, &[])
+    }
+
+    /// [`HttpGateway::start_at`] with `env` set for the gateway (and so
+    /// for the stdio servers it starts).
+    pub fn start_env(
+        sb: &Sandbox,
+        token: &str,
+        addr: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> HttpGateway {
         let mut child = Command::new(mcpmux_bin())
             .arg("--config")
             .arg(sb.path().join("mcpmux.toml"))
             .args(["gateway", "--http", addr, "--token-env", "GW_TOKEN"])
             .args(extra)
             .env("GW_TOKEN", token)
+            .envs(env.iter().copied())
             .current_dir(sb.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -12,6 +12,25 @@ use serde_json::Value;
 
 use mcpmux_policy::audit::{AuditEvent, AuditStatus};
 
+/// Longest tool name kept (a client may name a tool that does not exist,
+/// at any length); longer ones are cut at a character boundary.
+const MAX_NAME_BYTES: usize = 256;
+/// The name unknown tools' figures are kept under, all together (so that
+/// made-up names cannot push real tools out).
+const UNKNOWN_TOOLS: &str = "(unknown tools)";
+
+/// `name` cut to [`MAX_NAME_BYTES`].
+fn capped(name: &str) -> String {
+    if name.len() <= MAX_NAME_BYTES {
+        return name.to_owned();
+    }
+    let mut cut = MAX_NAME_BYTES;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &name[..cut])
+}
+
 /// Latest calls kept.
 pub(crate) const MAX_CALLS: usize = 200;
 /// Tools with statistics kept; past it, the tool idle longest makes room.
@@ -118,7 +137,7 @@ impl Board {
             time: event.time.clone(),
             client: client.map(|c| format!("c{c}")),
             server: event.server.clone(),
-            tool: event.tool.clone(),
+            tool: capped(&event.tool),
             status: event.status.as_str(),
             duration_ms: event.duration_ms,
             bytes: event.bytes,
@@ -126,7 +145,10 @@ impl Board {
             truncated: event.truncated,
             code: event.code.clone(),
         });
-        let key = (event.server.clone(), event.tool.clone());
+        let key = match &event.server {
+            Some(_) => (event.server.clone(), capped(&event.tool)),
+            None => (None, UNKNOWN_TOOLS.to_owned()),
+        };
         if !inner.tools.contains_key(&key) && inner.tools.len() >= MAX_TOOLS {
             let idlest = inner
                 .tools
@@ -184,7 +206,7 @@ impl Board {
                         *sum += u64::from(n);
                     }
                 }
-                let calls_per_minute = (now + 1 - MINUTES..=now)
+                let calls_per_minute = (now.saturating_sub(MINUTES - 1)..=now)
                     .map(|at| {
                         recent
                             .iter()
@@ -276,5 +298,27 @@ mod tests {
             board.record(&event(&format!("t{i}"), AuditStatus::Ok, 1), None);
         }
         assert_eq!(board.figures().len(), MAX_TOOLS);
+    }
+
+    #[test]
+    fn made_up_names_are_cut_and_counted_together() {
+        let board = Board::default();
+        for i in 0..50 {
+            let mut e = event(
+                &format!("{i}{}", "é".repeat(10_000)),
+                AuditStatus::NotAllowed,
+                1,
+            );
+            e.server = None;
+            board.record(&e, None);
+        }
+        let calls = board.calls();
+        assert!(calls.iter().all(|c| c.tool.len() <= MAX_NAME_BYTES + 3));
+        let figures = board.figures();
+        assert_eq!(figures.len(), 1);
+        assert_eq!(
+            (figures[0].tool.as_str(), figures[0].calls),
+            (UNKNOWN_TOOLS, 50)
+        );
     }
 }

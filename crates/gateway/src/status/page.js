@@ -16,6 +16,6 @@ function fleet(f){var r=document.getElementById("ready");if(r){r.replaceChildren
 var LABELS=JSON.parse(document.getElementById("labels").textContent);
 function draw(doc){var can=document.body.getAttribute("data-approve")==="1";servers(doc.servers);tools(doc.tools,can);calls(doc.calls);stats(doc.tool_stats);clients(doc.clients);fleet(doc.fleet);var g=document.getElementById("generated");if(g){g.textContent=doc.generated_at;g.setAttribute("datetime",doc.generated_at);}document.body.setAttribute("data-generated",doc.generated_at);}
 function load(){if(busy){again=true;return;}busy=true;fetch("/status.json",{cache:"no-store",credentials:"same-origin"}).then(function(r){if(!r.ok){throw new Error("status "+r.status);}return r.json();}).then(function(doc){draw(doc);document.getElementById("live").textContent="live";}).catch(function(){document.getElementById("live").textContent="not updating";}).then(function(){busy=false;if(again){again=false;load();}});}
-if(window.EventSource){var es=new EventSource("/status/events");es.onmessage=load;es.onerror=function(){document.getElementById("live").textContent="reconnecting";};}
+if(window.EventSource){var es=new EventSource("/status/events");es.onmessage=load;es.onerror=function(){if(es.readyState===EventSource.CLOSED){document.getElementById("live").textContent="polling";setInterval(load,1000);}else{document.getElementById("live").textContent="reconnecting";}};}
 else{setInterval(load,1000);}
 })();

@@ -108,7 +108,10 @@ fn owned(status: StatusCode, content_type: &'static str, body: String) -> Respon
         "x-content-type-options",
         HeaderValue::from_static("nosniff"),
     );
-    h.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    // `same-origin`, not `no-referrer`: under the latter a browser sends
+    // `Origin: null` with the page's form POST, which the approve check
+    // must refuse.
+    h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     if content_type.starts_with("text/html") {
         if let Ok(csp) = HeaderValue::from_str(&page::CSP) {
             h.insert("content-security-policy", csp);
@@ -118,9 +121,65 @@ fn owned(status: StatusCode, content_type: &'static str, body: String) -> Respon
     r
 }
 
+/// The bearer token of `Authorization` (the scheme in any case).
+fn bearer(req: &Request<Incoming>) -> &str {
+    req.headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token.trim())
+}
+
+/// Whether a browser says the request comes from another site's page (a
+/// script's fetch, not a navigation): refused, so that no page can read
+/// the status or hold the viewers' places (a navigation from a link is
+/// fine: it only shows the page).
+fn from_another_site(req: &Request<Incoming>, site: &Site) -> bool {
+    let headers = req.headers();
+    let navigating = headers
+        .get("sec-fetch-mode")
+        .is_some_and(|m| m.as_bytes() == b"navigate");
+    let cross = headers
+        .get("sec-fetch-site")
+        .is_some_and(|s| s.as_bytes() == b"cross-site" || s.as_bytes() == b"same-site");
+    let foreign_origin = headers
+        .get(ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|o| !site.origins.iter().any(|own| own == o));
+    !navigating && (cross || foreign_origin)
+}
+
 /// Who asks may look: `None`, or the refusal to send.
 fn refusal(site: &Site, req: &Request<Incoming>, peer: SocketAddr) -> Option<Response<Body>> {
-    if site.enforce_host {
+    if from_another_site(req, site) {
+        return Some(text(
+            StatusCode::FORBIDDEN,
+            "forbidden: the status page is not served to other sites' scripts",
+        ));
+    }
+    match &site.access.token {
+        Some(token) if !same_secret(bearer(req).as_bytes(), token.as_bytes()) => {
+            let mut r = text(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized: the status page needs Authorization: Bearer <the --status-token-file token>",
+            );
+            r.headers_mut()
+                .insert("www-authenticate", HeaderValue::from_static("Bearer"));
+            return Some(r);
+        }
+        None if !peer.ip().to_canonical().is_loopback() => {
+            return Some(text(
+                StatusCode::FORBIDDEN,
+                "forbidden: the status page is served to loopback clients only (see --status-token-file)",
+            ));
+        }
+        _ => {}
+    }
+    // Without a token, what guards the page is that only this machine can
+    // reach it: a foreign `Host` (DNS rebinding) is refused whatever the
+    // bind address.
+    if site.enforce_host || site.access.token.is_none() {
         let host = match req.uri().authority() {
             Some(authority) => Some(authority.as_str()),
             None => req.headers().get(HOST).and_then(|v| v.to_str().ok()),
@@ -131,32 +190,6 @@ fn refusal(site: &Site, req: &Request<Incoming>, peer: SocketAddr) -> Option<Res
                 "forbidden: Host is not this gateway (see --allowed-host)",
             ));
         }
-    }
-    match &site.access.token {
-        Some(token) => {
-            let sent = req
-                .headers()
-                .get(AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .unwrap_or_default();
-            if !same_secret(sent.as_bytes(), token.as_bytes()) {
-                let mut r = text(
-                    StatusCode::UNAUTHORIZED,
-                    "unauthorized: the status page needs Authorization: Bearer <the --status-token-file token>",
-                );
-                r.headers_mut()
-                    .insert("www-authenticate", HeaderValue::from_static("Bearer"));
-                return Some(r);
-            }
-        }
-        None if !peer.ip().to_canonical().is_loopback() => {
-            return Some(text(
-                StatusCode::FORBIDDEN,
-                "forbidden: the status page is served to loopback clients only (see --status-token-file)",
-            ));
-        }
-        None => {}
     }
     None
 }
@@ -213,20 +246,23 @@ pub(crate) async fn respond(
             }
         }
         (Method::POST, "/status/approve") => approve(gateway, site, req).await,
-        (
-            _,
-            "/status" | "/status.json" | "/status/events" | "/status/tool" | "/status/tool.json",
-        ) => {
-            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
-            r.headers_mut()
-                .insert("allow", HeaderValue::from_static("GET, HEAD"));
-            r
+        (_, "/status" | "/status.json" | "/status/tool" | "/status/tool.json") => {
+            not_allowed("GET, HEAD")
         }
+        (_, "/status/events") => not_allowed("GET"),
+        (_, "/status/approve") => not_allowed("POST"),
         _ => text(
             StatusCode::NOT_FOUND,
             "not found: the status page is /status",
         ),
     }
+}
+
+fn not_allowed(allow: &'static str) -> Response<Body> {
+    let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed");
+    r.headers_mut()
+        .insert("allow", HeaderValue::from_static(allow));
+    r
 }
 
 /// A viewer's place among the [`MAX_VIEWERS`], given back when its stream
@@ -291,12 +327,16 @@ async fn approve(gateway: &Gateway, site: &Site, req: Request<Incoming>) -> Resp
         );
     }
     // A form posted from the page itself: its Origin is this listener (a
-    // browser sends Origin on every POST).
-    let same_origin = req
-        .headers()
+    // browser sends Origin on every POST), or, behind a proxy whose name
+    // this listener does not know, the browser says it is same-origin.
+    let headers = req.headers();
+    let same_origin = headers
         .get(ORIGIN)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|o| site.origins.iter().any(|own| own == o));
+        .is_some_and(|o| site.origins.iter().any(|own| own == o))
+        || headers
+            .get("sec-fetch-site")
+            .is_some_and(|s| s.as_bytes() == b"same-origin");
     if !same_origin {
         return text(
             StatusCode::FORBIDDEN,
