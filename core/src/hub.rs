@@ -170,7 +170,7 @@ pub struct ServerStatus {
     /// The error code of `error`.
     pub error_code: Option<&'static str>,
     /// Times its supervisor started it again after a failure, since the
-    /// hub connected it (a reload or refresh starts the count anew).
+    /// hub connected it (a reload that replaces the server starts anew).
     pub restarts: u32,
     /// When it last came up (milliseconds since the Unix epoch), while
     /// connected.

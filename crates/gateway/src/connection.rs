@@ -91,10 +91,12 @@ impl Connection {
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
         });
-        gateway.inner.clients.register({
+        // Only a gateway with a status page keeps the list (no work per
+        // connection otherwise).
+        if gateway.inner.status.is_some() {
             let view: Arc<dyn super::status::ClientView> = downstream.clone();
-            Arc::downgrade(&view)
-        });
+            gateway.inner.clients.register(Arc::downgrade(&view));
+        }
         Connection {
             gateway,
             out,
