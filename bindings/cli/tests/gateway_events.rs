@@ -105,3 +105,43 @@ fn events_are_listed_polled_and_streamed_under_the_gateways_names() {
         "the server's stream ended with the client's: {state}"
     );
 }
+
+#[test]
+fn a_stream_the_server_ends_answers_with_its_subscription_id() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]\nenv = { PRELOAD = \"1\", HEARTBEAT_MS = \"200\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": 901, "method": "events/stream",
+        "params": {"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0"}}),
+    );
+    // Once the preloaded occurrence came, the stream is open upstream.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        match gw.next_message(Duration::from_secs(5)) {
+            Some(msg) if msg["method"] == "notifications/events/event" => break,
+            Some(_) => {}
+            None => panic!("no occurrence came"),
+        }
+    }
+    gw.send(json!({"jsonrpc": "2.0", "id": 902, "method": "tools/call",
+        "params": {"name": "mcp_ev_end_streams", "arguments": {}}}));
+    let mut ended = Value::Null;
+    while std::time::Instant::now() < deadline {
+        match gw.next_message(Duration::from_secs(5)) {
+            Some(msg) if msg["id"] == 901 => {
+                ended = msg;
+                break;
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    assert_eq!(
+        ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 901,
+        "the stream's result names it (SEP-3415 StreamEventsResult): {ended}"
+    );
+}

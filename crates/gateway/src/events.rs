@@ -268,14 +268,21 @@ pub(crate) async fn stream(
                         "notifications/events/terminated",
                         json!({ "error": { "code": -32603, "message": error.unwrap_or_default() } }),
                     );
-                    return Ok(json!({}));
+                    return Ok(ended(request_id));
                 }
-                "ended" => return Ok(json!({})),
+                "ended" => return Ok(ended(request_id)),
                 _ => {}
             },
             _ => {}
         }
     }
     drop(handle);
-    Ok(json!({}))
+    Ok(ended(request_id))
+}
+
+/// The result of an `events/stream` that ended: the stream's id in `_meta`
+/// (SEP-3415's `StreamEventsResult`; `resultType` is added for the clients
+/// whose revision has it).
+fn ended(request_id: &Value) -> Value {
+    json!({ "_meta": { SUBSCRIPTION_ID: request_id } })
 }
