@@ -510,8 +510,7 @@ void mcpmux_hub_free(struct mcpmux_hub *hub);
  * "starting": a bounded connect returned before it came up),
  * "protocol_version", "server_info", "capabilities" (as the server
  * declared them, "extensions" included), "tool_count",
- * "error", "error_code", "restarts", "connected_at_ms", "next_try_at_ms"
- * (ms since the Unix epoch)}`, the same as `mcpmux servers --json`. Does not
+ * "error", "error_code"}`, the same as `mcpmux servers --json`. Does not
  * block; any thread, callbacks included.
  *
  * On success `*out_json` receives a string owned by the caller (free it

@@ -103,12 +103,6 @@ export interface ServerStatus {
   /** Why it failed, when it did. */
   error: string | null
   error_code: ErrorCode | null
-  /** Times its supervisor started it again after a failure. */
-  restarts: number
-  /** When it last came up (ms since the Unix epoch), while connected. */
-  connected_at_ms: number | null
-  /** When its supervisor tries it next (ms since the Unix epoch), while restarting. */
-  next_try_at_ms: number | null
 }
 
 /** One tool as the hub offers it (an object of `mcpmux tools --json`). */

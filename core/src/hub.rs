@@ -169,6 +169,14 @@ pub struct ServerStatus {
     pub error: Option<String>,
     /// The error code of `error`.
     pub error_code: Option<&'static str>,
+}
+
+/// What one configured server went through ([`Hub::server_history`]), for
+/// status displays. Kept apart from [`ServerStatus`], whose JSON every
+/// front end prints alike: these times differ from one process to another.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ServerHistory {
     /// Times its supervisor started it again after a failure, since the
     /// hub connected it (a reload that replaces the server starts anew).
     pub restarts: u32,
@@ -294,7 +302,7 @@ struct Slot {
     /// or a first use ([`lifecycle`]), so that one start happens at a time
     /// and later users wait for it instead of starting a second process.
     starting: tokio::sync::Mutex<()>,
-    /// Its restarts and times, for [`Hub::servers`].
+    /// Its restarts and times, for [`Hub::server_history`].
     history: Mutex<SlotHistory>,
 }
 
@@ -583,16 +591,7 @@ impl Hub {
                     tool_count: 0,
                     error: None,
                     error_code: None,
-                    restarts: 0,
-                    connected_at_ms: None,
-                    next_try_at_ms: None,
                 };
-                {
-                    let history = slot.history.lock().unwrap_or_else(|e| e.into_inner());
-                    status.restarts = history.restarts;
-                    status.connected_at_ms = history.connected_at.map(epoch_ms);
-                    status.next_try_at_ms = history.next_try_at.map(epoch_ms);
-                }
                 let fail = |status: &mut ServerStatus, e: &Error| {
                     status.state = ServerState::Failed;
                     status.error = Some(e.to_string());
@@ -626,6 +625,19 @@ impl Hub {
                 status
             })
             .collect()
+    }
+
+    /// Server `name`'s restarts and times; `None` when the config has no
+    /// such server.
+    pub fn server_history(&self, name: &str) -> Option<ServerHistory> {
+        let slots = self.inner.slots();
+        let slot = slots.iter().find(|slot| slot.config.name == name)?;
+        let history = slot.history.lock().unwrap_or_else(|e| e.into_inner());
+        Some(ServerHistory {
+            restarts: history.restarts,
+            connected_at_ms: history.connected_at.map(epoch_ms),
+            next_try_at_ms: history.next_try_at.map(epoch_ms),
+        })
     }
 
     /// The last `lines` lines (at most 100) that server `name` wrote to its

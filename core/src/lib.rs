@@ -76,7 +76,7 @@ pub use client::{
 pub use config::{Config, ConfigSource, ServerConfig, TransportConfig, TransportKind};
 pub use error::{Error, Result};
 pub use events::{EventStream, HubEvent};
-pub use hub::{Hub, HubOptions, HubTool, ServerState, ServerStatus};
+pub use hub::{Hub, HubOptions, HubTool, ServerHistory, ServerState, ServerStatus};
 pub use jsonrpc::{
     Admission, AnswerGate, Backpressure, ProgressCallback, ProgressUpdate, MAX_SERVER_REQUESTS,
 };

@@ -507,8 +507,7 @@ class Hub:
         or ``idle``: ``lazy = true`` and not used yet),
         ``protocol_version``, ``server_info``, ``capabilities`` (as the server
         declared them, ``extensions`` included), ``tool_count``, ``error``,
-        ``error_code``, ``restarts``, ``connected_at_ms`` and
-        ``next_try_at_ms`` (milliseconds since the Unix epoch).
+        ``error_code``.
         """
         return self._native.servers()
 

@@ -60,7 +60,8 @@ fn servers(gateway: &Gateway, now: SystemTime) -> Vec<Value> {
     hub.servers()
         .into_iter()
         .map(|s| {
-            let uptime_s = s
+            let history = hub.server_history(&s.name).unwrap_or_default();
+            let uptime_s = history
                 .connected_at_ms
                 .and_then(|ms| now.duration_since(at_ms(ms)).ok())
                 .map(|d| d.as_secs());
@@ -70,10 +71,10 @@ fn servers(gateway: &Gateway, now: SystemTime) -> Vec<Value> {
                 "state": s.state,
                 "protocol_version": s.protocol_version,
                 "tool_count": s.tool_count,
-                "restarts": s.restarts,
-                "connected_at": s.connected_at_ms.map(|ms| rfc3339(at_ms(ms))),
+                "restarts": history.restarts,
+                "connected_at": history.connected_at_ms.map(|ms| rfc3339(at_ms(ms))),
                 "uptime_s": uptime_s,
-                "next_try_at": s.next_try_at_ms.map(|ms| rfc3339(at_ms(ms))),
+                "next_try_at": history.next_try_at_ms.map(|ms| rfc3339(at_ms(ms))),
                 "error": s.error.as_deref().map(|e| redact(e).into_owned()),
                 "error_code": s.error_code,
                 "stderr": hub.server_stderr(&s.name, STDERR_LINES),
