@@ -4,11 +4,12 @@
 //! page at `/status`, as JSON at `/status.json`, and as a stream of change
 //! notices at `/status/events` that the page's script follows.
 //!
-//! Off unless asked: a gateway built without [`GatewayOptions::status`]
-//! (crate::GatewayOptions::status) keeps no board, and nothing here runs
-//! per call. With it, the policy's audit listener records each call in the
-//! [`board::Board`] (bounded), on the task that made the call; snapshots
-//! are built only when a page or a script asks.
+//! Off unless asked: a gateway built without
+//! [`GatewayOptions::status`](crate::GatewayOptions::status) keeps no
+//! board, and nothing here runs per call. With it, the policy's audit
+//! listener records each call in the board (`board.rs`, bounded), on the
+//! task that made the call; snapshots are built only when a page or a
+//! script asks.
 //!
 //! Who may look: loopback peers only, unless a token is given
 //! ([`StatusAccess::token`]): then every request needs
