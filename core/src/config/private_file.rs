@@ -42,22 +42,27 @@ pub fn read_capped(path: &Path, max: u64) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(bytes))
 }
 
+/// The directory of `path`, made 0700 when missing.
+fn private_dir(path: &Path) -> Result<&Path, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = path.parent().ok_or("it has no directory")?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
 /// Writes `bytes` as the whole of `path`: its directory is made 0700 when
 /// missing, the text goes to a 0600 temporary file beside it, synced, then
 /// renamed into place (a reader sees the old file or the new one, never
 /// half). The error is in words.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
     use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let cannot = |e: &dyn std::fmt::Display| format!("cannot be written: {e}");
-    let dir = path
-        .parent()
-        .ok_or_else(|| cannot(&"it has no directory"))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| cannot(&e))?;
+    let dir = private_dir(path).map_err(|e| cannot(&e))?;
     // NamedTempFile is created 0600; set it anyway, the mode is the point.
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| cannot(&e))?;
     tmp.as_file()
@@ -82,16 +87,9 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// blocks for ever); the error is in words.
 pub fn lock(path: &Path) -> Result<StoreLock, String> {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let cannot = |e: &dyn std::fmt::Display| format!("cannot be locked: {e}");
-    let dir = path
-        .parent()
-        .ok_or_else(|| cannot(&"it has no directory"))?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| cannot(&e))?;
+    private_dir(path).map_err(|e| cannot(&e))?;
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     let mut options = std::fs::OpenOptions::new();
