@@ -1481,6 +1481,43 @@ enum mcpmux_status mcpmux_hub_poll_events(const struct mcpmux_hub *hub, const ch
 enum mcpmux_status mcpmux_hub_stream_events(const struct mcpmux_hub *hub, const char *server, const char *name, const char *args_json, const char *options_json, struct mcpmux_event_stream **out_stream, struct mcpmux_error **err);
 
 /**
+ * Subscribes the host's webhook `url` to event type `name` of `server`
+ * (`events/subscribe` with webhook delivery) and writes the server's
+ * answer to `*out_json`: `{"id", "refresh_before"?, "cursor"?,
+ * "truncated", "delivery_status"?}`. Subscribe again before
+ * `refresh_before` to keep it. `url` must be `https` (`http` only to a
+ * loopback address) and `secret` the signing secret, `whsec_` and base64:
+ * else INVALID_INPUT before the server is asked. The secret is never
+ * logged or put in an error (it joins the redacted secrets). `args_json`
+ * as for mcpmux_hub_poll_events(); `options_json` (nullable):
+ * `{"cursor": "...", "ttl_ms": n}` (no cursor: from now; no ttl: the
+ * server's default). Receiving and verifying the deliveries is the host's.
+ * Blocking.
+ *
+ * On success `*out_json` receives a string owned by the caller (free it
+ * with mcpmux_string_free()). A server's refusal is SERVER_ERROR.
+ *
+ * # Safety
+ * `hub` is a live hub; `server`, `name`, `url` and `secret` NUL-terminated
+ * strings; `args_json` and `options_json` NULL or NUL-terminated strings;
+ * `out_json` and `err` are NULL or valid for one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_subscribe_events(const struct mcpmux_hub *hub, const char *server, const char *name, const char *args_json, const char *url, const char *secret, const char *options_json, char **out_json, struct mcpmux_error **err);
+
+/**
+ * Ends the webhook subscription of `url` to event type `name` of `server`
+ * with these arguments (`events/unsubscribe`). `args_json` as given when
+ * subscribing (nullable). Blocking. A subscription the server does not
+ * know is SERVER_ERROR (the server's own code).
+ *
+ * # Safety
+ * `hub` is a live hub; `server`, `name` and `url` NUL-terminated strings;
+ * `args_json` NULL or a NUL-terminated string; `err` is NULL or valid for
+ * one pointer write.
+ */
+enum mcpmux_status mcpmux_hub_unsubscribe_events(const struct mcpmux_hub *hub, const char *server, const char *name, const char *args_json, const char *url, struct mcpmux_error **err);
+
+/**
  * The stream's id: the `subscription` of its events; 0 for NULL. Any
  * thread.
  *

@@ -513,6 +513,10 @@ export interface EventStreamEvent {
   cursor?: string
   truncated: boolean
   error?: string
+  /** The server's JSON-RPC error code (`error`, `terminated`). */
+  error_code?: number
+  /** The server's error `data` (`error`, `terminated`; at most 4 KiB, redacted). */
+  error_data?: unknown
 }
 
 /** This consumer fell behind: `count` older events were lost. */

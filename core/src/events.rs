@@ -140,6 +140,14 @@ pub enum HubEvent {
         /// The error's message (`error`, `terminated`, `failed`).
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The server's JSON-RPC error code (`error`, `terminated`), e.g.
+        /// -32023 NotFound or -32025 Forbidden: a host re-lists or stops on it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_code: Option<i64>,
+        /// The server's error `data` (`error`, `terminated`), redacted; absent
+        /// when the server sent none or more than 4 KiB.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_data: Option<Value>,
     },
     /// A policy with pinned tool definitions (`pin_tools`) quarantined a
     /// tool: its definition changed since it was approved, or it is new on

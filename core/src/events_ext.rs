@@ -163,18 +163,21 @@ pub fn check_webhook_url(url: &str) -> Result<(), Error> {
     }
 }
 
-/// Checks a webhook secret's form (`whsec_` and base64), never echoing it.
+/// Checks a webhook secret's form, never echoing it: `whsec_` and standard
+/// base64 (padding optional) of 24 to 64 bytes, as SEP-3415 asks of the
+/// Standard Webhooks signing secret.
 pub fn check_webhook_secret(secret: &str) -> Result<(), Error> {
+    use base64::Engine as _;
     let body = secret.strip_prefix("whsec_").unwrap_or("");
-    let base64ish = body
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'-' | b'_'));
-    if body.len() < 16 || body.len() > 512 || !base64ish {
-        return Err(Error::InvalidInput(
-            "webhook secret: must be 'whsec_' followed by base64 (24 to 64 bytes)".into(),
-        ));
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(body));
+    match decoded {
+        Ok(raw) if (24..=64).contains(&raw.len()) => Ok(()),
+        _ => Err(Error::InvalidInput(
+            "webhook secret: must be 'whsec_' followed by base64 of 24 to 64 bytes".into(),
+        )),
     }
-    Ok(())
 }
 
 fn invalid(server: &str, method: &str, what: impl std::fmt::Display) -> Error {
@@ -307,6 +310,19 @@ impl StreamState {
 
     /// Tells the host the stream's state (see [`HubEvent::EventStream`]).
     pub fn tell(&self, state: &str, truncated: bool, error: Option<String>) {
+        self.tell_error(state, truncated, error, None, None);
+    }
+
+    /// As [`tell`](Self::tell), with the server's error code and `data`
+    /// (redacted, dropped past [`MAX_ERROR_DATA_BYTES`]).
+    fn tell_error(
+        &self,
+        state: &str,
+        truncated: bool,
+        error: Option<String>,
+        error_code: Option<i64>,
+        error_data: Option<&Value>,
+    ) {
         self.events.send(HubEvent::EventStream {
             server: self.server.clone(),
             subscription: self.id,
@@ -314,6 +330,8 @@ impl StreamState {
             cursor: self.cursor(),
             truncated,
             error: error.map(|e| crate::secrets::redact(&e).into_owned()),
+            error_code,
+            error_data: error_data.and_then(bounded_error_data),
         });
     }
 
@@ -367,17 +385,18 @@ impl StreamState {
                     .take(1024)
                     .collect::<String>();
                 let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
+                let data = error.and_then(|e| e.get("data"));
                 let message = match code {
                     Some(code) => format!("{message} (code {code})"),
                     None => message,
                 };
                 if kind == "terminated" {
                     if !self.ended.swap(true, Ordering::Relaxed) {
-                        self.tell("terminated", false, Some(message));
+                        self.tell_error("terminated", false, Some(message), code, data);
                     }
                     self.terminated.notify_one();
                 } else {
-                    self.tell("error", false, Some(message));
+                    self.tell_error("error", false, Some(message), code, data);
                 }
             }
             _ => {}
@@ -389,6 +408,22 @@ impl StreamState {
     pub fn end(&self) -> bool {
         !self.ended.swap(true, Ordering::Relaxed)
     }
+}
+
+/// The most a stream error's `data` may take, serialized; a bigger one is
+/// dropped (the code and message still reach the host).
+pub const MAX_ERROR_DATA_BYTES: usize = 4096;
+
+/// A server's error `data` as the host may see it: at most
+/// [`MAX_ERROR_DATA_BYTES`], with the host's secrets redacted (a server may
+/// echo one back).
+fn bounded_error_data(data: &Value) -> Option<Value> {
+    if data.to_string().len() > MAX_ERROR_DATA_BYTES {
+        return None;
+    }
+    let mut data = data.clone();
+    crate::secrets::redact_value(&mut data);
+    Some(data)
 }
 
 /// The open streams of one connection, by the id of their `events/stream`
@@ -514,6 +549,15 @@ mod tests {
         assert!(check_webhook_secret(&secret).is_ok());
         let e = check_webhook_secret("hunter2-secret").unwrap_err();
         assert!(!e.to_string().contains("hunter2"));
+        // 23 and 65 bytes once decoded: outside the SEP's 24 to 64.
+        for n in [23usize, 65] {
+            use base64::Engine as _;
+            let body = base64::engine::general_purpose::STANDARD.encode(vec![7u8; n]);
+            let e = check_webhook_secret(&format!("whsec_{body}")).unwrap_err();
+            assert_eq!(e.code(), "INVALID_INPUT", "{n} bytes");
+        }
+        assert!(check_webhook_secret("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0").is_ok());
+        assert!(check_webhook_secret(&format!("whsec_{}!", "A".repeat(32))).is_err());
         let hook = Webhook {
             url: "https://x".into(),
             secret: secret.clone(),

@@ -279,6 +279,50 @@ async fn a_silent_stream_is_sent_again_from_its_cursor_and_an_ended_one_is_told(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
+    let secret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0";
+    mcpmux_core::internal::secrets::register([secret.to_owned()]);
+    let hub = Hub::connect(config(&[events_entry("ev", "HEARTBEAT_MS = \"100\"")]))
+        .await
+        .unwrap();
+    let mut events = hub.events();
+    let handle = hub
+        .stream_events("ev", "ticket.created", None, None, None)
+        .await
+        .unwrap();
+    next_where(&mut events, |e| stream_state(e) == Some("active")).await;
+    tool(
+        &hub,
+        "ev",
+        "fail_streams",
+        json!({"kind": "error", "code": -32025, "message": "Forbidden",
+               "data": {"reason": "revoked", "echo": secret}}),
+    )
+    .await;
+    let error = next_where(&mut events, |e| stream_state(e) == Some("error")).await;
+    let v = error.to_json();
+    assert_eq!(v["error_code"], -32025, "{v}");
+    assert_eq!(v["error_data"]["reason"], "revoked", "{v}");
+    assert!(!v.to_string().contains(secret), "a secret echoed back: {v}");
+    // Data past the bound is dropped; the code still comes.
+    tool(
+        &hub,
+        "ev",
+        "fail_streams",
+        json!({"kind": "terminated", "code": -32023, "message": "gone",
+               "data": {"pad": "x".repeat(5000)}}),
+    )
+    .await;
+    let ended = next_where(&mut events, |e| stream_state(e) == Some("terminated")).await;
+    let v = ended.to_json();
+    assert_eq!(v["error_code"], -32023, "{v}");
+    assert!(v.get("error_data").is_none(), "{v}");
+    assert!(v["error"].as_str().unwrap().starts_with("gone"), "{v}");
+    assert_eq!(handle.id(), v["subscription"].as_u64().unwrap());
+    hub.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_subscriptions() {
     let hub = Hub::connect(config(&[events_entry("ev", "")]))
         .await

@@ -3,13 +3,15 @@
 //! whose occurrences arrive on the hub's event callback
 //! (mcpmux_hub_set_event_callback(): `event` and `event_stream` events).
 //! JSON in and out, blocking, any thread but an engine thread (as the other
-//! hub calls). Core does the work (`Hub::list_events`, `poll_events`,
-//! `stream_events`); this only converts.
+//! hub calls). Webhook subscriptions (`events/subscribe`,
+//! `events/unsubscribe`) for a host that runs its own receiver. Core does
+//! the work (`Hub::list_events`, `poll_events`, `stream_events`,
+//! `subscribe_events`, `unsubscribe_events`); this only converts.
 
 use std::ffi::c_char;
 use std::sync::Mutex;
 
-use mcpmux_core::events_ext::EventStreamHandle;
+use mcpmux_core::events_ext::{EventStreamHandle, Webhook};
 use mcpmux_core::Error;
 use serde_json::{Map, Value};
 
@@ -219,6 +221,125 @@ pub unsafe extern "C" fn mcpmux_hub_stream_events(
                 handle: Mutex::new(handle),
             });
             write_out(out_stream, Box::into_raw(stream));
+            Ok(())
+        })
+    }
+}
+
+/// Subscribes the host's webhook `url` to event type `name` of `server`
+/// (`events/subscribe` with webhook delivery) and writes the server's
+/// answer to `*out_json`: `{"id", "refresh_before"?, "cursor"?,
+/// "truncated", "delivery_status"?}`. Subscribe again before
+/// `refresh_before` to keep it. `url` must be `https` (`http` only to a
+/// loopback address) and `secret` the signing secret, `whsec_` and base64:
+/// else INVALID_INPUT before the server is asked. The secret is never
+/// logged or put in an error (it joins the redacted secrets). `args_json`
+/// as for mcpmux_hub_poll_events(); `options_json` (nullable):
+/// `{"cursor": "...", "ttl_ms": n}` (no cursor: from now; no ttl: the
+/// server's default). Receiving and verifying the deliveries is the host's.
+/// Blocking.
+///
+/// On success `*out_json` receives a string owned by the caller (free it
+/// with mcpmux_string_free()). A server's refusal is SERVER_ERROR.
+///
+/// # Safety
+/// `hub` is a live hub; `server`, `name`, `url` and `secret` NUL-terminated
+/// strings; `args_json` and `options_json` NULL or NUL-terminated strings;
+/// `out_json` and `err` are NULL or valid for one pointer write.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn mcpmux_hub_subscribe_events(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    name: *const c_char,
+    args_json: *const c_char,
+    url: *const c_char,
+    secret: *const c_char,
+    options_json: *const c_char,
+    out_json: *mut *mut c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_subscribe_events",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.str("server", server)?;
+            let name = args.str("name", name)?;
+            let arguments = arguments(args, args_json)?;
+            let url = args.str("url", url)?;
+            let secret = args.str("secret", secret)?;
+            let opts = options(
+                args,
+                args.opt_object("options_json", options_json)?,
+                &["cursor", "ttl_ms"],
+            )?;
+            let cursor = cursor_option(args, &opts)?;
+            let ttl = match opts.get("ttl_ms") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(std::time::Duration::from_millis(v.as_u64().ok_or_else(
+                    || {
+                        args.invalid(
+                            "options_json",
+                            "option 'ttl_ms' must be a non-negative integer",
+                        )
+                    },
+                )?)),
+            };
+            args.non_null("out_json", out_json)?;
+            let hook = Webhook {
+                url: url.to_owned(),
+                secret: secret.to_owned(),
+                cursor,
+                ttl,
+            };
+            let sub = hub.shared.block_on(
+                args,
+                hub.hub
+                    .subscribe_events(server, name, arguments.as_ref(), &hook),
+            )??;
+            write_out(out_json, json_string(&sub)?);
+            Ok(())
+        })
+    }
+}
+
+/// Ends the webhook subscription of `url` to event type `name` of `server`
+/// with these arguments (`events/unsubscribe`). `args_json` as given when
+/// subscribing (nullable). Blocking. A subscription the server does not
+/// know is SERVER_ERROR (the server's own code).
+///
+/// # Safety
+/// `hub` is a live hub; `server`, `name` and `url` NUL-terminated strings;
+/// `args_json` NULL or a NUL-terminated string; `err` is NULL or valid for
+/// one pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn mcpmux_hub_unsubscribe_events(
+    hub: *const mcpmux_hub,
+    server: *const c_char,
+    name: *const c_char,
+    args_json: *const c_char,
+    url: *const c_char,
+    err: *mut *mut mcpmux_error,
+) -> mcpmux_status {
+    let args = Args {
+        func: "mcpmux_hub_unsubscribe_events",
+    };
+    // SAFETY: the caller's promises, forwarded.
+    unsafe {
+        guard_status(args.func, err, || {
+            let hub = hub_ref(args, hub)?;
+            let server = args.str("server", server)?;
+            let name = args.str("name", name)?;
+            let arguments = arguments(args, args_json)?;
+            let url = args.str("url", url)?;
+            hub.shared.block_on(
+                args,
+                hub.hub
+                    .unsubscribe_events(server, name, arguments.as_ref(), url),
+            )??;
             Ok(())
         })
     }

@@ -2,7 +2,8 @@
  * The events extension (io.modelcontextprotocol/events) from C, against
  * tests/servers/events_server.py: listing event types, polling from a
  * cursor, a stream whose occurrences arrive on the hub's event callback,
- * and unknown options refused. The work is core's
+ * webhook subscriptions (the secret never echoed), and unknown options
+ * refused. The work is core's
  * (core/tests/events_extension.rs); this checks the translation.
  */
 #include "common.h"
@@ -127,6 +128,53 @@ int main(void) {
         if (!closed) sleep_ms(20);
     }
     CHECK(closed, "the stream was cancelled at the server");
+
+    /* Webhooks: subscribe, seen by the server; the secret never in an error. */
+    const char *secret = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0";
+    json = NULL;
+    expect_status("subscribe_events",
+                  mcpmux_hub_subscribe_events(hub, "ev", "build.finished", "{\"repo\":\"x\"}",
+                                              "https://hooks.example.com/mcp", secret, "{\"ttl_ms\":60000}",
+                                              &json, &err),
+                  &err, MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(json && contains(json, "\"id\":\"sub_") && contains(json, "\"truncated\":false") &&
+              contains(json, "\"refresh_before\":") && !contains(json, secret),
+          "the subscription: %s", json ? json : "");
+    mcpmux_string_free(json);
+    char *state = call_ok(hub, "mcp_ev_state", "{}", NULL);
+    CHECK(state && contains(state, "https://hooks.example.com/mcp") && contains(state, "\\\"ttlMs\\\": 60000"),
+          "the server holds the subscription: %s", state ? state : "");
+    mcpmux_string_free(state);
+    json = NULL;
+    const char *short_secret = "whsec_dG9vLXNob3J0";
+    expect_status("a secret too short",
+                  mcpmux_hub_subscribe_events(hub, "ev", "build.finished", NULL, "https://hooks.example.com/mcp",
+                                              short_secret, NULL, &json, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "24 to 64");
+    expect_status("plain http to another host",
+                  mcpmux_hub_subscribe_events(hub, "ev", "build.finished", NULL, "http://hooks.example.com/mcp",
+                                              secret, NULL, &json, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "https");
+    expect_status("subscribe: an unknown option",
+                  mcpmux_hub_subscribe_events(hub, "ev", "build.finished", NULL, "https://hooks.example.com/mcp",
+                                              secret, "{\"ttlMs\":1}", &json, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "unknown option 'ttlMs'");
+    expect_status("no webhook delivery for this type",
+                  mcpmux_hub_subscribe_events(hub, "ev", "ticket.created", NULL, "https://hooks.example.com/mcp",
+                                              secret, NULL, &json, &err),
+                  &err, MCPMUX_STATUS_SERVER_ERROR, "SERVER_ERROR", NULL);
+    CHECK(json == NULL, "no output on failure");
+    expect_status("unsubscribe_events",
+                  mcpmux_hub_unsubscribe_events(hub, "ev", "build.finished", "{\"repo\":\"x\"}",
+                                                "https://hooks.example.com/mcp", &err),
+                  &err, MCPMUX_STATUS_OK, NULL, NULL);
+    state = call_ok(hub, "mcp_ev_state", "{}", NULL);
+    CHECK(state && contains(state, "\\\"subscriptions\\\": []"), "the subscription is gone: %s",
+          state ? state : "");
+    mcpmux_string_free(state);
+    expect_status("unsubscribe again", mcpmux_hub_unsubscribe_events(hub, "ev", "build.finished", "{\"repo\":\"x\"}",
+                                                                     "https://hooks.example.com/mcp", &err),
+                  &err, MCPMUX_STATUS_SERVER_ERROR, "SERVER_ERROR", NULL);
 
     mcpmux_hub_free(hub);
     mcpmux_engine_free(engine);

@@ -16,12 +16,17 @@ Env:
   gets `truncated: true`.
 - PRELOAD: occurrences of `ticket.created` in the log at start (default 0),
   so that one process's log can be polled from `pos-0`.
+- SUBSCRIPTIONS_FILE: when set, the webhook subscriptions are read from this
+  JSON file at start and written back after each change (without secrets),
+  so that they outlive one process (the CLI starts one per command).
 
 Two event types: `ticket.created` (poll, push) and `build.finished` (poll,
 push, webhook). Tools: `emit` {name, data} appends one occurrence and returns
 its id; `state` returns JSON {streams: [open stream ids], cancelled: [ids],
 subscriptions: [...], secrets_seen: n}; `end_streams` ends every open stream
-with its final (empty) result.
+with its final (empty) result; `fail_streams` {kind: error|terminated, code,
+message, data} sends that notification to every open stream (`terminated`
+also forgets them, as the draft says the stream then ends).
 
 Cursors are opaque strings `pos-<n>`: the position after the n-th
 occurrence. `cursor: null` means from now (no events, a fresh cursor).
@@ -49,6 +54,7 @@ TICK_MS = int(os.environ.get("TICK_MS", "0") or 0)
 HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "500") or 0)
 KEEP = int(os.environ.get("KEEP", "50"))
 PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
+SUBSCRIPTIONS_FILE = os.environ.get("SUBSCRIPTIONS_FILE")
 
 EVENTS = [
     {
@@ -73,6 +79,11 @@ TOOLS = [
                                                   "data": {"type": "object"}}}),
     _mini.tool("state", "Open streams, cancelled streams, webhook subscriptions."),
     _mini.tool("end_streams", "End every open stream."),
+    _mini.tool("fail_streams", "Send notifications/events/<kind> with this error to every open stream.",
+               {"type": "object", "properties": {"kind": {"type": "string"},
+                                                  "code": {"type": "integer"},
+                                                  "message": {"type": "string"},
+                                                  "data": {}}}),
 ]
 
 lock = threading.Lock()
@@ -84,6 +95,16 @@ state = {
     "subscriptions": {},  # key -> record
     "secrets_seen": 0,
 }
+if SUBSCRIPTIONS_FILE and os.path.exists(SUBSCRIPTIONS_FILE):
+    with open(SUBSCRIPTIONS_FILE) as f:
+        state["subscriptions"] = json.load(f)
+
+
+def save_subscriptions():
+    # Called with `lock` held.
+    if SUBSCRIPTIONS_FILE:
+        with open(SUBSCRIPTIONS_FILE, "w") as f:
+            json.dump(state["subscriptions"], f)
 
 
 def send(msg):
@@ -282,6 +303,7 @@ def subscribe(rid, params):
         state["subscriptions"][key] = {"id": sid, "name": params["name"],
                                        "url": delivery["url"], "ttlMs": ttl,
                                        "arguments": params.get("arguments") or {}}
+        save_subscriptions()
     send_result(rid, complete({"id": sid, "refreshBefore": refresh,
                                  "cursor": cursor_of(last), "truncated": truncated}))
 
@@ -292,6 +314,7 @@ def unsubscribe(rid, params):
     url = (params.get("delivery") or {}).get("url")
     with lock:
         gone = state["subscriptions"].pop(subscription_key(params, url), None)
+        save_subscriptions()
     if gone is None:
         send_error(rid, NOT_FOUND, "No such subscription", {"kind": "subscription"})
     else:
@@ -345,6 +368,18 @@ def call_tool(rid, params):
             state["streams"].clear()
         for s in streams:
             send_result(s["id"], {"_meta": {}})
+        send_result(rid, _mini.text_result(str(len(streams))))
+    elif name == "fail_streams":
+        kind = args.get("kind", "error")
+        error = {"code": args.get("code", -32603), "message": args.get("message", "failed")}
+        if "data" in args:
+            error["data"] = args["data"]
+        with lock:
+            streams = list(state["streams"].values())
+            if kind == "terminated":
+                state["streams"].clear()
+        for s in streams:
+            notify("notifications/events/" + kind, {"error": error, "_meta": {SUB_KEY: s["id"]}})
         send_result(rid, _mini.text_result(str(len(streams))))
     else:
         send_error(rid, _mini.INVALID_PARAMS, "Unknown tool: %s" % name)

@@ -1,11 +1,14 @@
 //! `mcpmux events`: the events extension (`io.modelcontextprotocol/events`)
 //! of the configured servers: `list` their event types, `poll` one from a
-//! cursor, `stream` one until interrupted. Core does the work
-//! (`Hub::list_events`, `poll_events`, `stream_events`).
+//! cursor, `stream` one until interrupted, `subscribe` and `unsubscribe` a
+//! webhook the host receives itself. Core does the work
+//! (`Hub::list_events`, `poll_events`, `stream_events`, `subscribe_events`,
+//! `unsubscribe_events`).
 
 use std::io::Write;
 
 use clap::Subcommand;
+use mcpmux_core::events_ext::Webhook;
 use mcpmux_core::{Error, EventStream, Hub, HubEvent};
 use serde_json::Value;
 
@@ -44,6 +47,39 @@ pub enum EventsCommand {
         #[arg(long)]
         cursor: Option<String>,
     },
+    /// Subscribe a webhook (yours: mcpmux runs no receiver) to an event type; prints the subscription (--json: as the server answered). Subscribe again before "refresh before" to keep it.
+    Subscribe {
+        /// The server.
+        server: String,
+        /// The event type's name.
+        name: String,
+        /// The subscription's arguments as a JSON object; `-` reads them from stdin.
+        args: Option<String>,
+        /// Where the server delivers: an https URL (http only to a loopback address).
+        #[arg(long)]
+        url: String,
+        /// The environment variable holding the signing secret (`whsec_` and base64 of 24 to 64 bytes); never printed.
+        #[arg(long, value_name = "VAR")]
+        secret_env: String,
+        /// The cursor to start from (default: from now).
+        #[arg(long)]
+        cursor: Option<String>,
+        /// How long the subscription lasts, in seconds (default: the server's).
+        #[arg(long, value_name = "SECONDS")]
+        ttl: Option<u64>,
+    },
+    /// End a webhook subscription: the same server, event type, arguments and URL as subscribed.
+    Unsubscribe {
+        /// The server.
+        server: String,
+        /// The event type's name.
+        name: String,
+        /// The subscription's arguments as a JSON object; `-` reads them from stdin.
+        args: Option<String>,
+        /// The URL that was subscribed.
+        #[arg(long)]
+        url: String,
+    },
 }
 
 impl EventsCommand {
@@ -51,9 +87,10 @@ impl EventsCommand {
     pub fn server(&self) -> Option<&str> {
         match self {
             EventsCommand::List { server } => server.as_deref(),
-            EventsCommand::Poll { server, .. } | EventsCommand::Stream { server, .. } => {
-                Some(server)
-            }
+            EventsCommand::Poll { server, .. }
+            | EventsCommand::Stream { server, .. }
+            | EventsCommand::Subscribe { server, .. }
+            | EventsCommand::Unsubscribe { server, .. } => Some(server),
         }
     }
 
@@ -61,9 +98,10 @@ impl EventsCommand {
     pub fn args(&self) -> Option<&str> {
         match self {
             EventsCommand::List { .. } => None,
-            EventsCommand::Poll { args, .. } | EventsCommand::Stream { args, .. } => {
-                args.as_deref()
-            }
+            EventsCommand::Poll { args, .. }
+            | EventsCommand::Stream { args, .. }
+            | EventsCommand::Subscribe { args, .. }
+            | EventsCommand::Unsubscribe { args, .. } => args.as_deref(),
         }
     }
 }
@@ -115,6 +153,56 @@ pub async fn run(
                 lines.push(format!("next poll: in {} ms", page.next_poll_ms));
             }
             super::print(&lines.join("\n"))
+        }
+        EventsCommand::Subscribe {
+            server,
+            name,
+            url,
+            secret_env,
+            cursor,
+            ttl,
+            ..
+        } => {
+            let secret = match std::env::var(secret_env) {
+                Ok(v) if !v.is_empty() => v,
+                _ => {
+                    return Err(Error::InvalidInput(format!(
+                        "--secret-env {secret_env}: the variable is unset or empty"
+                    )))
+                }
+            };
+            let hook = Webhook {
+                url: url.clone(),
+                secret,
+                cursor: cursor.clone(),
+                ttl: ttl.map(std::time::Duration::from_secs),
+            };
+            let sub = hub.subscribe_events(server, name, args, &hook).await?;
+            if json {
+                return super::print_json(&sub);
+            }
+            let mut lines = vec![format!("subscribed: {}", sub.id)];
+            lines.push(match &sub.refresh_before {
+                Some(t) => format!("refresh before: {t}"),
+                None => "refresh before: never (no expiry)".into(),
+            });
+            if sub.truncated {
+                lines.push("(events were lost before the cursor: it was too old)".into());
+            }
+            if let Some(c) = &sub.cursor {
+                lines.push(format!("cursor: {c}"));
+            }
+            super::print(&lines.join("\n"))
+        }
+        EventsCommand::Unsubscribe {
+            server, name, url, ..
+        } => {
+            hub.unsubscribe_events(server, name, args, url).await?;
+            if json {
+                super::print_json(&serde_json::json!({ "unsubscribed": true }))
+            } else {
+                super::print(&format!("unsubscribed {url} from {server} {name}"))
+            }
         }
         EventsCommand::Stream { .. } => unreachable!("streamed by `stream`"),
     }

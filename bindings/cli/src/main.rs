@@ -198,7 +198,7 @@ enum Command {
         #[arg(long)]
         server: Option<String>,
     },
-    /// The events extension: list event types, poll one from a cursor, stream one until interrupted.
+    /// The events extension: list event types, poll one from a cursor, stream one until interrupted, subscribe or unsubscribe a webhook.
     Events {
         #[command(subcommand)]
         action: events_cmd::EventsCommand,

@@ -152,3 +152,166 @@ fn events_stream_prints_json_lines_until_interrupted_then_the_cursor() {
     let n = |c: &str| c.trim_start_matches("pos-").parse::<u64>().unwrap();
     assert!(n(kept) >= n(last), "{kept} < {last}");
 }
+
+/// The signing secret of the webhook tests: 27 bytes once decoded.
+const SECRET: &str = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0";
+
+#[test]
+fn events_subscribe_and_unsubscribe_a_webhook_without_printing_the_secret() {
+    let sb = Sandbox::new();
+    let subs = sb.path().join("subscriptions.json");
+    sb.write(
+        "mcpmux.toml",
+        &python_entry(
+            "ev",
+            "events_server.py",
+            &format!("env = {{ SUBSCRIPTIONS_FILE = {} }}", qp(&subs)),
+        ),
+    );
+    let hook = "https://hooks.example.com/mcp";
+    let out = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            r#"{"repo":"x"}"#,
+            "--url",
+            hook,
+            "--secret-env",
+            "HOOK_SECRET",
+            "--ttl",
+            "60",
+        ])
+        .env("HOOK_SECRET", SECRET)
+        .run();
+    out.ok()
+        .stdout_has(&["subscribed: sub_", "refresh before: 20", "cursor: pos-0"]);
+    assert!(
+        !out.stdout.contains(SECRET) && !out.stderr.contains(SECRET),
+        "{out}"
+    );
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&subs).unwrap()).unwrap();
+    let record = stored.as_object().unwrap().values().next().unwrap().clone();
+    assert_eq!(record["url"], hook);
+    assert_eq!(record["ttlMs"], 60000);
+    assert_eq!(record["arguments"], serde_json::json!({"repo": "x"}));
+
+    // --json: the subscription as the server answered.
+    let out = sb
+        .mcpmux(&[
+            "--json",
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            r#"{"repo":"x"}"#,
+            "--url",
+            hook,
+            "--secret-env",
+            "HOOK_SECRET",
+        ])
+        .env("HOOK_SECRET", SECRET)
+        .run();
+    let sub = out.ok().json();
+    assert!(sub["id"].as_str().unwrap().starts_with("sub_"), "{sub}");
+    assert_eq!(sub["truncated"], false);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&subs).unwrap()).unwrap();
+    assert_eq!(
+        stored.as_object().unwrap().len(),
+        1,
+        "the same subscription, refreshed: {stored}"
+    );
+
+    // Checked before the server is asked; the secret never echoed.
+    let bad = "whsec_dG9vLXNob3J0";
+    let out = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            "--url",
+            hook,
+            "--secret-env",
+            "HOOK_SECRET",
+        ])
+        .env("HOOK_SECRET", bad)
+        .run();
+    let message = out.fails_with("INVALID_INPUT");
+    assert!(message.contains("24 to 64"), "{message}");
+    assert!(
+        !out.stdout.contains(bad) && !out.stderr.contains(bad),
+        "{out}"
+    );
+    let message = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            "--url",
+            hook,
+            "--secret-env",
+            "NO_SUCH_VAR_SET",
+        ])
+        .run()
+        .fails_with("INVALID_INPUT");
+    assert!(message.contains("NO_SUCH_VAR_SET"), "{message}");
+    let message = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            "--url",
+            "http://hooks.example.com/mcp",
+            "--secret-env",
+            "HOOK_SECRET",
+        ])
+        .env("HOOK_SECRET", SECRET)
+        .run()
+        .fails_with("INVALID_INPUT");
+    assert!(message.contains("https"), "{message}");
+    // An event type without webhook delivery: the server's own refusal.
+    sb.mcpmux(&[
+        "events",
+        "subscribe",
+        "ev",
+        "ticket.created",
+        "--url",
+        hook,
+        "--secret-env",
+        "HOOK_SECRET",
+    ])
+    .env("HOOK_SECRET", SECRET)
+    .run()
+    .fails_with("SERVER_ERROR");
+
+    let out = sb
+        .mcpmux(&[
+            "events",
+            "unsubscribe",
+            "ev",
+            "build.finished",
+            r#"{"repo":"x"}"#,
+            "--url",
+            hook,
+        ])
+        .run();
+    out.ok().stdout_has(&["unsubscribed"]);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&subs).unwrap()).unwrap();
+    assert_eq!(stored, serde_json::json!({}));
+    // Again: the server no longer knows it.
+    sb.mcpmux(&[
+        "events",
+        "unsubscribe",
+        "ev",
+        "build.finished",
+        r#"{"repo":"x"}"#,
+        "--url",
+        hook,
+    ])
+    .run()
+    .fails_with("SERVER_ERROR");
+}

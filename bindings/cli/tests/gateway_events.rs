@@ -145,3 +145,69 @@ fn a_stream_the_server_ends_answers_with_its_subscription_id() {
         "the stream's result names it (SEP-3415 StreamEventsResult): {ended}"
     );
 }
+
+/// The next message of `gw` that `pick` accepts, within 20 s.
+fn next_such(gw: &mut Raw, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        match gw.next_message(Duration::from_secs(5)) {
+            Some(msg) if pick(&msg) => return msg,
+            Some(_) => {}
+            None => break,
+        }
+    }
+    panic!("no {what} came");
+}
+
+#[test]
+fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]\nenv = { PRELOAD = \"1\", HEARTBEAT_MS = \"200\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": 903, "method": "events/stream",
+        "params": {"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0"}}),
+    );
+    next_such(&mut gw, "occurrence", |m| {
+        m["method"] == "notifications/events/event"
+    });
+    // A transient error: the stream stays open.
+    gw.send(json!({"jsonrpc": "2.0", "id": 904, "method": "tools/call",
+        "params": {"name": "mcp_ev_fail_streams", "arguments": {
+            "kind": "error", "code": -32025, "message": "Forbidden",
+            "data": {"reason": "token revoked"}}}}));
+    let error = next_such(&mut gw, "events/error", |m| {
+        m["method"] == "notifications/events/error"
+    });
+    assert_eq!(
+        error["params"]["error"],
+        json!({"code": -32025, "message": "Forbidden", "data": {"reason": "token revoked"}}),
+        "{error}"
+    );
+    assert_eq!(
+        error["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        903
+    );
+    // The end: NotFound with its data, then the stream's result.
+    gw.send(json!({"jsonrpc": "2.0", "id": 905, "method": "tools/call",
+        "params": {"name": "mcp_ev_fail_streams", "arguments": {
+            "kind": "terminated", "code": -32023, "message": "Event type not found",
+            "data": {"kind": "event", "name": "ticket.created"}}}}));
+    let terminated = next_such(&mut gw, "events/terminated", |m| {
+        m["method"] == "notifications/events/terminated"
+    });
+    assert_eq!(
+        terminated["params"]["error"],
+        json!({"code": -32023, "message": "Event type not found",
+               "data": {"kind": "event", "name": "ticket.created"}}),
+        "{terminated}"
+    );
+    let ended = next_such(&mut gw, "the stream's result", |m| m["id"] == 903);
+    assert_eq!(
+        ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 903,
+        "{ended}"
+    );
+}

@@ -254,6 +254,8 @@ pub(crate) async fn stream(
                 cursor,
                 truncated,
                 error,
+                error_code,
+                error_data,
             } if s == server && subscription == id => match state.as_str() {
                 "active" => notify(
                     "notifications/events/active",
@@ -261,12 +263,12 @@ pub(crate) async fn stream(
                 ),
                 "error" => notify(
                     "notifications/events/error",
-                    json!({ "error": { "code": -32603, "message": error.unwrap_or_default() } }),
+                    json!({ "error": wire_error(error, error_code, error_data) }),
                 ),
                 "terminated" | "failed" => {
                     notify(
                         "notifications/events/terminated",
-                        json!({ "error": { "code": -32603, "message": error.unwrap_or_default() } }),
+                        json!({ "error": wire_error(error, error_code, error_data) }),
                     );
                     return Ok(ended(request_id));
                 }
@@ -278,6 +280,26 @@ pub(crate) async fn stream(
     }
     drop(handle);
     Ok(ended(request_id))
+}
+
+/// A stream's error as the client gets it: the server's code, message and
+/// `data` as the hub kept them (SEP-3415: a client re-lists on NotFound,
+/// stops on Forbidden, so the code must survive); -32603 for a failure of
+/// the gateway's own (the server's request failed).
+fn wire_error(message: Option<String>, code: Option<i64>, data: Option<Value>) -> Value {
+    let mut message = message.unwrap_or_default();
+    if let Some(code) = code {
+        // The hub appends the code for people; the wire has it apart.
+        let suffix = format!(" (code {code})");
+        if message.ends_with(&suffix) {
+            message.truncate(message.len() - suffix.len());
+        }
+    }
+    let mut error = json!({ "code": code.unwrap_or(-32603), "message": message });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    error
 }
 
 /// The result of an `events/stream` that ended: the stream's id in `_meta`

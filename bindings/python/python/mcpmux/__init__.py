@@ -192,7 +192,8 @@ class Events:
     "message"?}``; of a :meth:`Hub.stream_events` stream ``{"type":
     "event", "server", "subscription", "name", "event_id", "timestamp"?,
     "data", "cursor"?}`` and ``{"type": "event_stream", "server",
-    "subscription", "state", "cursor"?, "truncated", "error"?}``).
+    "subscription", "state", "cursor"?, "truncated", "error"?,
+    "error_code"?, "error_data"?}``).
     ``next()`` blocks the calling thread with the GIL
     released until an event comes (Ctrl-C interrupts it and loses none).
     Iteration ends once the hub is closed (after the events closing sent).
