@@ -655,3 +655,51 @@ fn the_gateways_tokens_are_redacted_when_a_server_echoes_them() {
     assert!(!body.contains(TOKEN), "{body}");
     assert!(body.contains("[REDACTED"), "{body}");
 }
+
+/// Opens `/status/events` and reads until its first notice: the viewer is
+/// then counted. The stream stays open while the socket lives.
+fn follow(addr: &str) -> std::net::TcpStream {
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /status/events HTTP/1.1\r\nHost: {addr}\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 1024];
+    while !text.contains("data: ") {
+        let n = stream.read(&mut buf).unwrap_or(0);
+        assert!(n > 0, "the stream ended before its first notice: {text}");
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    stream
+}
+
+#[test]
+fn at_most_sixteen_viewers_follow_the_page_and_a_place_comes_back() {
+    let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+    let gw = HttpGateway::start_with(&sb, TOKEN, &["--status"]);
+    let mut viewers: Vec<_> = (0..16).map(|_| follow(&gw.addr())).collect();
+    let (status, _, body) = get(&gw.addr(), "/status/events", &[]);
+    assert_eq!(status, 503, "{body}");
+    // The page and its JSON still answer: only followers are bounded.
+    assert_eq!(get(&gw.addr(), "/status.json", &[]).0, 200);
+    // One leaves: its place is given back.
+    drop(viewers.pop());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, _) = notices(&gw.addr(), "/status/events", 1, Duration::from_secs(3));
+        if status == 200 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place never came back: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
