@@ -392,3 +392,57 @@ async fn webhook_subscriptions() {
     }
     hub.close().await;
 }
+
+/// SEP-3415 (Final) defines the extension for the 2026-07-28 revision: a
+/// server that speaks only it (`server/discover`, `_meta` on every request)
+/// is listed, polled, streamed and subscribed to as the older one is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn works_on_the_2026_07_28_revision() {
+    let entry = script_entry(
+        "ev",
+        "events_server.py",
+        "protocol_version = \"2026-07-28\"\nenv = { REVISION = \"2026-07-28\", HEARTBEAT_MS = \"100\" }",
+    );
+    let hub = Hub::connect(config(&[entry])).await.unwrap();
+    let listed = hub.list_events(Some("ev")).await.unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let page = hub
+        .poll_events("ev", "ticket.created", None, None, None)
+        .await
+        .unwrap();
+    let start = page.cursor.clone().expect("a cursor from now");
+    emit(&hub, "ev", "ticket.created", 1).await;
+    let page = hub
+        .poll_events("ev", "ticket.created", None, Some(&start), None)
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 1, "{page:?}");
+    let mut events = hub.events();
+    let mut handle = hub
+        .stream_events("ev", "ticket.created", None, Some(&start), None)
+        .await
+        .unwrap();
+    let replayed = next_where(&mut events, |e| matches!(e, HubEvent::Event { .. })).await;
+    assert_eq!(replayed.to_json()["data"], json!({"n": 1}));
+    assert_eq!(replayed.to_json()["subscription"], handle.id());
+    handle.stop();
+    let sub = hub
+        .subscribe_events(
+            "ev",
+            "build.finished",
+            None,
+            &Webhook {
+                url: "https://hooks.example.com/h".into(),
+                secret: "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0".into(),
+                cursor: None,
+                ttl: Some(Duration::from_secs(60)),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(sub.id.starts_with("sub_"), "{sub:?}");
+    hub.unsubscribe_events("ev", "build.finished", None, "https://hooks.example.com/h")
+        .await
+        .unwrap();
+    hub.close().await;
+}

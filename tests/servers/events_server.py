@@ -16,6 +16,11 @@ Env:
   gets `truncated: true`.
 - PRELOAD: occurrences of `ticket.created` in the log at start (default 0),
   so that one process's log can be polled from `pos-0`.
+- REVISION: `2026-07-28` serves that stateless revision only, as SEP-3415
+  (Final) defines the extension for it: `server/discover` lists it with the
+  capability under `extensions`, `initialize` is refused, and every other
+  request must carry `_meta["io.modelcontextprotocol/protocolVersion"]`
+  (else -32602 naming it). Default: 2025-11-25 (`initialize`).
 - SUBSCRIPTIONS_FILE: when set, the webhook subscriptions are read from this
   JSON file at start and written back after each change (without secrets),
   so that they outlive one process (the CLI starts one per command).
@@ -55,6 +60,8 @@ HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "500") or 0)
 KEEP = int(os.environ.get("KEEP", "50"))
 PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
 SUBSCRIPTIONS_FILE = os.environ.get("SUBSCRIPTIONS_FILE")
+STATELESS = os.environ.get("REVISION") == "2026-07-28"
+VERSION_META = "io.modelcontextprotocol/protocolVersion"
 
 EVENTS = [
     {
@@ -407,13 +414,25 @@ def main():
                         state["cancelled"].append(params.get("requestId"))
             continue
         rid = msg["id"]
-        if method == "initialize":
+        if STATELESS and method == "server/discover":
+            send_result(rid, complete({
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": capabilities(),
+                "serverInfo": {"name": "events-server", "version": "0.1.0"}}))
+        elif STATELESS and method == "initialize":
+            send_error(rid, _mini.INVALID_PARAMS, "Unsupported protocol version",
+                       {"supported": ["2026-07-28"],
+                        "requested": params.get("protocolVersion")})
+        elif STATELESS and (params.get("_meta") or {}).get(VERSION_META) != "2026-07-28":
+            send_error(rid, _mini.INVALID_PARAMS,
+                       "%s: _meta %s must be 2026-07-28" % (method, VERSION_META))
+        elif method == "initialize":
             send_result(rid, _mini.initialize_result(params, "events-server",
                                                      capabilities=capabilities()))
         elif method == "ping":
             send_result(rid, {})
         elif method == "tools/list":
-            send_result(rid, {"tools": TOOLS})
+            send_result(rid, complete({"tools": TOOLS}) if STATELESS else {"tools": TOOLS})
         elif method == "tools/call":
             call_tool(rid, params)
         elif method == "events/list":
