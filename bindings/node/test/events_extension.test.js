@@ -142,6 +142,31 @@ test('a stream delivers occurrences on the hub events and keeps the cursor', T, 
   }
 })
 
+test("a stream's error and termination carry the server's code and data", T, async () => {
+  const hub = await Hub.connect({ mcpServers: { ev: events({}) } })
+  try {
+    const active = nextEvent(hub, (e) => e.type === 'event_stream' && e.state === 'active')
+    const stream = await hub.streamEvents('ev', 'ticket.created')
+    await active
+    const error = nextEvent(hub, (e) => e.type === 'event_stream' && e.state === 'error')
+    await hub.callTool('mcp_ev_fail_streams', {
+      kind: 'error', code: -32025, message: 'Forbidden', data: { reason: 'revoked' },
+    })
+    const e = await error
+    assert.equal(e.subscription, stream.id)
+    assert.equal(e.error_code, -32025)
+    assert.deepEqual(e.error_data, { reason: 'revoked' })
+    const ended = nextEvent(hub, (e) => e.type === 'event_stream' && e.state === 'terminated')
+    await hub.callTool('mcp_ev_fail_streams', { kind: 'terminated', code: -32023, message: 'gone' })
+    const t = await ended
+    assert.equal(t.error_code, -32023)
+    assert.equal(t.error_data, undefined)
+    stream.stop()
+  } finally {
+    await hub.close()
+  }
+})
+
 test('webhook subscriptions', T, async () => {
   const hub = await Hub.connect({ mcpServers: { ev: events() } })
   try {

@@ -162,6 +162,31 @@ def test_an_ended_stream_is_told_on_on_event():
         stream.stop()
 
 
+def test_a_streams_error_and_termination_carry_the_servers_code_and_data():
+    got: list = []
+    ended = threading.Event()
+
+    def on_event(event: Dict[str, Any]) -> None:
+        if event["type"] == "event_stream":
+            got.append(event)
+            if event["state"] == "terminated":
+                ended.set()
+
+    with mcpmux.Hub.connect(config(ev=events_server()), on_event=on_event) as hub:
+        stream = hub.stream_events("ev", "ticket.created")
+        until(lambda: any(e["state"] == "active" for e in got), "no active")
+        tool(hub, "fail_streams", {"kind": "error", "code": -32025, "message": "Forbidden",
+                                   "data": {"reason": "revoked"}})
+        until(lambda: any(e["state"] == "error" for e in got), "no error")
+        error = next(e for e in got if e["state"] == "error")
+        assert error["error_code"] == -32025 and error["error_data"] == {"reason": "revoked"}
+        assert error["subscription"] == stream.id
+        tool(hub, "fail_streams", {"kind": "terminated", "code": -32023, "message": "gone"})
+        assert ended.wait(HANG)
+        assert got[-1]["error_code"] == -32023 and "error_data" not in got[-1]
+        stream.stop()
+
+
 def test_webhook_subscriptions():
     with mcpmux.Hub.connect(config(ev=events_server())) as hub:
         with pytest.raises(mcpmux.InvalidInput, match="https"):

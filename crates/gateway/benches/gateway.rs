@@ -56,6 +56,9 @@
 //! connect that fails with "Cannot assign requested address" asks for a
 //! wider `net.ipv4.ip_local_port_range` (see docs/performance-runs.md).
 //!
+//! `MCPMUX_BENCH_ONLY=fleet` runs the fleet figures alone (for profiling
+//! the relay).
+//!
 //! Informational: the program exits 0 whatever the figures, non-zero only
 //! when something fails. `$MCPMUX_BENCH_ROWS` appends the rows to a file for
 //! `benches/run.sh` (the format of `core/benches/stdio/report.rs`).
@@ -176,6 +179,22 @@ fn run() -> Res<()> {
     let rounds = harness::rounds(quick);
     let block = harness::block(quick);
     let mut report = Report::default();
+    let fleet_only = std::env::var("MCPMUX_BENCH_ONLY").is_ok_and(|v| v == "fleet");
+    if fleet_only {
+        rt.block_on(fleet(
+            &echo,
+            &mcpmux,
+            &workspace,
+            scratch.path(),
+            rounds,
+            block,
+            &mut report,
+        ))?;
+        println!("mcpmux gateway benchmark (fleet only)");
+        println!();
+        report.print("gateway")?;
+        return Ok(());
+    }
     rt.block_on(async {
         report.section(
             1,
