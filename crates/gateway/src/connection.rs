@@ -14,7 +14,7 @@
 //! its new requests get that error at once.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -55,9 +55,13 @@ pub struct Connection {
     /// This client as the target of relayed server requests.
     downstream: Arc<Downstream>,
     inflight: Arc<Mutex<HashMap<String, AbortHandle>>>,
-    forwarder: AbortHandle,
-    /// Every request is of the stateless revision (see [`Connection::set_stateless`]).
-    stateless: AtomicBool,
+    /// The task forwarding the hub's notifications; none for a stateless
+    /// request's connection, which has nowhere to send them.
+    forwarder: Option<AbortHandle>,
+    /// Every request is of the stateless revision, answered in its shapes
+    /// also when its `_meta` does not name the revision (over HTTP the
+    /// `MCP-Protocol-Version` header may be all that names it).
+    stateless: bool,
 }
 
 impl Connection {
@@ -65,6 +69,18 @@ impl Connection {
     /// transport drains, or a router); starts forwarding the hub's
     /// notifications.
     pub(crate) fn new(gateway: Gateway, out: Out) -> Connection {
+        Connection::build(gateway, out, false)
+    }
+
+    /// A connection for one request of the stateless revision: every
+    /// request answered in its shapes, and no forwarding of the hub's
+    /// notifications, which such a request's response does not carry (a
+    /// spawned task per request saved).
+    pub(crate) fn stateless(gateway: Gateway, out: Out) -> Connection {
+        Connection::build(gateway, out, true)
+    }
+
+    fn build(gateway: Gateway, out: Out, stateless: bool) -> Connection {
         gateway
             .inner
             .pin_watch
@@ -74,13 +90,15 @@ impl Connection {
             gateway.inner.options.client_budget_bytes,
             gateway.inner.total.clone(),
         );
-        let forwarder = tokio::spawn(forward_events(
-            gateway.clone(),
-            out.clone(),
-            log_level.clone(),
-            budget.clone(),
-        ))
-        .abort_handle();
+        let forwarder = (!stateless).then(|| {
+            tokio::spawn(forward_events(
+                gateway.clone(),
+                out.clone(),
+                log_level.clone(),
+                budget.clone(),
+            ))
+            .abort_handle()
+        });
         static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
         let downstream = Arc::new(Downstream {
             id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
@@ -105,15 +123,8 @@ impl Connection {
             downstream,
             inflight: Arc::default(),
             forwarder,
-            stateless: AtomicBool::new(false),
+            stateless,
         }
-    }
-
-    /// Answers every request in the stateless revision's shapes, also those
-    /// that do not name the revision in their `_meta` (over HTTP the
-    /// `MCP-Protocol-Version` header may be all that names it).
-    pub fn set_stateless(&self) {
-        self.stateless.store(true, Ordering::Relaxed);
     }
 
     /// Acts on one message from the client: a request is answered on its
@@ -190,7 +201,7 @@ impl Connection {
             self.attach(&params);
         }
         // The stateless revision's results carry members older ones lack.
-        let stateless = self.stateless.load(Ordering::Relaxed)
+        let stateless = self.stateless
             || params
                 .get("_meta")
                 .and_then(|m| m.get(mcpmux_core::internal::stateless::META_PROTOCOL_VERSION))
@@ -271,7 +282,9 @@ impl Connection {
 
     /// Cancels the client's calls in flight and stops forwarding.
     pub fn close(&self) {
-        self.forwarder.abort();
+        if let Some(forwarder) = &self.forwarder {
+            forwarder.abort();
+        }
         super::stateful_tasks::forget(&self.gateway, self.downstream.id);
         for (_, task) in self.inflight.lock().unwrap().drain() {
             task.abort();

@@ -656,11 +656,20 @@ impl Session {
     /// sent (by the task that answered, or the engine thread reporting
     /// progress).
     fn start(gateway: Gateway) -> Session {
+        Session::with_connection(gateway, Connection::new)
+    }
+
+    /// A session for one request of the stateless revision.
+    fn stateless(gateway: Gateway) -> Session {
+        Session::with_connection(gateway, Connection::stateless)
+    }
+
+    fn with_connection(gateway: Gateway, connect: fn(Gateway, Out) -> Connection) -> Session {
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let table = routes.clone();
         let out = Out::Route(Arc::new(move |msg| route(&table, msg)));
         Session {
-            connection: Connection::new(gateway, out),
+            connection: connect(gateway, out),
             routes,
             last_used: Mutex::new(std::time::Instant::now()),
         }
@@ -1052,8 +1061,7 @@ fn pick_session(
             Ok((session, Some(id), false))
         }
         (None, None, true) => {
-            let session = Session::start(state.gateway.clone());
-            session.connection.set_stateless();
+            let session = Session::stateless(state.gateway.clone());
             Ok((Arc::new(session), None, true))
         }
         (None, None, false) => Err(plain(

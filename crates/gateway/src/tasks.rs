@@ -653,17 +653,6 @@ impl Tasks {
     }
 }
 
-/// Aborts the call it holds when dropped, unless taken first.
-struct AbortOnDrop(Option<AbortHandle>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(call) = self.0.take() {
-            call.abort();
-        }
-    }
-}
-
 pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
     params
         .get("taskId")
@@ -715,19 +704,18 @@ where
             let _ = tx.send(());
         }
     }));
-    let mut running = tokio::spawn(call(opts));
-    // A client gone before the call became its task takes the call along.
-    let mut abandoned = AbortOnDrop(Some(running.abort_handle()));
+    // Polled here until it becomes a task (most calls end first: no task
+    // spawned for them); a client gone before then drops it, taking the
+    // call along.
+    let mut running = call(opts);
     tokio::select! {
-        outcome = &mut running => {
-            outcome.map_err(|e| Error::Internal(format!("tools/call: {e}")))?
-        }
+        outcome = &mut running => outcome,
         Ok(()) = became_rx => {
             if !gateway.inner.tasks.insert(&task) {
                 // Past the bound: the client waits for the call instead.
-                return running.await.map_err(|e| Error::Internal(format!("tools/call: {e}")))?;
+                return running.await;
             }
-            abandoned.0 = None;
+            let running = tokio::spawn(running);
             task.lock().published = true;
             *task.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(running.abort_handle());
             let created = task.created();

@@ -779,7 +779,7 @@ impl SessionPolicy {
         let mut bytes = 0u64;
         let mut truncated = false;
         let outcome = self
-            .run_inner(hub, name, tool.as_deref(), arguments, opts, &mut bytes)
+            .run_inner(hub, name, tool.as_ref(), arguments, opts, &mut bytes)
             .await;
         let (status, redactions, code) = match &outcome {
             Outcome::Refused(e, status) => (*status, 0, Some(e.code())),
@@ -827,7 +827,7 @@ impl SessionPolicy {
         &self,
         hub: &dyn ToolRouter,
         name: &str,
-        tool: Option<&HubTool>,
+        tool: Option<&Arc<HubTool>>,
         arguments: Option<&Value>,
         opts: &CallOptions,
         bytes: &mut u64,
@@ -856,13 +856,13 @@ impl SessionPolicy {
         if self.pins_server(&tool.server) {
             // The definition the hub holds now, whatever was offered.
             let events = hub.event_sender();
-            let found = match self.pins.observe_one(tool) {
+            let found = match self.pins.observe_shared(tool) {
                 Some(found) => found,
                 // First sight of the server: pin its whole list.
                 None => {
                     let mut listed = hub.tools_of_server(&tool.server);
                     if listed.is_empty() {
-                        listed.push(tool.clone());
+                        listed.push(HubTool::clone(tool));
                     }
                     self.pins.observe(&tool.server, &listed)
                 }
