@@ -151,7 +151,7 @@ impl Connection {
 
     /// [`Connection::handle`] up to the point of waiting: the refusal to
     /// send, if the message is a request refused at once.
-    fn dispatch(&self, msg: Value, via: ServedVia) -> Option<Value> {
+    fn dispatch(&self, mut msg: Value, via: ServedVia) -> Option<Value> {
         let Some(method) = msg.get("method").and_then(Value::as_str) else {
             if let (Some(_), Some(id)) = (msg.get("method"), msg.get("id")) {
                 return Some(error_answer(
@@ -165,7 +165,9 @@ impl Connection {
             self.downstream.answered(&msg);
             return None;
         };
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let method = method.to_owned();
+        // Moved out, not copied: the message is not looked at again.
+        let params = msg.get_mut("params").map_or(Value::Null, Value::take);
         let Some(id) = msg.get("id").cloned() else {
             if method == "notifications/cancelled" {
                 if let Some(request) = params.get("requestId") {
@@ -210,7 +212,6 @@ impl Connection {
         let gateway = self.gateway.clone();
         let out = self.out.clone();
         let log_level = self.log_level.clone();
-        let method = method.to_owned();
         let table = self.inflight.clone();
         let task_key = key.clone();
         let budget = self.budget.clone();

@@ -350,8 +350,16 @@ where
                 let weak: std::sync::Weak<PendingCall> = Arc::downgrade(&call);
                 relay.route_call(&server, weak);
             }
-            let running = Running(tokio::spawn(start(call.handlers())));
-            (call, running)
+            // Polled here until the server asks something (most calls end
+            // first: no task spawned for them), then run in the background
+            // while the client answers.
+            let mut started = super::tasks::inline(start(call.handlers()));
+            tokio::select! {
+                outcome = &mut started => return outcome,
+                () = call.asked() => {}
+            }
+            let running = Running(tokio::spawn(started));
+            return gather(gateway, call, running).await;
         }
     };
     follow(gateway, call, running).await
@@ -363,13 +371,25 @@ async fn follow(
     call: Arc<PendingCall>,
     mut running: Running,
 ) -> Result<Value, Error> {
-    let joined = |outcome: Result<Result<Value, Error>, tokio::task::JoinError>| {
-        outcome.map_err(|e| Error::Internal(format!("tools/call: {e}")))?
-    };
     tokio::select! {
         outcome = &mut running.0 => return joined(outcome),
         () = call.asked() => {}
     }
+    gather(gateway, call, running).await
+}
+
+fn joined(outcome: Result<Result<Value, Error>, tokio::task::JoinError>) -> Result<Value, Error> {
+    outcome.map_err(|e| Error::Internal(format!("tools/call: {e}")))?
+}
+
+/// A call whose server asked something: the questions asked with it
+/// gathered, then the call parked for the client's retry (or its outcome,
+/// when it ends first).
+async fn gather(
+    gateway: &Gateway,
+    call: Arc<PendingCall>,
+    mut running: Running,
+) -> Result<Value, Error> {
     // Questions asked together go out together.
     tokio::select! {
         outcome = &mut running.0 => return joined(outcome),

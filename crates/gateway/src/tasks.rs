@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use futures::future::BoxFuture;
 use mcpmux_core::client::{CallOptions, ClientHandlers, RequestHandler, ServerRequest};
 use mcpmux_core::error::Error;
 use serde_json::{json, Map, Value};
@@ -177,12 +178,39 @@ pub(crate) fn unknown_task(id: &str) -> Error {
 /// `prefix` and 128 random bits in hex: an id only who was given it can
 /// use. `None` when the system has no randomness to give.
 pub(crate) fn random_id(prefix: &str) -> Option<String> {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).ok()?;
-    Some(format!(
-        "{prefix}{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    use std::fmt::Write;
+    let bytes = random_16()?;
+    let mut id = String::with_capacity(prefix.len() + 32);
+    id.push_str(prefix);
+    for b in bytes {
+        let _ = write!(id, "{b:02x}");
+    }
+    Some(id)
+}
+
+/// 16 bytes from the operating system's CSPRNG, drawn [`POOL_BYTES`] at a
+/// time per thread: every `tools/call` of a client that declares tasks
+/// makes an id, and one system call per id was a tenth of the gateway's
+/// own work per call. Bytes handed out are wiped from the pool.
+fn random_16() -> Option<[u8; 16]> {
+    use std::cell::RefCell;
+    const POOL_BYTES: usize = 512;
+    thread_local! {
+        static POOL: RefCell<([u8; POOL_BYTES], usize)> =
+            const { RefCell::new(([0; POOL_BYTES], POOL_BYTES)) };
+    }
+    POOL.with(|pool| {
+        let (bytes, used) = &mut *pool.borrow_mut();
+        if *used + 16 > POOL_BYTES {
+            getrandom::fill(bytes).ok()?;
+            *used = 0;
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&bytes[*used..*used + 16]);
+        bytes[*used..*used + 16].fill(0);
+        *used += 16;
+        Some(out)
+    })
 }
 
 /// [`random_id`] of an id only this replica can serve: `prefix`, the
@@ -653,6 +681,23 @@ impl Tasks {
     }
 }
 
+/// `call` polled in place, a panic in it made an error (as the task it
+/// used to be spawned on made it) so that the client still gets an answer.
+pub(crate) fn inline(
+    call: BoxFuture<'static, Result<Value, Error>>,
+) -> BoxFuture<'static, Result<Value, Error>> {
+    use futures::FutureExt;
+    Box::pin(
+        std::panic::AssertUnwindSafe(call)
+            .catch_unwind()
+            .map(|outcome| {
+                outcome.unwrap_or_else(|_| {
+                    Err(Error::Internal("tools/call: the call panicked".into()))
+                })
+            }),
+    )
+}
+
 pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
     params
         .get("taskId")
@@ -707,7 +752,7 @@ where
     // Polled here until it becomes a task (most calls end first: no task
     // spawned for them); a client gone before then drops it, taking the
     // call along.
-    let mut running = call(opts);
+    let mut running = inline(call(opts));
     tokio::select! {
         outcome = &mut running => outcome,
         Ok(()) = became_rx => {
@@ -737,6 +782,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_from_the_pool_are_distinct_hex_across_refills_and_threads() {
+        let draw = || {
+            (0..1000)
+                .map(|_| random_id("t-").unwrap())
+                .collect::<Vec<_>>()
+        };
+        let mut ids = draw();
+        ids.extend(std::thread::spawn(draw).join().unwrap());
+        for id in &ids {
+            let hex = id.strip_prefix("t-").unwrap();
+            assert_eq!(hex.len(), 32, "{id}");
+            assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+            assert_ne!(hex, "0".repeat(32), "a wiped slot was handed out");
+        }
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len());
+    }
 
     #[test]
     fn an_inlined_result_loses_only_the_v1_related_task_key() {

@@ -16,7 +16,8 @@
 //! Pins are kept per config: in the user's [`store`] under the config
 //! file's real path, or, for a config given as text, in memory for the
 //! life of the policy. One [`Pins`] is shared by a policy's calls (any
-//! thread); it reads the store again only when the file changed.
+//! thread); it reads the store again only when the file changed (a call
+//! looks at the file at most once a millisecond).
 
 pub mod definition;
 pub mod store;
@@ -39,6 +40,11 @@ const MAX_REPORTED: usize = 4096;
 /// Most definition hashes kept for the hub's shared tools (past it the
 /// memory starts afresh).
 const MAX_HASHED: usize = 4096;
+/// How long a call trusts the store file's stamp it last looked at: a
+/// `stat` per call was a tenth of the gateway's own work per relayed call,
+/// and an edit by another process (`mcpmux policy approve`) is still seen
+/// by every call that starts this long after it.
+const RESTAT_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Where a tool stands against its pin.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -96,6 +102,8 @@ struct State {
     pins: ConfigPins,
     /// The store file's stamp when last read; `None` before the first read.
     stamp: Option<Option<(u64, std::time::SystemTime)>>,
+    /// When a call last looked at the stamp (see [`RESTAT_AFTER`]).
+    looked: Option<std::time::Instant>,
     /// `(server, tool)` to the field names that changed (or `["new"]`).
     quarantined: BTreeMap<(String, String), Vec<String>>,
     /// `(server, tool, sha256)` already reported.
@@ -256,7 +264,14 @@ impl Pins {
 
     fn check_one(&self, tool: &HubTool, shared: Option<&Arc<HubTool>>) -> Option<Vec<Quarantined>> {
         let mut guard = self.lock();
-        self.reload(&mut guard);
+        let now = std::time::Instant::now();
+        if guard
+            .looked
+            .is_none_or(|at| now.duration_since(at) >= RESTAT_AFTER)
+        {
+            self.reload(&mut guard);
+            guard.looked = Some(now);
+        }
         let state = &mut *guard;
         let pin = state.pins.get(&tool.server)?.get(&tool.tool);
         let known = shared.and_then(|shared| {
