@@ -63,8 +63,14 @@ fn shown(task: &GatewayTask) -> Value {
     if let Some(m) = &state.message {
         shown.insert("statusMessage".into(), m.clone().into());
     }
-    shown.insert("createdAt".into(), task.created_at.clone().into());
-    shown.insert("lastUpdatedAt".into(), state.last_updated_at.clone().into());
+    shown.insert(
+        "createdAt".into(),
+        super::tasks::shown_time(task.created_at).into(),
+    );
+    shown.insert(
+        "lastUpdatedAt".into(),
+        super::tasks::shown_time(state.last_updated_at).into(),
+    );
     shown.insert("ttl".into(), (task.ttl.as_millis() as u64).into());
     shown.insert("pollInterval".into(), tasks::POLL_INTERVAL_MS.into());
     Value::Object(shown)

@@ -76,7 +76,7 @@ pub(crate) struct GatewayTask {
     me: std::sync::Weak<GatewayTask>,
     pub(crate) id: String,
     created: Instant,
-    pub(crate) created_at: String,
+    pub(crate) created_at: SystemTime,
     /// How long it is kept after its creation once it ended.
     pub(crate) ttl: Duration,
     /// The 2025-11-25 connection it belongs to (`None`: a 2026-07-28
@@ -99,7 +99,7 @@ pub(crate) struct TaskState {
     pub(crate) published: bool,
     pub(crate) status: &'static str,
     pub(crate) message: Option<String>,
-    pub(crate) last_updated_at: String,
+    pub(crate) last_updated_at: SystemTime,
     pub(crate) result: Option<Value>,
     pub(crate) error: Option<Value>,
     /// Open questions: key, `{method, params}`, who waits for the answer.
@@ -109,8 +109,15 @@ pub(crate) struct TaskState {
     asking: usize,
 }
 
-fn now() -> String {
-    mcpmux_policy::audit::rfc3339(SystemTime::now())
+// Kept as times and written as text only when shown: most calls never
+// become tasks, and formatting two timestamps was a part of every call.
+fn now() -> SystemTime {
+    SystemTime::now()
+}
+
+/// `at` as the tasks' RFC 3339 text.
+pub(crate) fn shown_time(at: SystemTime) -> String {
+    mcpmux_policy::audit::rfc3339(at)
 }
 
 pub(crate) fn terminal(status: &str) -> bool {
@@ -271,7 +278,7 @@ impl GatewayTask {
             me: me.clone(),
             id,
             created: Instant::now(),
-            created_at: at.clone(),
+            created_at: at,
             ttl,
             owner,
             asker,
@@ -309,8 +316,11 @@ impl GatewayTask {
         if let Some(m) = &state.message {
             task.insert("statusMessage".into(), m.clone().into());
         }
-        task.insert("createdAt".into(), self.created_at.clone().into());
-        task.insert("lastUpdatedAt".into(), state.last_updated_at.clone().into());
+        task.insert("createdAt".into(), shown_time(self.created_at).into());
+        task.insert(
+            "lastUpdatedAt".into(),
+            shown_time(state.last_updated_at).into(),
+        );
         task.insert("ttlMs".into(), (self.ttl.as_millis() as u64).into());
         task.insert("pollIntervalMs".into(), POLL_INTERVAL_MS.into());
         match state.status {
