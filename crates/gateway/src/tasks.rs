@@ -195,10 +195,10 @@ pub(crate) fn random_id(prefix: &str) -> Option<String> {
     Some(id)
 }
 
-/// 16 bytes from the operating system's CSPRNG, drawn [`POOL_BYTES`] at a
-/// time per thread: every `tools/call` of a client that declares tasks
-/// makes an id, and one system call per id was a tenth of the gateway's
-/// own work per call. Bytes handed out are wiped from the pool.
+/// 16 bytes from the operating system's CSPRNG, drawn 512 at a time per
+/// thread: every `tools/call` of a client that declares tasks makes an id,
+/// and a system call per id was a few percent of the gateway's work per
+/// relayed call. Bytes handed out are wiped from the pool.
 fn random_16() -> Option<[u8; 16]> {
     use std::cell::RefCell;
     const POOL_BYTES: usize = 512;

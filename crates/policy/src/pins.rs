@@ -41,7 +41,7 @@ const MAX_REPORTED: usize = 4096;
 /// memory starts afresh).
 const MAX_HASHED: usize = 4096;
 /// How long a call trusts the store file's stamp it last looked at: a
-/// `stat` per call was a tenth of the gateway's own work per relayed call,
+/// `stat` per call was a few percent of the gateway's work per relayed call,
 /// and an edit by another process (`mcpmux policy approve`) is still seen
 /// by every call that starts this long after it.
 const RESTAT_AFTER: std::time::Duration = std::time::Duration::from_millis(1);
