@@ -345,8 +345,8 @@ typedef void (*mcpmux_host_fn)(void *user_data, const char *request_json, struct
  * An event listener: called once per hub event, in order, on an engine
  * thread (never the caller's), with the event as JSON: `{"type":
  * "server_state" | "tools_changed" | "resources_changed" |
- * "prompts_changed" | "resource_updated" | "log" | "task_status" |
- * "lagged", ...}` (see docs/events-and-tasks.md#events). `event_json` is borrowed:
+ * "prompts_changed" | "events_changed" | "resource_updated" | "log" |
+ * "task_status" | "event" | "event_stream" | "lagged", ...}` (see docs/events-and-tasks.md#events). `event_json` is borrowed:
  * valid only during the callback (copy it to keep it; do not free it).
  * The callback should return quickly: events wait for it, and one that
  * falls 1024 events behind loses the oldest (a `lagged` event says how

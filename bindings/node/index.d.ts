@@ -453,7 +453,7 @@ export interface ToolQuarantinedEvent {
 
 /** A server's resource or prompt list changed. */
 export interface ListChangedEvent {
-  type: 'resources_changed' | 'prompts_changed'
+  type: 'resources_changed' | 'prompts_changed' | 'events_changed'
   server: string
 }
 

@@ -1171,7 +1171,7 @@ class Hub extends EventEmitter {
    * An async iterator of this hub's events from now on, in order:
    * `{type: 'server_state', server, state, error?, code?, attempt}`,
    * `{type: 'tools_changed', server, added, removed}`,
-   * `{type: 'resources_changed' | 'prompts_changed', server}`,
+   * `{type: 'resources_changed' | 'prompts_changed' | 'events_changed', server}`,
    * `{type: 'resource_updated', server, uri}`,
    * `{type: 'log', server, level, logger?, data}`,
    * `{type: 'task_status', server, task_id, status, message?}`, and

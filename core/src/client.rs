@@ -352,6 +352,11 @@ struct ClientInner {
     event_streams: Arc<crate::events_ext::Streams>,
     /// The compiled `outputSchema`s of the tools, for checking results.
     output_checks: OutputChecks,
+    /// The `subscriptions/listen` stream of a 2026-07-28 connection whose
+    /// server offers something to listen for.
+    listener: Option<Arc<crate::listen::Listener>>,
+    /// Dropped with the client: ends the listener's task.
+    _listening: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// The state of list_changed refreshes of one client.
@@ -410,6 +415,10 @@ impl Client {
         peer.attach(transport);
         match Self::lifecycle(config, options, &peer).await {
             Ok((init, stateless)) => {
+                let listener = stateless
+                    .as_ref()
+                    .and_then(|_| crate::listen::Listener::new(&config.name, &init.capabilities));
+                let (listening, dropped) = tokio::sync::oneshot::channel();
                 let client = Client {
                     inner: Arc::new(ClientInner {
                         config: config.clone(),
@@ -424,9 +433,19 @@ impl Client {
                         task_seen: Default::default(),
                         event_streams: inbound.event_streams.clone(),
                         output_checks: OutputChecks::default(),
+                        listener: listener.clone(),
+                        _listening: listener.is_some().then_some(listening),
                     }),
                 };
                 let _ = inbound.client.set(Arc::downgrade(&client.inner));
+                if let (Some(listener), Some(meta)) = (listener, &client.inner.stateless) {
+                    tokio::spawn(crate::listen::run(
+                        listener,
+                        client.inner.peer.clone(),
+                        meta.clone(),
+                        dropped,
+                    ));
+                }
                 if client.inner.init.has_capability("tools") {
                     if let Err(e) = client.refresh_tools().await {
                         // A listing bound the server passed stays a
@@ -468,10 +487,14 @@ impl Client {
         };
         if try_stateless {
             // The tasks extension is declared with every request of this
-            // revision (SEP-2663): a task answer is always understood.
+            // revision (SEP-2663): a task answer is always understood. So is
+            // the events extension, whose client side is always there.
             let meta = RequestMeta::new(
                 stateless::VERSION,
-                &crate::tasks::declare_extension(&capabilities),
+                &crate::tasks::declare_extension(
+                    &capabilities,
+                    &[crate::tasks::EXTENSION, crate::events_ext::EXTENSION],
+                ),
                 &options.client_info,
             );
             match Self::discover(config, peer, &meta).await {
@@ -866,6 +889,29 @@ impl Client {
                 self.name()
             ))
         })
+    }
+
+    /// Whether this connection speaks the stateless 2026-07-28 revision.
+    pub fn is_stateless(&self) -> bool {
+        self.inner.stateless.is_some()
+    }
+
+    /// Listens for changes of resource `uri` (`on`) or stops (on the
+    /// 2026-07-28 revision, where `subscriptions/listen` replaces
+    /// `resources/subscribe`): see [`crate::listen::Listener::watch_resource`].
+    /// `INVALID_INPUT` when the server offers no resource subscriptions.
+    pub(crate) async fn listen_resource(&self, uri: &str, on: bool) -> Result<(), Error> {
+        match &self.inner.listener {
+            Some(listener) => {
+                listener
+                    .watch_resource(uri, on, self.inner.config.timeout)
+                    .await
+            }
+            None => Err(Error::InvalidInput(format!(
+                "server '{}' does not offer resource subscriptions",
+                self.name()
+            ))),
+        }
     }
 
     /// The open `events/stream` requests of this connection.
@@ -1381,6 +1427,20 @@ impl Inbound for ClientInbound {
                         tracing::debug!(server = %self.server, error = %e, "task status ignored")
                     }
                 }
+            }
+            crate::listen::ACKNOWLEDGED => {
+                let listener = self
+                    .client
+                    .get()
+                    .and_then(Weak::upgrade)
+                    .and_then(|inner| inner.listener.clone());
+                if let Some(listener) = listener {
+                    listener.acknowledged(&value());
+                }
+            }
+            "notifications/events/list_changed" => {
+                self.events
+                    .send(HubEvent::EventsChanged { server: server() });
             }
             m if m.starts_with("notifications/events/") => {
                 self.event_streams

@@ -67,6 +67,12 @@ pub enum HubEvent {
         /// The configured server name.
         server: String,
     },
+    /// A server's event types changed (`notifications/events/list_changed`
+    /// of the events extension): list them again.
+    EventsChanged {
+        /// The configured server name.
+        server: String,
+    },
     /// A subscribed resource changed (`notifications/resources/updated`).
     ResourceUpdated {
         /// The configured server name.

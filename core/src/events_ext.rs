@@ -66,6 +66,18 @@ pub fn offered(capabilities: &Value) -> bool {
     extension || capabilities.get("events").is_some_and(Value::is_object)
 }
 
+/// Whether `capabilities` say the server tells its clients when its event
+/// types change (`listChanged: true` in the extension's capability).
+pub fn offers_list_changed(capabilities: &Value) -> bool {
+    capabilities
+        .get("extensions")
+        .and_then(|e| e.get(EXTENSION))
+        .or_else(|| capabilities.get("events"))
+        .and_then(|e| e.get("listChanged"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
 /// One occurrence of an event type.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Occurrence {

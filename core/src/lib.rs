@@ -47,6 +47,7 @@ pub(crate) mod files;
 pub mod fuzzing;
 pub mod hub;
 pub(crate) mod jsonrpc;
+pub(crate) mod listen;
 pub(crate) mod net;
 pub mod output_check;
 pub(crate) mod param_headers;

@@ -81,15 +81,19 @@ pub fn offers_extension(capabilities: &Value) -> bool {
         .is_some_and(Value::is_object)
 }
 
-/// Client capabilities with the tasks extension declared (2026-07-28).
-pub fn declare_extension(capabilities: &Value) -> Value {
+/// Client capabilities with `extensions` declared (each as `{}`), as the
+/// 2026-07-28 revision's extensions are declared (the tasks extension,
+/// and the events extension, which a client MAY declare).
+pub fn declare_extension(capabilities: &Value, names: &[&str]) -> Value {
     let mut capabilities = capabilities.clone();
     if let Value::Object(map) = &mut capabilities {
         let extensions = map
             .entry("extensions")
             .or_insert_with(|| Value::Object(Default::default()));
         if let Value::Object(extensions) = extensions {
-            extensions.insert(EXTENSION.into(), Value::Object(Default::default()));
+            for name in names {
+                extensions.insert((*name).into(), Value::Object(Default::default()));
+            }
         }
     }
     capabilities
@@ -338,7 +342,7 @@ mod tests {
         assert!(
             created_task_flat("s", &json!({"content": [], "resultType": "complete"})).is_none()
         );
-        let caps = declare_extension(&json!({"roots": {}}));
+        let caps = declare_extension(&json!({"roots": {}}), &[EXTENSION]);
         assert_eq!(caps["extensions"][EXTENSION], json!({}));
         assert_eq!(caps["roots"], json!({}));
         assert!(offers_extension(&json!({"extensions": {EXTENSION: {}}})));

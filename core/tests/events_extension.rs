@@ -446,3 +446,66 @@ async fn works_on_the_2026_07_28_revision() {
         .unwrap();
     hub.close().await;
 }
+
+/// On 2026-07-28 the client declares the extension, and a server whose
+/// capability says `listChanged: true` is asked for
+/// `notifications/events/list_changed` on the `subscriptions/listen`
+/// stream; each one reaches the host as `events_changed`. On 2025-11-25
+/// the server sends it unasked, with the same result.
+#[tokio::test]
+async fn a_change_of_event_types_reaches_the_host_on_both_revisions() {
+    for stateless in [true, false] {
+        let entry = if stateless {
+            script_entry(
+                "ev",
+                "events_server.py",
+                "protocol_version = \"2026-07-28\"\nenv = { REVISION = \"2026-07-28\", LIST_CHANGED = \"1\" }",
+            )
+        } else {
+            events_entry("ev", "LIST_CHANGED = \"1\"")
+        };
+        let hub = Hub::connect(config(&[entry])).await.unwrap();
+        let mut events = hub.events();
+        // The listen stream is opened by a task of its own.
+        let mut told = String::new();
+        for _ in 0..100 {
+            told = tool(&hub, "ev", "change_types", json!({})).await;
+            if told == "1" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(told, "1", "stateless: {stateless}");
+        let changed =
+            next_where(&mut events, |e| matches!(e, HubEvent::EventsChanged { .. })).await;
+        assert_eq!(
+            changed.to_json(),
+            json!({"type": "events_changed", "server": "ev"})
+        );
+        let seen = server_state(&hub, "ev").await;
+        assert_eq!(seen["declared"], json!(stateless), "{seen}");
+        if stateless {
+            assert_eq!(
+                seen["listeners"].as_array().map(Vec::len),
+                Some(1),
+                "{seen}"
+            );
+            assert_eq!(seen["listens"], json!(1), "one stream, opened once: {seen}");
+        }
+        hub.close().await;
+    }
+}
+
+/// Without `listChanged: true` nothing is asked for: no listen stream.
+#[tokio::test]
+async fn no_listen_stream_when_the_server_offers_no_list_changes() {
+    let entry = script_entry(
+        "ev",
+        "events_server.py",
+        "protocol_version = \"2026-07-28\"\nenv = { REVISION = \"2026-07-28\", LIST_CHANGED = \"0\" }",
+    );
+    let hub = Hub::connect(config(&[entry])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(server_state(&hub, "ev").await["listens"], json!(0));
+    hub.close().await;
+}

@@ -21,6 +21,15 @@ Env:
   capability under `extensions`, `initialize` is refused, and every other
   request must carry `_meta["io.modelcontextprotocol/protocolVersion"]`
   (else -32602 naming it). Default: 2025-11-25 (`initialize`).
+- LIST_CHANGED: `1` declares `listChanged: true` in the capability; then
+  the tool `change_types` sends `notifications/events/list_changed`: on
+  2026-07-28 on every `subscriptions/listen` stream that asked for it
+  (`eventsListChanged`, acknowledged first with
+  `notifications/subscriptions/acknowledged`), on 2025-11-25 unasked.
+  `state` lists the open listen streams under `listeners`, counts the
+  listen requests under `listens`, and says under
+  `declared` whether the last 2026-07-28 `tools/call` declared the
+  extension in its client capabilities.
 - SUBSCRIPTIONS_FILE: when set, the webhook subscriptions are read from this
   JSON file at start and written back after each change (without secrets),
   so that they outlive one process (the CLI starts one per command).
@@ -61,7 +70,9 @@ KEEP = int(os.environ.get("KEEP", "50"))
 PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
 SUBSCRIPTIONS_FILE = os.environ.get("SUBSCRIPTIONS_FILE")
 STATELESS = os.environ.get("REVISION") == "2026-07-28"
+LIST_CHANGED = os.environ.get("LIST_CHANGED") == "1"
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
+CAPS_META = "io.modelcontextprotocol/clientCapabilities"
 
 EVENTS = [
     {
@@ -86,6 +97,7 @@ TOOLS = [
                                                   "data": {"type": "object"}}}),
     _mini.tool("state", "Open streams, cancelled streams, webhook subscriptions."),
     _mini.tool("end_streams", "End every open stream."),
+    _mini.tool("change_types", "Send notifications/events/list_changed (LIST_CHANGED=1)."),
     _mini.tool("fail_streams", "Send notifications/events/<kind> with this error to every open stream.",
                {"type": "object", "properties": {"kind": {"type": "string"},
                                                   "code": {"type": "integer"},
@@ -101,6 +113,9 @@ state = {
     "cancelled": [],
     "subscriptions": {},  # key -> record
     "secrets_seen": 0,
+    "listeners": {},  # json id text -> id of subscriptions/listen streams
+    "listens": 0,  # subscriptions/listen requests received
+    "declared": False,  # the last tools/call's client declared the extension
 }
 if SUBSCRIPTIONS_FILE and os.path.exists(SUBSCRIPTIONS_FILE):
     with open(SUBSCRIPTIONS_FILE) as f:
@@ -350,9 +365,9 @@ def heartbeats():
 def capabilities():
     caps = {"tools": {}}
     if CAPABILITY in ("extension", "both"):
-        caps["extensions"] = {EXTENSION: {"listChanged": False}}
+        caps["extensions"] = {EXTENSION: {"listChanged": LIST_CHANGED}}
     if CAPABILITY in ("top", "both"):
-        caps["events"] = {"listChanged": False}
+        caps["events"] = {"listChanged": LIST_CHANGED}
     return caps
 
 
@@ -367,8 +382,23 @@ def call_tool(rid, params):
                       "cancelled": list(state["cancelled"]),
                       "subscriptions": sorted(state["subscriptions"].values(),
                                               key=lambda r: r["id"]),
-                      "secrets_seen": state["secrets_seen"]}
+                      "secrets_seen": state["secrets_seen"],
+                      "listeners": list(state["listeners"].values()),
+                      "listens": state["listens"],
+                      "declared": state["declared"]}
         send_result(rid, _mini.text_result(json.dumps(report)))
+    elif name == "change_types":
+        if STATELESS:
+            with lock:
+                listeners = list(state["listeners"].values())
+            for lid in listeners:
+                notify("notifications/events/list_changed", {"_meta": {SUB_KEY: lid}})
+        elif LIST_CHANGED:
+            listeners = [None]
+            notify("notifications/events/list_changed", {})
+        else:
+            listeners = []
+        send_result(rid, _mini.text_result(str(len(listeners))))
     elif name == "end_streams":
         with lock:
             streams = list(state["streams"].values())
@@ -392,6 +422,22 @@ def call_tool(rid, params):
         send_error(rid, _mini.INVALID_PARAMS, "Unknown tool: %s" % name)
 
 
+def listen(rid, params):
+    # Only what this server offers is acknowledged; the stream stays open
+    # (no answer) until cancelled.
+    asked = params.get("notifications") or {}
+    accepted = {}
+    if LIST_CHANGED and asked.get("eventsListChanged") is True:
+        accepted["eventsListChanged"] = True
+    with lock:
+        state["listens"] += 1
+    notify("notifications/subscriptions/acknowledged",
+           {"_meta": {SUB_KEY: rid}, "notifications": accepted})
+    if accepted:
+        with lock:
+            state["listeners"][json.dumps(rid)] = rid
+
+
 def main():
     for n in range(PRELOAD):
         emit("ticket.created", {"title": "preloaded %d" % n})
@@ -412,8 +458,13 @@ def main():
                 with lock:
                     if state["streams"].pop(key, None) is not None:
                         state["cancelled"].append(params.get("requestId"))
+                    state["listeners"].pop(key, None)
             continue
         rid = msg["id"]
+        if STATELESS and method == "tools/call":
+            caps = (params.get("_meta") or {}).get(CAPS_META) or {}
+            with lock:
+                state["declared"] = EXTENSION in (caps.get("extensions") or {})
         if STATELESS and method == "server/discover":
             send_result(rid, complete({
                 "supportedVersions": ["2026-07-28"],
@@ -449,6 +500,8 @@ def main():
             subscribe(rid, params)
         elif method == "events/unsubscribe":
             unsubscribe(rid, params)
+        elif STATELESS and method == "subscriptions/listen":
+            listen(rid, params)
         else:
             send_error(rid, _mini.METHOD_NOT_FOUND, "Method not found: %s" % method)
 

@@ -63,6 +63,7 @@ fn human(event: &HubEvent) -> String {
         }
         "resources_changed" => format!("{}: resource list changed", s("server")),
         "prompts_changed" => format!("{}: prompt list changed", s("server")),
+        "events_changed" => format!("{}: event types changed", s("server")),
         "resource_updated" => format!("{}: resource updated {}", s("server"), s("uri")),
         "log" => {
             let data = match &v["data"] {

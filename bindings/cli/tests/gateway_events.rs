@@ -211,3 +211,34 @@ fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
         "{ended}"
     );
 }
+
+/// A change of a server's event types reaches the gateway's client as
+/// `notifications/events/list_changed`, and the gateway says it will
+/// (`listChanged: true`) only when a server behind it does.
+#[test]
+fn a_change_of_event_types_is_relayed_to_the_gateways_client() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]\nenv = { LIST_CHANGED = \"1\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let caps = &gw.initialize_answer()["result"]["capabilities"]["extensions"]
+        ["io.modelcontextprotocol/events"];
+    assert_eq!(caps["listChanged"], true, "{}", gw.initialize_answer());
+    gw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "mcp_ev_change_types", "arguments": {}}}));
+    next_such(&mut gw, "notifications/events/list_changed", |m| {
+        m["method"] == "notifications/events/list_changed"
+    });
+
+    let quiet = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]",
+    ));
+    let gw = Raw::start(&quiet, &[]);
+    let caps = &gw.initialize_answer()["result"]["capabilities"]["extensions"]
+        ["io.modelcontextprotocol/events"];
+    assert_eq!(caps["listChanged"], false, "{}", gw.initialize_answer());
+}

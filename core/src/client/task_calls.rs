@@ -137,11 +137,6 @@ impl Client {
         tasks::accepts_tool_tasks(capabilities)
     }
 
-    /// Whether this connection speaks the stateless 2026-07-28 revision.
-    pub(super) fn is_stateless(&self) -> bool {
-        self.inner.stateless.is_some()
-    }
-
     /// How tool `name` (the server's own name) may run as a task, from its
     /// listed `execution.taskSupport`.
     pub fn task_support(&self, name: &str) -> TaskSupport {

@@ -122,7 +122,9 @@ impl Hub {
     /// else on the servers one of whose resource templates matches it, else
     /// on every server that can subscribe (succeeding when one accepts).
     /// Changes arrive as `resource_updated` events. A server that cannot
-    /// subscribe is `INVALID_INPUT` naming it.
+    /// subscribe is `INVALID_INPUT` naming it. On the 2026-07-28 revision
+    /// the URI joins the connection's `subscriptions/listen` stream, and the
+    /// call returns once the server acknowledged it.
     pub async fn subscribe(&self, uri: &str, server: Option<&str>) -> Result<(), Error> {
         self.subscription("resources/subscribe", uri, server).await
     }
@@ -154,14 +156,23 @@ impl Hub {
                 )));
                 continue;
             }
-            match client
-                .request(
-                    method,
-                    Some(&json!({ "uri": uri })),
-                    &CallOptions::default(),
-                )
-                .await
-            {
+            // 2026-07-28 has no resources/subscribe: the URI joins the
+            // connection's subscriptions/listen stream.
+            let answer = if client.is_stateless() {
+                client
+                    .listen_resource(uri, method == "resources/subscribe")
+                    .await
+            } else {
+                client
+                    .request(
+                        method,
+                        Some(&json!({ "uri": uri })),
+                        &CallOptions::default(),
+                    )
+                    .await
+                    .map(|_| ())
+            };
+            match answer {
                 Ok(_) => accepted = true,
                 Err(e) => last = Some(e),
             }

@@ -668,9 +668,16 @@ fn advertise_extensions(gateway: &Gateway, answer: &mut Value) {
         extensions.insert(super::tasks::EXTENSION.into(), json!({}));
     }
     if super::events::any_server_has_events(gateway) {
+        // A change of any server's event types is relayed (as
+        // `notifications/events/list_changed`) on the session's stream.
+        let list_changed = gateway.hub().servers().iter().any(|s| {
+            s.capabilities
+                .as_ref()
+                .is_some_and(mcpmux_core::events_ext::offers_list_changed)
+        });
         extensions.insert(
             super::events::EXTENSION.into(),
-            json!({ "listChanged": false }),
+            json!({ "listChanged": list_changed }),
         );
     }
     if !extensions.is_empty() {
@@ -1178,6 +1185,7 @@ async fn forward_events(gateway: Gateway, out: Out, log_level: LogLevel, budget:
                 notify("notifications/resources/list_changed", None)
             }
             HubEvent::PromptsChanged { .. } => notify("notifications/prompts/list_changed", None),
+            HubEvent::EventsChanged { .. } => notify("notifications/events/list_changed", None),
             HubEvent::ResourceUpdated { uri, .. } => notify(
                 "notifications/resources/updated",
                 Some(json!({ "uri": uri })),

@@ -176,7 +176,8 @@ EXIT_GRACE_SECONDS = 1.0
 Config = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 ProgressCallback = Callable[[float, Optional[float], Optional[str]], Any]
 #: Receives each hub event: ``{"type": "server_state" | "tools_changed" |
-#: "resources_changed" | "prompts_changed" | "resource_updated" | "log" |
+#: "resources_changed" | "prompts_changed" | "events_changed" |
+#: "resource_updated" | "log" |
 #: "task_status" | "event" | "event_stream" | "lagged", ...}``.
 EventCallback = Callable[[Dict[str, Any]], Any]
 
@@ -185,8 +186,8 @@ class Events:
     """The events of a hub from when :meth:`Hub.events` was called, as
     dicts (``{"type": "server_state", "server", "state", "error"?,
     "code"?, "attempt"}``, ``{"type": "tools_changed", "server", "added",
-    "removed"}``, ``resources_changed``, ``prompts_changed``
-    (``{"server"}``), ``{"type": "resource_updated", "server", "uri"}``,
+    "removed"}``, ``resources_changed``, ``prompts_changed``,
+    ``events_changed`` (``{"server"}``), ``{"type": "resource_updated", "server", "uri"}``,
     ``{"type": "log", "server", "level", "logger"?, "data"}``,
     ``{"type": "task_status", "server", "task_id", "status",
     "message"?}``; of a :meth:`Hub.stream_events` stream ``{"type":

@@ -32,13 +32,15 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited};
 use rmcp::{
     model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
-        ClientCapabilities, ContentBlock, CreateTaskResult, DetailedTask, GetTaskParams,
+        ClientCapabilities, ContentBlock, ResourceUpdatedNotification, ResourceUpdatedNotificationParam,
+        ServerNotification,
+        SubscriptionFilter, ToolListChangedNotification, CreateTaskResult, DetailedTask, GetTaskParams,
         GetTaskResult, Implementation, InputRequest, InputRequests, InputRequiredResult,
         JsonObject, ListToolsResult,
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Task, TaskPayload, TaskStatus,
         Tool, UpdateTaskParams,
     },
-    service::{RequestContext, RoleServer},
+    service::{RequestContext, RoleServer, SubscriptionContext, SubscriptionSink},
     task_manager::current_timestamp,
     ErrorData as McpError, ServerHandler, ServiceExt,
 };
@@ -432,6 +434,41 @@ fn elicitation(message: &str, requested_schema: Value) -> InputRequest {
 #[derive(Clone)]
 struct TasksServer {
     store: Arc<Store>,
+    /// The open `subscriptions/listen` streams (every connection's).
+    listeners: Arc<Mutex<Vec<SubscriptionSink>>>,
+    /// Tools `add_tool` added, listed after [`tools`]'.
+    added: Arc<Mutex<Vec<String>>>,
+}
+
+impl TasksServer {
+    fn new() -> TasksServer {
+        TasksServer {
+            store: Arc::new(Store::default()),
+            listeners: Arc::default(),
+            added: Arc::default(),
+        }
+    }
+
+    /// Sends `notification` on every open stream that accepted it; how many
+    /// took it.
+    async fn broadcast(&self, notification: ServerNotification) -> usize {
+        let sinks = self.listeners.lock().unwrap().clone();
+        let mut sent = 0;
+        for sink in sinks {
+            if sink.send(notification.clone()).await.is_ok() {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    fn all_tools(&self) -> Vec<Tool> {
+        let mut all = tools();
+        for name in self.added.lock().unwrap().iter() {
+            all.push(Tool::new(name.clone(), "Added by add_tool.", no_args()));
+        }
+        all
+    }
 }
 
 fn schema(value: Value) -> Arc<JsonObject> {
@@ -454,6 +491,26 @@ fn tools() -> Vec<Tool> {
                 "type": "object",
                 "properties": {"text": {"type": "string"}},
                 "required": ["text"]
+            })),
+        ),
+        Tool::new(
+            "add_tool",
+            "Adds tool `name` and tells every subscriptions/listen stream \
+             (notifications/tools/list_changed).",
+            schema(json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"]
+            })),
+        ),
+        Tool::new(
+            "touch",
+            "Sends notifications/resources/updated for `uri` on every stream that \
+             subscribed to it.",
+            schema(json!({
+                "type": "object",
+                "properties": {"uri": {"type": "string"}},
+                "required": ["uri"]
             })),
         ),
         Tool::new(
@@ -804,6 +861,9 @@ impl ServerHandler for TasksServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
                 .enable_tasks()
                 .build(),
         )
@@ -818,7 +878,7 @@ impl ServerHandler for TasksServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(tools()))
+        Ok(ListToolsResult::with_all_items(self.all_tools()))
     }
 
     async fn call_tool(
@@ -830,6 +890,29 @@ impl ServerHandler for TasksServer {
         if request.name == "quick" {
             let said = args.get("text").and_then(Value::as_str).unwrap_or("");
             return Ok(CallToolResponse::Complete(text(format!("quick: {said}"))));
+        }
+        if request.name == "add_tool" {
+            let Some(name) = args.get("name").and_then(Value::as_str) else {
+                return Err(McpError::invalid_params("add_tool needs a name", None));
+            };
+            self.added.lock().unwrap().push(name.to_owned());
+            let told = self
+                .broadcast(ServerNotification::ToolListChangedNotification(
+                    ToolListChangedNotification::default(),
+                ))
+                .await;
+            return Ok(CallToolResponse::Complete(text(format!("added {name}; told {told}"))));
+        }
+        if request.name == "touch" {
+            let Some(uri) = args.get("uri").and_then(Value::as_str) else {
+                return Err(McpError::invalid_params("touch needs a uri", None));
+            };
+            let told = self
+                .broadcast(ServerNotification::ResourceUpdatedNotification(
+                    ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri)),
+                ))
+                .await;
+            return Ok(CallToolResponse::Complete(text(format!("told {told}"))));
         }
         if request.name == "greet" {
             let name = args.get("name").and_then(Value::as_str).unwrap_or("");
@@ -875,7 +958,7 @@ impl ServerHandler for TasksServer {
             );
             return self.task_result(task);
         }
-        if !tools().iter().any(|t| t.name == request.name) {
+        if !self.all_tools().iter().any(|t| t.name == request.name) {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {}", request.name),
                 None,
@@ -890,6 +973,21 @@ impl ServerHandler for TasksServer {
             ));
         }
         self.start_task(&request.name, &args)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.listeners.lock().unwrap().push(context.sink().clone());
+        context.cancelled().await;
+        let id = context.sink().id().clone();
+        self.listeners.lock().unwrap().retain(|s| *s.id() != id);
+        Ok(())
     }
 
     async fn get_task(
@@ -1033,9 +1131,7 @@ async fn main() {
         }
     }
     let log = Arc::new(Log::from_env());
-    let server = TasksServer {
-        store: Arc::new(Store::default()),
-    };
+    let server = TasksServer::new();
     let outcome = match http_addr {
         Some(addr) => serve_http(server, log, addr).await,
         None => serve_stdio(server, log).await,

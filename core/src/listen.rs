@@ -1,0 +1,476 @@
+//! The `subscriptions/listen` stream of a 2026-07-28 connection: how the
+//! stateless revision delivers what 2025-11-25 sent unasked (list changes)
+//! or after `resources/subscribe` (resource updates).
+//!
+//! A [`Listener`] is owned by its connection's client; the task that keeps
+//! the stream open ([`run`]) is spawned at connect and ends when the client
+//! is dropped or the connection ends. It asks for every list change the
+//! server's capabilities offer (`toolsListChanged`, `promptsListChanged`,
+//! `resourcesListChanged`, and the events extension's `eventsListChanged`
+//! when its capability says `listChanged: true`)
+//! and for the URIs the host subscribed to (`resourceSubscriptions`). A new
+//! set of URIs is a new stream: the old request is cancelled and the new
+//! one sent, and [`Listener::watch_resource`] returns once the server's
+//! `notifications/subscriptions/acknowledged` says whether it took the URI.
+//! The notifications on the stream are handled as on any connection (by the
+//! client's inbound side): the stream only makes the server send them.
+//!
+//! A server that does not know the method (`-32601`) is not asked again
+//! until the URIs change; any other end is retried with a growing pause
+//! (at most [`MAX_FAILURES`] in a row without an acknowledgment).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::{oneshot, watch, Notify};
+
+use crate::error::Error;
+use crate::jsonrpc::{Peer, RequestOptions};
+use crate::stateless::RequestMeta;
+
+/// The request that opens the stream.
+pub const METHOD: &str = "subscriptions/listen";
+
+/// The server's first message on a stream: the filter it agreed to.
+pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
+/// Most resource URIs one connection listens for.
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1024;
+
+/// Streams that may fail in a row, without an acknowledgment between,
+/// before the listener waits for the host to change what it listens for.
+pub const MAX_FAILURES: u32 = 8;
+
+/// The pause before the first retry; it doubles up to [`LAST_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+const LAST_RETRY: Duration = Duration::from_secs(60);
+
+/// The JSON-RPC code of a method the server does not know.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// What one connection listens for, and what the server acknowledged.
+/// Shared by the client (the host's resource subscriptions), its inbound
+/// side (acknowledgments) and the task that keeps the stream open.
+#[derive(Debug)]
+pub struct Listener {
+    server: String,
+    /// The list changes the server's capabilities offer, asked for on every
+    /// stream.
+    lists: Map<String, Value>,
+    /// Whether the server offers resource subscriptions at all.
+    resources_offered: bool,
+    state: Mutex<State>,
+    /// Wakes the task when the URIs changed (a permit is kept when the task
+    /// is busy, so no change is missed).
+    changed: Notify,
+    /// The latest stream's outcome, by generation of the URIs it asked for.
+    acks: watch::Sender<Ack>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    resources: BTreeSet<String>,
+    /// Bumped on every change of `resources`.
+    generation: u64,
+    /// The request id and generation of the stream now open.
+    open: Option<(u64, u64)>,
+    /// Whether the open stream was acknowledged.
+    acknowledged: bool,
+}
+
+/// How the stream of one generation began: the filter the server agreed
+/// to, or why it did not.
+#[derive(Debug, Clone, Default)]
+struct Ack {
+    generation: u64,
+    outcome: Option<Result<Value, Error>>,
+}
+
+impl Listener {
+    /// The listener of server `server` with these capabilities (as sent by
+    /// `server/discover`); `None` when there is nothing it could listen for.
+    pub fn new(server: &str, capabilities: &Value) -> Option<Arc<Listener>> {
+        let flag = |section: &str, key: &str| {
+            capabilities
+                .get(section)
+                .and_then(|s| s.get(key))
+                .and_then(Value::as_bool)
+                == Some(true)
+        };
+        let mut lists = Map::new();
+        for (section, key) in [
+            ("tools", "toolsListChanged"),
+            ("prompts", "promptsListChanged"),
+            ("resources", "resourcesListChanged"),
+        ] {
+            if flag(section, "listChanged") {
+                lists.insert(key.into(), true.into());
+            }
+        }
+        if crate::events_ext::offers_list_changed(capabilities) {
+            lists.insert("eventsListChanged".into(), true.into());
+        }
+        let resources_offered = flag("resources", "subscribe");
+        if lists.is_empty() && !resources_offered {
+            return None;
+        }
+        Some(Arc::new(Listener {
+            server: server.to_owned(),
+            lists,
+            resources_offered,
+            state: Mutex::default(),
+            changed: Notify::new(),
+            acks: watch::Sender::new(Ack::default()),
+        }))
+    }
+
+    /// Adds (`on`) or removes `uri` from the resources listened for. Adding
+    /// returns once the server acknowledged a stream with it, within
+    /// `timeout`: `INVALID_INPUT` when the server left it out (or offers no
+    /// resource subscriptions), the server's error when the stream failed,
+    /// `TIMEOUT` when no acknowledgment came. Removing returns at once.
+    pub async fn watch_resource(
+        &self,
+        uri: &str,
+        on: bool,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        if !self.resources_offered {
+            return Err(Error::InvalidInput(format!(
+                "server '{}' does not offer resource subscriptions",
+                self.server
+            )));
+        }
+        let generation = {
+            let mut state = self.state.lock().unwrap();
+            if on && !state.resources.contains(uri) {
+                if state.resources.len() >= MAX_RESOURCE_SUBSCRIPTIONS {
+                    return Err(Error::LimitExceeded(format!(
+                        "server '{}': {MAX_RESOURCE_SUBSCRIPTIONS} resources are subscribed already",
+                        self.server
+                    )));
+                }
+                state.resources.insert(uri.to_owned());
+            } else if !on && !state.resources.remove(uri) {
+                return Ok(());
+            } else if on {
+                // Already listened for: the open stream's answer stands.
+                if state.acknowledged {
+                    return Ok(());
+                }
+            }
+            state.generation += 1;
+            state.generation
+        };
+        self.changed.notify_one();
+        if !on {
+            return Ok(());
+        }
+        let mut acks = self.acks.subscribe();
+        let waited = tokio::time::timeout(
+            timeout,
+            acks.wait_for(|a| a.generation >= generation && a.outcome.is_some()),
+        )
+        .await;
+        let outcome = match waited {
+            Ok(Ok(ack)) => ack.outcome.clone().expect("waited for an outcome"),
+            Ok(Err(_)) => Err(Error::TransportClosed(format!(
+                "server '{}': connection closed",
+                self.server
+            ))),
+            Err(_) => Err(Error::Timeout(format!(
+                "server '{}' did not acknowledge {METHOD} within {:.1} s",
+                self.server,
+                timeout.as_secs_f64()
+            ))),
+        };
+        let refused = match outcome {
+            Ok(accepted) => {
+                let taken = accepted
+                    .get("resourceSubscriptions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|uris| uris.iter().any(|u| u.as_str() == Some(uri)));
+                if taken {
+                    return Ok(());
+                }
+                Error::InvalidInput(format!(
+                    "server '{}' did not accept a subscription to '{uri}'",
+                    self.server
+                ))
+            }
+            Err(e) => e,
+        };
+        // Not listened for after all: the next stream leaves it out.
+        let mut state = self.state.lock().unwrap();
+        if state.resources.remove(uri) {
+            state.generation += 1;
+            drop(state);
+            self.changed.notify_one();
+        }
+        Err(refused)
+    }
+
+    /// Handles `notifications/subscriptions/acknowledged`: the filter the
+    /// server agreed to for the stream its `_meta` names.
+    pub fn acknowledged(&self, params: &Value) {
+        let id = params
+            .get("_meta")
+            .and_then(|m| m.get(crate::events_ext::SUBSCRIPTION_META))
+            .and_then(|id| id.as_u64().or_else(|| id.as_str()?.parse().ok()));
+        let generation = {
+            let mut state = self.state.lock().unwrap();
+            match state.open {
+                Some((open, generation)) if Some(open) == id => {
+                    state.acknowledged = true;
+                    generation
+                }
+                _ => {
+                    tracing::debug!(server = %self.server, "acknowledgment of no open stream");
+                    return;
+                }
+            }
+        };
+        let accepted = params.get("notifications").cloned().unwrap_or(json!({}));
+        tracing::debug!(server = %self.server, filter = %accepted, "listening");
+        self.acks.send_replace(Ack {
+            generation,
+            outcome: Some(Ok(accepted)),
+        });
+    }
+
+    /// The filter of the next stream and its generation (`None`: nothing to
+    /// listen for).
+    fn next(&self) -> Option<(Value, u64)> {
+        let state = self.state.lock().unwrap();
+        let mut filter = self.lists.clone();
+        if !state.resources.is_empty() {
+            filter.insert(
+                "resourceSubscriptions".into(),
+                state.resources.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
+        (!filter.is_empty()).then(|| (Value::Object(filter), state.generation))
+    }
+
+    fn opened(&self, id: u64, generation: u64) {
+        let mut state = self.state.lock().unwrap();
+        state.open = Some((id, generation));
+        state.acknowledged = false;
+    }
+
+    /// The stream ended; `Err` is told to whoever waits for its
+    /// acknowledgment. Returns whether it had been acknowledged.
+    fn ended(&self, outcome: Result<(), Error>) -> bool {
+        let (generation, acknowledged) = {
+            let mut state = self.state.lock().unwrap();
+            let open = state.open.take();
+            (
+                open.map(|(_, g)| g),
+                std::mem::take(&mut state.acknowledged),
+            )
+        };
+        if let (Some(generation), false, Err(e)) = (generation, acknowledged, outcome) {
+            self.acks.send_replace(Ack {
+                generation,
+                outcome: Some(Err(e)),
+            });
+        }
+        acknowledged
+    }
+}
+
+/// Keeps `listener`'s stream open on `peer` (each request with `meta`)
+/// until `dropped` fires (the client is gone) or the connection ends.
+pub async fn run(
+    listener: Arc<Listener>,
+    peer: Peer,
+    meta: RequestMeta,
+    mut dropped: oneshot::Receiver<()>,
+) {
+    let opts = RequestOptions {
+        timeout: Duration::MAX,
+        max_total: Duration::MAX,
+        ..RequestOptions::default()
+    };
+    let mut failures = 0u32;
+    let mut pause = FIRST_RETRY;
+    // Set when the server cannot be asked until the URIs change.
+    let mut idle = false;
+    loop {
+        let next = if idle { None } else { listener.next() };
+        let Some((filter, generation)) = next else {
+            tokio::select! {
+                _ = listener.changed.notified() => { idle = false; continue }
+                _ = &mut dropped => return,
+                _ = peer.closed() => return,
+            }
+        };
+        let id = peer.next_id();
+        listener.opened(id, generation);
+        let params = meta.apply(Some(json!({ "notifications": filter })));
+        let outcome = tokio::select! {
+            answer = peer.request(id, METHOD, Some(&params), &opts) => answer.map(|_| ()),
+            // The request is dropped (so cancelled) with this round.
+            _ = listener.changed.notified() => {
+                listener.ended(Ok(()));
+                continue;
+            }
+            _ = &mut dropped => return,
+        };
+        if peer.closed_error().is_some() {
+            listener.ended(Err(Error::TransportClosed(format!(
+                "server '{}': connection closed",
+                listener.server
+            ))));
+            return;
+        }
+        let unknown = matches!(&outcome, Err(e) if e.rpc_code() == Some(METHOD_NOT_FOUND));
+        match &outcome {
+            Ok(()) => {
+                tracing::debug!(server = %listener.server, "the server ended {METHOD}; opened again")
+            }
+            Err(e) if unknown => {
+                tracing::debug!(server = %listener.server, error = %e, "{METHOD} not supported")
+            }
+            Err(e) => tracing::warn!(server = %listener.server, error = %e, "{METHOD} failed"),
+        }
+        if listener.ended(outcome) {
+            failures = 0;
+            pause = FIRST_RETRY;
+        }
+        if unknown {
+            idle = true;
+            continue;
+        }
+        failures += 1;
+        if failures >= MAX_FAILURES {
+            tracing::warn!(server = %listener.server, "{METHOD} failed {failures} times in a row; not asked again until the subscriptions change");
+            failures = 0;
+            pause = FIRST_RETRY;
+            idle = true;
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = listener.changed.notified() => {}
+            _ = &mut dropped => return,
+        }
+        pause = (pause * 2).min(LAST_RETRY);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filter_asks_for_what_the_capabilities_offer() {
+        let caps = json!({
+            "tools": {"listChanged": true},
+            "prompts": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": true},
+            "extensions": {"io.modelcontextprotocol/events": {"listChanged": true}}
+        });
+        let listener = Listener::new("s", &caps).unwrap();
+        let (filter, generation) = listener.next().unwrap();
+        assert_eq!(
+            filter,
+            json!({"toolsListChanged": true, "resourcesListChanged": true, "eventsListChanged": true})
+        );
+        assert_eq!(generation, 0);
+        assert!(Listener::new("s", &json!({"tools": {}})).is_none());
+        let events =
+            json!({"extensions": {"io.modelcontextprotocol/events": {"listChanged": false}}});
+        assert!(Listener::new("s", &events).is_none());
+        // Subscriptions alone: nothing to ask for until a URI is added.
+        let only = Listener::new("s", &json!({"resources": {"subscribe": true}})).unwrap();
+        assert!(only.next().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_resource_is_taken_when_the_acknowledgment_names_it() {
+        let listener = Listener::new("s", &json!({"resources": {"subscribe": true}})).unwrap();
+        let waiting = {
+            let listener = listener.clone();
+            tokio::spawn(async move {
+                listener
+                    .watch_resource("file:///a", true, Duration::from_secs(5))
+                    .await
+            })
+        };
+        // Stand in for the task: open the stream the change asks for.
+        listener.changed.notified().await;
+        let (filter, generation) = listener.next().unwrap();
+        assert_eq!(filter, json!({"resourceSubscriptions": ["file:///a"]}));
+        listener.opened(7, generation);
+        // An acknowledgment of another stream is ignored.
+        listener.acknowledged(
+            &json!({"_meta": {crate::events_ext::SUBSCRIPTION_META: 6}, "notifications": {}}),
+        );
+        listener.acknowledged(&json!({
+            "_meta": {crate::events_ext::SUBSCRIPTION_META: 7},
+            "notifications": {"resourceSubscriptions": ["file:///a"]}
+        }));
+        waiting.await.unwrap().unwrap();
+
+        // A URI the server leaves out is refused and dropped from the set.
+        let refused = {
+            let listener = listener.clone();
+            tokio::spawn(async move {
+                listener
+                    .watch_resource("file:///b", true, Duration::from_secs(5))
+                    .await
+            })
+        };
+        listener.changed.notified().await;
+        let (_, generation) = listener.next().unwrap();
+        listener.opened(8, generation);
+        listener.acknowledged(&json!({
+            "_meta": {crate::events_ext::SUBSCRIPTION_META: "8"},
+            "notifications": {"resourceSubscriptions": ["file:///a"]}
+        }));
+        let e = refused.await.unwrap().unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+        assert!(e.to_string().contains("file:///b"), "{e}");
+        assert_eq!(
+            listener.next().unwrap().0,
+            json!({"resourceSubscriptions": ["file:///a"]})
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failed_stream_fails_the_waiter_and_no_answer_times_out() {
+        let listener = Listener::new("s", &json!({"resources": {"subscribe": true}})).unwrap();
+        let waiting = {
+            let listener = listener.clone();
+            tokio::spawn(async move {
+                listener
+                    .watch_resource("file:///a", true, Duration::from_secs(5))
+                    .await
+            })
+        };
+        listener.changed.notified().await;
+        let (_, generation) = listener.next().unwrap();
+        listener.opened(3, generation);
+        listener.ended(Err(Error::ServerError {
+            code: -32602,
+            message: "no".into(),
+            data: None,
+        }));
+        assert_eq!(waiting.await.unwrap().unwrap_err().code(), "SERVER_ERROR");
+
+        let e = listener
+            .watch_resource("file:///c", true, Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "TIMEOUT");
+        let none = Listener::new("s", &json!({"tools": {"listChanged": true}})).unwrap();
+        let e = none
+            .watch_resource("file:///a", true, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "INVALID_INPUT");
+    }
+}
