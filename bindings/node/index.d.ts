@@ -584,12 +584,24 @@ export interface PollEventsOptions {
   cursor?: string | null
   /** Most occurrences to return (capped at 1000). */
   maxEvents?: number | null
+  /**
+   * Replay nothing older than this many milliseconds, even from an older
+   * cursor (`maxAgeMs`); the page says `truncated` when that left some out.
+   */
+  maxAgeMs?: number | null
 }
 
 /** Options of {@link Hub.streamEvents}. */
 export interface StreamEventsOptions {
   arguments?: Record<string, unknown> | null
   cursor?: string | null
+  /** As for {@link PollEventsOptions.maxAgeMs}. */
+  maxAgeMs?: number | null
+  /**
+   * The server's heartbeat interval (default 30000): after twice it without
+   * a message the stream is sent again from its cursor.
+   */
+  heartbeatMs?: number | null
 }
 
 /** Options of {@link Hub.subscribeEvents}. */
@@ -598,6 +610,10 @@ export interface SubscribeEventsOptions {
   cursor?: string | null
   /** How long the subscription is to last, in milliseconds. */
   ttlMs?: number | null
+  /** A subscription that never expires (`ttlMs: null` on the wire); not with `ttlMs`. */
+  noExpiry?: boolean
+  /** As for {@link PollEventsOptions.maxAgeMs}. */
+  maxAgeMs?: number | null
 }
 
 /** A webhook subscription as the server answered {@link Hub.subscribeEvents}. */

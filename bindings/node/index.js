@@ -480,9 +480,9 @@ function knownOptions(kind) {
       server: ['server'],
       policy: [...node('policy_options'), 'callTimeoutMs', 'auditPath', 'onAudit'],
       sessions: ['config', 'host'],
-      pollEvents: ['arguments', 'cursor', 'maxEvents'],
-      streamEvents: ['arguments', 'cursor'],
-      subscribeEvents: ['arguments', 'cursor', 'ttlMs'],
+      pollEvents: ['arguments', 'cursor', 'maxEvents', 'maxAgeMs'],
+      streamEvents: ['arguments', 'cursor', 'maxAgeMs', 'heartbeatMs'],
+      subscribeEvents: ['arguments', 'cursor', 'ttlMs', 'noExpiry', 'maxAgeMs'],
       unsubscribeEvents: ['arguments'],
     }
   }
@@ -1400,14 +1400,16 @@ class Hub extends EventEmitter {
    * to keep). Resolves to the page `{events: [{event_id, name, timestamp?,
    * data}], cursor, truncated, has_more, next_poll_ms}`: keep `cursor` and
    * poll again after `next_poll_ms` (at once when `has_more`).
-   * `maxEvents` is capped at 1000.
+   * `maxEvents` is capped at 1000. `maxAgeMs` (`maxAgeMs` of the
+   * extension): nothing older is replayed, even from an older cursor; the
+   * page says `truncated` when that left occurrences out.
    * @param {string} server
    * @param {string} name
-   * @param {{arguments?: object, cursor?: string, maxEvents?: number}} [options]
+   * @param {{arguments?: object, cursor?: string, maxEvents?: number, maxAgeMs?: number}} [options]
    * @returns {Promise<object>}
    */
   pollEvents(server, name, options) {
-    let argsText, cursor, maxEvents
+    let argsText, cursor, maxEvents, maxAgeMs
     try {
       checkString('server', server)
       checkString('name', name)
@@ -1415,36 +1417,42 @@ class Hub extends EventEmitter {
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
       maxEvents = optionalCount('maxEvents', opts.maxEvents)
+      maxAgeMs = millisOption('maxAgeMs', opts.maxAgeMs)
     } catch (err) {
       return Promise.reject(err)
     }
-    return run((id) => this._native.pollEvents(id, server, name, argsText, cursor, maxEvents))
+    return run((id) => this._native.pollEvents(id, server, name, argsText, cursor, maxEvents, maxAgeMs))
   }
 
   /**
    * Opens a stream of event type `name` of `server` from `options.cursor`
    * (`events/stream`; none: from now). Resolves to its
    * {@link EventStream} once open; the occurrences arrive on this hub's
-   * events as `event` objects.
+   * events as `event` objects. `maxAgeMs` as for {@link Hub#pollEvents};
+   * `heartbeatMs` (default 30000): the server's heartbeat interval, after
+   * twice which without a message the stream is sent again from its
+   * cursor.
    * @param {string} server
    * @param {string} name
-   * @param {{arguments?: object, cursor?: string}} [options]
+   * @param {{arguments?: object, cursor?: string, maxAgeMs?: number, heartbeatMs?: number}} [options]
    * @returns {Promise<EventStream>}
    */
   streamEvents(server, name, options) {
-    let argsText, cursor
+    let argsText, cursor, maxAgeMs, heartbeatMs
     try {
       checkString('server', server)
       checkString('name', name)
       const opts = knownOptionsObject('options', options, 'streamEvents')
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
+      maxAgeMs = millisOption('maxAgeMs', opts.maxAgeMs)
+      heartbeatMs = millisOption('heartbeatMs', opts.heartbeatMs)
     } catch (err) {
       return Promise.reject(err)
     }
     let stream
     return run((id) => {
-      stream = this._native.streamEvents(id, server, name, argsText, cursor)
+      stream = this._native.streamEvents(id, server, name, argsText, cursor, maxAgeMs, heartbeatMs)
     }).then(() => new EventStream(stream))
   }
 
@@ -1453,18 +1461,21 @@ class Hub extends EventEmitter {
    * (`events/subscribe`); the server posts each occurrence there, signed
    * with `secret` (`whsec_` and base64; never echoed or logged). `url`
    * must be `https` (`http` only to a loopback address), else
-   * `INVALID_INPUT`. `options.ttlMs` asks for the subscription's lifetime.
-   * Resolves to `{id, refresh_before?, cursor?, truncated,
-   * delivery_status?}`; subscribe again before `refresh_before` to keep it.
+   * `INVALID_INPUT`. `options.ttlMs` asks for the subscription's lifetime,
+   * `options.noExpiry: true` for one that never expires (`ttlMs: null` on
+   * the wire; not with `ttlMs`); neither: the server's default.
+   * `maxAgeMs` as for {@link Hub#pollEvents}. Resolves to `{id,
+   * refresh_before?, cursor?, truncated, delivery_status?}`; subscribe
+   * again before `refresh_before` to keep it (none: it does not expire).
    * @param {string} server
    * @param {string} name
    * @param {string} url
    * @param {string} secret
-   * @param {{arguments?: object, cursor?: string, ttlMs?: number}} [options]
+   * @param {{arguments?: object, cursor?: string, ttlMs?: number, noExpiry?: boolean, maxAgeMs?: number}} [options]
    * @returns {Promise<object>}
    */
   subscribeEvents(server, name, url, secret, options) {
-    let argsText, cursor, ttlMs
+    let argsText, cursor, ttlMs, noExpiry, maxAgeMs
     try {
       checkString('server', server)
       checkString('name', name)
@@ -1474,10 +1485,17 @@ class Hub extends EventEmitter {
       argsText = argsJson('arguments', opts.arguments)
       cursor = optionalString('cursor', opts.cursor)
       ttlMs = millisOption('ttlMs', opts.ttlMs)
+      if (opts.noExpiry !== undefined && typeof opts.noExpiry !== 'boolean') {
+        throw invalid('noExpiry', `must be a boolean, got ${describe(opts.noExpiry)}`)
+      }
+      noExpiry = opts.noExpiry === true
+      maxAgeMs = millisOption('maxAgeMs', opts.maxAgeMs)
     } catch (err) {
       return Promise.reject(err)
     }
-    return run((id) => this._native.subscribeEvents(id, server, name, url, secret, argsText, cursor, ttlMs))
+    return run((id) =>
+      this._native.subscribeEvents(id, server, name, url, secret, argsText, cursor, ttlMs, noExpiry, maxAgeMs),
+    )
   }
 
   /**

@@ -132,6 +132,33 @@ pub struct WebhookSubscription {
     pub delivery_status: Option<Value>,
 }
 
+/// Where an `events/poll` or `events/stream` starts and how much it
+/// replays. Owned by the caller; the hub copies what it sends.
+#[derive(Debug, Clone, Default)]
+pub struct EventQuery {
+    /// The cursor to read from (`None`: from now, which replays nothing).
+    pub cursor: Option<String>,
+    /// `maxAgeMs`: replay nothing older than this, even when the cursor is
+    /// older (the server starts at whichever is later and says `truncated`
+    /// when that left occurrences out). Ignored by servers without a
+    /// cursor.
+    pub max_age: Option<Duration>,
+    /// Most occurrences of one page (`maxEvents`, polls only; capped at
+    /// [`MAX_PAGE_EVENTS`]).
+    pub max_events: Option<u32>,
+    /// The heartbeat interval the stream is watched with (streams only;
+    /// default [`DEFAULT_HEARTBEAT`]): after twice it in silence the stream
+    /// is sent again from its cursor. Not sent to the server, which picks
+    /// its own interval.
+    pub heartbeat: Option<Duration>,
+}
+
+/// A duration as the extension's `*Ms` fields have it: whole milliseconds
+/// (saturating).
+pub fn whole_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Where and how a server is to deliver a webhook subscription. The
 /// secret never appears in `Debug`, logs or errors.
 #[derive(Clone)]
@@ -142,8 +169,22 @@ pub struct Webhook {
     pub secret: String,
     /// The cursor to start from (`None`: from now).
     pub cursor: Option<String>,
-    /// How long the subscription is to last (`None`: the server's default).
+    /// How long the subscription is to last (`None`: the server's default,
+    /// or no expiry with [`SubscribeOptions::no_expiry`]).
     pub ttl: Option<Duration>,
+}
+
+/// What else an `events/subscribe` asks for, beside its [`Webhook`]. Owned
+/// by the caller; the hub copies what it sends.
+#[derive(Debug, Clone, Default)]
+pub struct SubscribeOptions {
+    /// Ask for a subscription that never expires (`ttlMs: null`; the
+    /// answer's `refreshBefore` is then null). `INVALID_INPUT` with a
+    /// [`Webhook::ttl`].
+    pub no_expiry: bool,
+    /// `maxAgeMs`: deliver nothing older than this, even from an older
+    /// cursor (as [`EventQuery::max_age`]).
+    pub max_age: Option<Duration>,
 }
 
 impl std::fmt::Debug for Webhook {

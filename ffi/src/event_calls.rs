@@ -10,8 +10,9 @@
 
 use std::ffi::c_char;
 use std::sync::Mutex;
+use std::time::Duration;
 
-use mcpmux_core::events_ext::{EventStreamHandle, Webhook};
+use mcpmux_core::events_ext::{EventQuery, EventStreamHandle, SubscribeOptions, Webhook};
 use mcpmux_core::Error;
 use serde_json::{Map, Value};
 
@@ -63,6 +64,28 @@ fn cursor_option(args: Args, map: &Map<String, Value>) -> Result<Option<String>,
     }
 }
 
+/// A milliseconds option (`ttl_ms`, `max_age_ms`, `heartbeat_ms`): a
+/// non-negative integer or null.
+fn millis_option(
+    args: Args,
+    map: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Duration>, Error> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Duration::from_millis)
+            .map(Some)
+            .ok_or_else(|| {
+                args.invalid(
+                    "options_json",
+                    format!("option '{key}' must be a non-negative integer"),
+                )
+            }),
+    }
+}
+
 /// Writes the event types of every server offering the events extension
 /// (or of `server` only, when not NULL) to `*out_json`: a JSON array, each
 /// item with a "server" member (`events/list`; the same as `mcpmux events
@@ -103,9 +126,12 @@ pub unsafe extern "C" fn mcpmux_hub_list_events(
 /// "data"}], "cursor", "truncated", "has_more", "next_poll_ms"}`. Keep
 /// `cursor` and poll again after `next_poll_ms` (at once when `has_more`).
 /// `args_json` (nullable): the subscription's arguments, a JSON object.
-/// `options_json` (nullable): `{"cursor": "...", "max_events": n}`
-/// (no cursor: from now, which returns no events and a cursor to keep;
-/// `max_events` is capped at 1000); another key is INVALID_INPUT.
+/// `options_json` (nullable): `{"cursor": "...", "max_events": n,
+/// "max_age_ms": n}` (no cursor: from now, which returns no events and a
+/// cursor to keep; `max_events` is capped at 1000; `max_age_ms`: nothing
+/// older than that is replayed, even from an older cursor, and the page
+/// says `truncated` when that left some out); another key is
+/// INVALID_INPUT.
 /// Blocking.
 ///
 /// On success `*out_json` receives a string owned by the caller (free it
@@ -138,9 +164,10 @@ pub unsafe extern "C" fn mcpmux_hub_poll_events(
             let opts = options(
                 args,
                 args.opt_object("options_json", options_json)?,
-                &["cursor", "max_events"],
+                &["cursor", "max_events", "max_age_ms"],
             )?;
             let cursor = cursor_option(args, &opts)?;
+            let max_age = millis_option(args, &opts, "max_age_ms")?;
             let max_events = match opts.get("max_events") {
                 None | Some(Value::Null) => None,
                 Some(v) => Some(v.as_u64().and_then(|n| u32::try_from(n).ok()).ok_or_else(
@@ -153,15 +180,16 @@ pub unsafe extern "C" fn mcpmux_hub_poll_events(
                 )?),
             };
             args.non_null("out_json", out_json)?;
+            let query = EventQuery {
+                cursor,
+                max_events,
+                max_age,
+                heartbeat: None,
+            };
             let page = hub.shared.block_on(
                 args,
-                hub.hub.poll_events(
-                    server,
-                    name,
-                    arguments.as_ref(),
-                    cursor.as_deref(),
-                    max_events,
-                ),
+                hub.hub
+                    .poll_events_with(server, name, arguments.as_ref(), &query),
             )??;
             write_out(out_json, json_string(&page)?);
             Ok(())
@@ -177,7 +205,11 @@ pub unsafe extern "C" fn mcpmux_hub_poll_events(
 /// "subscription", "state", "cursor"?, "truncated", "error"?}`;
 /// `subscription` is mcpmux_event_stream_id(). `args_json` as for
 /// mcpmux_hub_poll_events(); `options_json` (nullable): `{"cursor":
-/// "..."}` (none: from now). Blocking until the request is sent.
+/// "...", "max_age_ms": n, "heartbeat_ms": n}` (no cursor: from now;
+/// `max_age_ms` as for mcpmux_hub_poll_events(); `heartbeat_ms`: the
+/// server's heartbeat interval, default 30000: after twice it without a
+/// message the stream is sent again from its cursor). Blocking until the
+/// request is sent.
 ///
 /// On success `*out_stream` receives a stream owned by the caller (free it,
 /// which stops the stream, with mcpmux_event_stream_free()).
@@ -208,14 +240,19 @@ pub unsafe extern "C" fn mcpmux_hub_stream_events(
             let opts = options(
                 args,
                 args.opt_object("options_json", options_json)?,
-                &["cursor"],
+                &["cursor", "max_age_ms", "heartbeat_ms"],
             )?;
-            let cursor = cursor_option(args, &opts)?;
+            let query = EventQuery {
+                cursor: cursor_option(args, &opts)?,
+                max_age: millis_option(args, &opts, "max_age_ms")?,
+                heartbeat: millis_option(args, &opts, "heartbeat_ms")?,
+                max_events: None,
+            };
             args.non_null("out_stream", out_stream)?;
             let handle = hub.shared.block_on(
                 args,
                 hub.hub
-                    .stream_events(server, name, arguments.as_ref(), cursor.as_deref(), None),
+                    .stream_events_with(server, name, arguments.as_ref(), &query),
             )??;
             let stream = Box::new(mcpmux_event_stream {
                 handle: Mutex::new(handle),
@@ -235,8 +272,12 @@ pub unsafe extern "C" fn mcpmux_hub_stream_events(
 /// else INVALID_INPUT before the server is asked. The secret is never
 /// logged or put in an error (it joins the redacted secrets). `args_json`
 /// as for mcpmux_hub_poll_events(); `options_json` (nullable):
-/// `{"cursor": "...", "ttl_ms": n}` (no cursor: from now; no ttl: the
-/// server's default). Receiving and verifying the deliveries is the host's.
+/// `{"cursor": "...", "ttl_ms": n, "no_expiry": true, "max_age_ms": n}`
+/// (no cursor: from now; no ttl: the server's default; `no_expiry` asks
+/// for a subscription that never expires, `ttlMs: null` on the wire, and
+/// cannot go with `ttl_ms`; `max_age_ms` as for
+/// mcpmux_hub_poll_events()). Receiving and verifying the deliveries is
+/// the host's.
 /// Blocking.
 ///
 /// On success `*out_json` receives a string owned by the caller (free it
@@ -274,31 +315,30 @@ pub unsafe extern "C" fn mcpmux_hub_subscribe_events(
             let opts = options(
                 args,
                 args.opt_object("options_json", options_json)?,
-                &["cursor", "ttl_ms"],
+                &["cursor", "ttl_ms", "no_expiry", "max_age_ms"],
             )?;
-            let cursor = cursor_option(args, &opts)?;
-            let ttl = match opts.get("ttl_ms") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(std::time::Duration::from_millis(v.as_u64().ok_or_else(
-                    || {
-                        args.invalid(
-                            "options_json",
-                            "option 'ttl_ms' must be a non-negative integer",
-                        )
-                    },
-                )?)),
+            let no_expiry = match opts.get("no_expiry") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => {
+                    return Err(args.invalid("options_json", "option 'no_expiry' must be a boolean"))
+                }
             };
-            args.non_null("out_json", out_json)?;
             let hook = Webhook {
                 url: url.to_owned(),
                 secret: secret.to_owned(),
-                cursor,
-                ttl,
+                cursor: cursor_option(args, &opts)?,
+                ttl: millis_option(args, &opts, "ttl_ms")?,
             };
+            let options = SubscribeOptions {
+                no_expiry,
+                max_age: millis_option(args, &opts, "max_age_ms")?,
+            };
+            args.non_null("out_json", out_json)?;
             let sub = hub.shared.block_on(
                 args,
                 hub.hub
-                    .subscribe_events(server, name, arguments.as_ref(), &hook),
+                    .subscribe_events_with(server, name, arguments.as_ref(), &hook, &options),
             )??;
             write_out(out_json, json_string(&sub)?);
             Ok(())

@@ -16,6 +16,8 @@ Env:
   gets `truncated: true`.
 - PRELOAD: occurrences of `ticket.created` in the log at start (default 0),
   so that one process's log can be polled from `pos-0`.
+- PRELOAD_AGE_MS: the preloaded occurrences are dated this long ago
+  (default 0), so that `maxAgeMs` has something to leave out.
 - REVISION: `2026-07-28` serves that stateless revision only, as SEP-3415
   (Final) defines the extension for it: `server/discover` lists it with the
   capability under `extensions`, `initialize` is refused, and every other
@@ -44,6 +46,11 @@ also forgets them, as the draft says the stream then ends).
 
 Cursors are opaque strings `pos-<n>`: the position after the n-th
 occurrence. `cursor: null` means from now (no events, a fresh cursor).
+`maxAgeMs` (poll, stream, subscribe) starts the replay at whichever is
+later, the cursor or now - maxAgeMs (ignored with a null cursor); leaving
+occurrences out that way is a gap, said with `truncated: true`. A
+subscription's `ttlMs: null` asks for no expiry (`refreshBefore: null`);
+omitted, the default is an hour.
 Streams: `notifications/events/active` first, then `.../event` for each new
 occurrence of the stream's name, `.../heartbeat` every HEARTBEAT_MS; each
 carries `_meta["io.modelcontextprotocol/subscriptionId"]` = the request id.
@@ -68,6 +75,7 @@ TICK_MS = int(os.environ.get("TICK_MS", "0") or 0)
 HEARTBEAT_MS = int(os.environ.get("HEARTBEAT_MS", "500") or 0)
 KEEP = int(os.environ.get("KEEP", "50"))
 PRELOAD = int(os.environ.get("PRELOAD", "0") or 0)
+PRELOAD_AGE_MS = int(os.environ.get("PRELOAD_AGE_MS", "0") or 0)
 SUBSCRIPTIONS_FILE = os.environ.get("SUBSCRIPTIONS_FILE")
 STATELESS = os.environ.get("REVISION") == "2026-07-28"
 LIST_CHANGED = os.environ.get("LIST_CHANGED") == "1"
@@ -107,7 +115,7 @@ TOOLS = [
 
 lock = threading.Lock()
 state = {
-    "log": [],  # (seq, occurrence) with seq 1, 2, ...
+    "log": [],  # (seq, occurrence, seconds since the epoch) with seq 1, 2, ...
     "seq": 0,
     "streams": {},  # json id text -> {"id": id, "name": name}
     "cancelled": [],
@@ -154,14 +162,18 @@ def parse_cursor(cursor):
     raise ValueError("invalid cursor")
 
 
-def emit(name, data):
-    """Appends one occurrence and pushes it to the open streams of its name."""
+def emit(name, data, age_ms=0):
+    """Appends one occurrence (dated age_ms ago) and pushes it to the open
+    streams of its name."""
+    at = time.time() - age_ms / 1000.0
     with lock:
         state["seq"] += 1
         seq = state["seq"]
+        when = datetime.datetime.fromtimestamp(at, datetime.timezone.utc)
         occurrence = {"eventId": "evt-%d" % seq, "name": name,
-                      "timestamp": now_iso(), "data": data or {}}
-        state["log"].append((seq, occurrence))
+                      "timestamp": when.isoformat().replace("+00:00", "Z"),
+                      "data": data or {}}
+        state["log"].append((seq, occurrence, at))
         del state["log"][:-KEEP]
         streams = [s for s in state["streams"].values() if s["name"] == name]
     for s in streams:
@@ -176,8 +188,9 @@ def push(stream, occurrence, seq):
     notify("notifications/events/event", params)
 
 
-def replay(name, pos, limit):
-    """Occurrences of `name` after `pos`: (events, new position, truncated, more)."""
+def replay(name, pos, limit, max_age_ms=None):
+    """Occurrences of `name` after `pos` and no older than max_age_ms:
+    (events, new position, truncated, more)."""
     with lock:
         log = list(state["log"])
         head = state["seq"]
@@ -185,8 +198,14 @@ def replay(name, pos, limit):
         return [], head, False, False
     oldest = log[0][0] if log else head + 1
     truncated = pos < oldest - 1 and pos < head
+    if max_age_ms is not None:
+        since = time.time() - max_age_ms / 1000.0
+        too_old = [seq for seq, _, at in log if seq > pos and at < since]
+        if too_old:
+            truncated = True
+            pos = max(pos, too_old[-1])
     out, last, more = [], max(pos, oldest - 1) if truncated else pos, False
-    for seq, occurrence in log:
+    for seq, occurrence, _ in log:
         if seq <= last:
             continue
         if occurrence["name"] != name:
@@ -200,6 +219,18 @@ def replay(name, pos, limit):
     if not more:
         last = max(last, head)
     return out, last, truncated, more
+
+
+def max_age(rid, params):
+    """`maxAgeMs` of params: None when absent, False after answering an
+    error."""
+    value = params.get("maxAgeMs")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        send_error(rid, _mini.INVALID_PARAMS, "maxAgeMs must be a non-negative integer")
+        return False
+    return value
 
 
 def check(rid, params):
@@ -229,7 +260,10 @@ def poll(rid, params):
         send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
         return
     limit = params.get("maxEvents") or 100
-    events, last, truncated, more = replay(params["name"], pos, limit)
+    age = max_age(rid, params)
+    if age is False:
+        return
+    events, last, truncated, more = replay(params["name"], pos, limit, age)
     send_result(rid, complete({"events": events, "cursor": cursor_of(last),
                                "truncated": truncated, "hasMore": more,
                                "nextPollMs": 200}))
@@ -254,9 +288,12 @@ def stream(rid, params):
     except ValueError:
         send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
         return
+    age = max_age(rid, params)
+    if age is False:
+        return
     key = json.dumps(rid)
     s = {"id": rid, "name": params["name"]}
-    events, last, truncated, _ = replay(params["name"], pos, 10 ** 9)
+    events, last, truncated, _ = replay(params["name"], pos, 10 ** 9, age)
     start = int(events[0]["eventId"][4:]) - 1 if events else last
     notify("notifications/events/active",
            {"cursor": cursor_of(start), "truncated": truncated, "_meta": {SUB_KEY: rid}})
@@ -312,7 +349,10 @@ def subscribe(rid, params):
     except ValueError:
         send_error(rid, _mini.INVALID_PARAMS, "Invalid cursor")
         return
-    _, last, truncated, _ = replay(params["name"], pos, 0)
+    age = max_age(rid, params)
+    if age is False:
+        return
+    _, last, truncated, _ = replay(params["name"], pos, 0, age)
     key = subscription_key(params, delivery["url"])
     ttl = params.get("ttlMs", 3600000)
     refresh = None
@@ -440,7 +480,7 @@ def listen(rid, params):
 
 def main():
     for n in range(PRELOAD):
-        emit("ticket.created", {"title": "preloaded %d" % n})
+        emit("ticket.created", {"title": "preloaded %d" % n}, PRELOAD_AGE_MS)
     if TICK_MS > 0:
         threading.Thread(target=ticker, daemon=True).start()
     if HEARTBEAT_MS > 0:

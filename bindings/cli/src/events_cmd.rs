@@ -8,7 +8,7 @@
 use std::io::Write;
 
 use clap::Subcommand;
-use mcpmux_core::events_ext::Webhook;
+use mcpmux_core::events_ext::{EventQuery, SubscribeOptions, Webhook};
 use mcpmux_core::{Error, EventStream, Hub, HubEvent};
 use serde_json::Value;
 
@@ -34,6 +34,9 @@ pub enum EventsCommand {
         /// Most events to return (at most 1000).
         #[arg(long, value_name = "N")]
         max: Option<u32>,
+        /// Replay nothing older than this, even from an older cursor (the page then says events were lost).
+        #[arg(long, value_name = "SECONDS")]
+        max_age: Option<f64>,
     },
     /// Stream an event type's occurrences until interrupted; --json prints one object per line, each with its cursor.
     Stream {
@@ -46,6 +49,12 @@ pub enum EventsCommand {
         /// The cursor to resume from (default: from now).
         #[arg(long)]
         cursor: Option<String>,
+        /// Replay nothing older than this, even from an older cursor.
+        #[arg(long, value_name = "SECONDS")]
+        max_age: Option<f64>,
+        /// The server's heartbeat interval (default 30): after twice it without a message the stream is sent again from its cursor.
+        #[arg(long, value_name = "SECONDS")]
+        heartbeat: Option<f64>,
     },
     /// Subscribe a webhook (yours: mcpmux runs no receiver) to an event type; prints the subscription (--json: as the server answered). Subscribe again before "refresh before" to keep it.
     Subscribe {
@@ -65,8 +74,14 @@ pub enum EventsCommand {
         #[arg(long)]
         cursor: Option<String>,
         /// How long the subscription lasts, in seconds (default: the server's).
-        #[arg(long, value_name = "SECONDS")]
+        #[arg(long, value_name = "SECONDS", conflicts_with = "no_expiry")]
         ttl: Option<u64>,
+        /// Ask for a subscription that never expires (ttlMs: null).
+        #[arg(long)]
+        no_expiry: bool,
+        /// Deliver nothing older than this, even from an older cursor.
+        #[arg(long, value_name = "SECONDS")]
+        max_age: Option<f64>,
     },
     /// End a webhook subscription: the same server, event type, arguments and URL as subscribed.
     Unsubscribe {
@@ -127,11 +142,16 @@ pub async fn run(
             name,
             cursor,
             max,
+            max_age,
             ..
         } => {
-            let page = hub
-                .poll_events(server, name, args, cursor.as_deref(), *max)
-                .await?;
+            let query = EventQuery {
+                cursor: cursor.clone(),
+                max_events: *max,
+                max_age: seconds("--max-age", *max_age)?,
+                heartbeat: None,
+            };
+            let page = hub.poll_events_with(server, name, args, &query).await?;
             if json {
                 return super::print_json(&page);
             }
@@ -141,7 +161,10 @@ pub async fn run(
                 .map(|e| occurrence_line(e.timestamp.as_deref(), &e.name, &e.event_id, &e.data))
                 .collect();
             if page.truncated {
-                lines.push("(events were lost before these: the cursor was too old)".into());
+                lines.push(
+                    "(events were lost before these: the cursor was too old, or --max-age left them out)"
+                        .into(),
+                );
             }
             match &page.cursor {
                 Some(c) => lines.push(format!("cursor: {c}")),
@@ -161,6 +184,8 @@ pub async fn run(
             secret_env,
             cursor,
             ttl,
+            no_expiry,
+            max_age,
             ..
         } => {
             let secret = match std::env::var(secret_env) {
@@ -177,7 +202,13 @@ pub async fn run(
                 cursor: cursor.clone(),
                 ttl: ttl.map(std::time::Duration::from_secs),
             };
-            let sub = hub.subscribe_events(server, name, args, &hook).await?;
+            let options = SubscribeOptions {
+                no_expiry: *no_expiry,
+                max_age: seconds("--max-age", *max_age)?,
+            };
+            let sub = hub
+                .subscribe_events_with(server, name, args, &hook, &options)
+                .await?;
             if json {
                 return super::print_json(&sub);
             }
@@ -208,6 +239,13 @@ pub async fn run(
     }
 }
 
+/// A flag's seconds, checked as every front end checks a duration.
+fn seconds(flag: &str, value: Option<f64>) -> Result<Option<std::time::Duration>, Error> {
+    value
+        .map(|s| mcpmux_core::contract::seconds(flag, s))
+        .transpose()
+}
+
 /// Streams until the server ends the stream or `interrupted` resolves:
 /// occurrences on stdout, the stream's state on stderr (JSON Lines of both
 /// on stdout with `json`). The cursor to resume from is printed when it
@@ -225,13 +263,21 @@ pub async fn stream(
         server,
         name,
         cursor,
+        max_age,
+        heartbeat,
         ..
     } = action
     else {
         unreachable!("only stream");
     };
+    let query = EventQuery {
+        cursor: cursor.clone(),
+        max_age: seconds("--max-age", *max_age)?,
+        heartbeat: seconds("--heartbeat", *heartbeat)?,
+        max_events: None,
+    };
     let handle = tokio::select! {
-        h = hub.stream_events(server, name, args, cursor.as_deref(), None) => h?,
+        h = hub.stream_events_with(server, name, args, &query) => h?,
         e = &mut interrupted => return Err(e),
     };
     let id = handle.id();

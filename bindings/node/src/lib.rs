@@ -83,6 +83,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use futures::FutureExt;
+use mcpmux_core::events_ext::{EventQuery, SubscribeOptions};
 use mcpmux_core::{
     CallOptions, Config, ConfigSource, Error, EventStream, Hub, ProgressUpdate, ToolResult,
 };
@@ -1122,11 +1123,18 @@ impl NativeHub {
         args: Option<String>,
         cursor: Option<String>,
         max_events: Option<u32>,
+        max_age_ms: Option<f64>,
     ) {
         self.op(id, |hub| async move {
             let args = parse_object("arguments", args)?;
+            let query = EventQuery {
+                cursor,
+                max_events,
+                max_age: millis_option(max_age_ms, "maxAgeMs")?,
+                heartbeat: None,
+            };
             json_outcome(
-                &hub.poll_events(&server, &name, args.as_ref(), cursor.as_deref(), max_events)
+                &hub.poll_events_with(&server, &name, args.as_ref(), &query)
                     .await?,
             )
         });
@@ -1144,13 +1152,21 @@ impl NativeHub {
         name: String,
         args: Option<String>,
         cursor: Option<String>,
+        max_age_ms: Option<f64>,
+        heartbeat_ms: Option<f64>,
     ) -> event_stream::NativeEventStream {
         let slot = event_stream::Slot::default();
         let kept = slot.clone();
         self.op(id, |hub| async move {
             let args = parse_object("arguments", args)?;
+            let query = EventQuery {
+                cursor,
+                max_age: millis_option(max_age_ms, "maxAgeMs")?,
+                heartbeat: millis_option(heartbeat_ms, "heartbeatMs")?,
+                max_events: None,
+            };
             let handle = hub
-                .stream_events(&server, &name, args.as_ref(), cursor.as_deref(), None)
+                .stream_events_with(&server, &name, args.as_ref(), &query)
                 .await?;
             *kept.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
             Ok(Outcome::Done)
@@ -1173,6 +1189,8 @@ impl NativeHub {
         args: Option<String>,
         cursor: Option<String>,
         ttl_ms: Option<f64>,
+        no_expiry: Option<bool>,
+        max_age_ms: Option<f64>,
     ) {
         self.op(id, |hub| async move {
             let args = parse_object("arguments", args)?;
@@ -1182,8 +1200,12 @@ impl NativeHub {
                 cursor,
                 ttl: millis_option(ttl_ms, "ttlMs")?,
             };
+            let options = SubscribeOptions {
+                no_expiry: no_expiry.unwrap_or(false),
+                max_age: millis_option(max_age_ms, "maxAgeMs")?,
+            };
             json_outcome(
-                &hub.subscribe_events(&server, &name, args.as_ref(), &hook)
+                &hub.subscribe_events_with(&server, &name, args.as_ref(), &hook, &options)
                     .await?,
             )
         });

@@ -20,7 +20,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 
-use mcpmux_core::events_ext::Webhook;
+use mcpmux_core::events_ext::{EventQuery, SubscribeOptions, Webhook};
 use mcpmux_core::{CallOptions, Config, ConfigSource, Hub, ProgressUpdate};
 use pyo3::prelude::*;
 use serde_json::Value;
@@ -661,8 +661,8 @@ impl NativeHub {
     }
 
     /// One page of event type `name` of `server` from `cursor`
-    /// (`events/poll`), as core serializes it.
-    #[pyo3(signature = (server, name, arguments=None, cursor=None, max_events=None, aio=None))]
+    /// (`events/poll`), as core serializes it. `max_age` in seconds.
+    #[pyo3(signature = (server, name, arguments=None, cursor=None, max_events=None, max_age=None, aio=None))]
     #[allow(clippy::too_many_arguments)]
     fn poll_events(
         &self,
@@ -672,23 +672,22 @@ impl NativeHub {
         arguments: Option<&Bound<'_, PyAny>>,
         cursor: Option<&Bound<'_, PyAny>>,
         max_events: Option<&Bound<'_, PyAny>>,
+        max_age: Option<&Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
     ) -> PyResult<Py<PyAny>> {
         let server = convert::string(server, "server")?;
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
-        let cursor = convert::opt_string(cursor, "cursor")?;
-        let max_events = convert::opt_count(max_events, "max_events")?;
+        let query = EventQuery {
+            cursor: convert::opt_string(cursor, "cursor")?,
+            max_events: convert::opt_count(max_events, "max_events")?,
+            max_age: convert::opt_seconds(max_age, "max_age")?,
+            heartbeat: None,
+        };
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
             let page = hub
-                .poll_events(
-                    &server,
-                    &name,
-                    arguments.as_ref(),
-                    cursor.as_deref(),
-                    max_events,
-                )
+                .poll_events_with(&server, &name, arguments.as_ref(), &query)
                 .await?;
             Ok(json_outcome(&page))
         });
@@ -697,8 +696,10 @@ impl NativeHub {
 
     /// Opens a stream of event type `name` of `server` from `cursor`
     /// (`events/stream`); a `_native.EventStream`. Its occurrences arrive
-    /// on the hub's events (`event`, `event_stream`).
-    #[pyo3(signature = (server, name, arguments=None, cursor=None, aio=None))]
+    /// on the hub's events (`event`, `event_stream`). `max_age` and
+    /// `heartbeat` in seconds.
+    #[pyo3(signature = (server, name, arguments=None, cursor=None, max_age=None, heartbeat=None, aio=None))]
+    #[allow(clippy::too_many_arguments)]
     fn stream_events(
         &self,
         py: Python<'_>,
@@ -706,16 +707,23 @@ impl NativeHub {
         name: &Bound<'_, PyAny>,
         arguments: Option<&Bound<'_, PyAny>>,
         cursor: Option<&Bound<'_, PyAny>>,
+        max_age: Option<&Bound<'_, PyAny>>,
+        heartbeat: Option<&Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
     ) -> PyResult<Py<PyAny>> {
         let server = convert::string(server, "server")?;
         let name = convert::string(name, "name")?;
         let arguments = convert::opt_object(arguments, "arguments")?;
-        let cursor = convert::opt_string(cursor, "cursor")?;
+        let query = EventQuery {
+            cursor: convert::opt_string(cursor, "cursor")?,
+            max_age: convert::opt_seconds(max_age, "max_age")?,
+            heartbeat: convert::opt_seconds(heartbeat, "heartbeat")?,
+            max_events: None,
+        };
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
             let handle = hub
-                .stream_events(&server, &name, arguments.as_ref(), cursor.as_deref(), None)
+                .stream_events_with(&server, &name, arguments.as_ref(), &query)
                 .await?;
             Ok(Outcome::EventStream(handle))
         });
@@ -725,8 +733,8 @@ impl NativeHub {
 
     /// Subscribes webhook `url` (signed with `secret`) to event type `name`
     /// of `server` (`events/subscribe`); the subscription as core reads it.
-    /// `ttl` in seconds.
-    #[pyo3(signature = (server, name, url, secret, arguments=None, cursor=None, ttl=None, aio=None))]
+    /// `ttl` and `max_age` in seconds; `no_expiry` sends `ttlMs: null`.
+    #[pyo3(signature = (server, name, url, secret, arguments=None, cursor=None, ttl=None, no_expiry=false, max_age=None, aio=None))]
     #[allow(clippy::too_many_arguments)]
     fn subscribe_events(
         &self,
@@ -738,6 +746,8 @@ impl NativeHub {
         arguments: Option<&Bound<'_, PyAny>>,
         cursor: Option<&Bound<'_, PyAny>>,
         ttl: Option<&Bound<'_, PyAny>>,
+        no_expiry: bool,
+        max_age: Option<&Bound<'_, PyAny>>,
         aio: Option<Aio<'_>>,
     ) -> PyResult<Py<PyAny>> {
         let server = convert::string(server, "server")?;
@@ -748,11 +758,15 @@ impl NativeHub {
             cursor: convert::opt_string(cursor, "cursor")?,
             ttl: convert::opt_seconds(ttl, "ttl")?,
         };
+        let options = SubscribeOptions {
+            no_expiry,
+            max_age: convert::opt_seconds(max_age, "max_age")?,
+        };
         let arguments = convert::opt_object(arguments, "arguments")?;
         let hub = self.hub_py(py)?;
         let op: Op = Box::pin(async move {
             let sub = hub
-                .subscribe_events(&server, &name, arguments.as_ref(), &hook)
+                .subscribe_events_with(&server, &name, arguments.as_ref(), &hook, &options)
                 .await?;
             Ok(json_outcome(&sub))
         });

@@ -12,8 +12,8 @@ use super::Hub;
 use crate::client::{CallOptions, Client};
 use crate::error::Error;
 use crate::events_ext::{
-    self, EventStreamHandle, EventsPage, StreamState, Webhook, WebhookSubscription,
-    DEFAULT_HEARTBEAT, MAX_PAGE_EVENTS,
+    self, EventQuery, EventStreamHandle, EventsPage, StreamState, SubscribeOptions, Webhook,
+    WebhookSubscription, DEFAULT_HEARTBEAT, MAX_PAGE_EVENTS,
 };
 
 impl Hub {
@@ -68,12 +68,30 @@ impl Hub {
         cursor: Option<&str>,
         max_events: Option<u32>,
     ) -> Result<EventsPage, Error> {
+        let query = EventQuery {
+            cursor: cursor.map(str::to_owned),
+            max_events,
+            ..EventQuery::default()
+        };
+        self.poll_events_with(server, name, arguments, &query).await
+    }
+
+    /// [`Hub::poll_events`] with every option of `events/poll`: also
+    /// `maxAgeMs` ([`EventQuery::max_age`]).
+    pub async fn poll_events_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<&Value>,
+        query: &EventQuery,
+    ) -> Result<EventsPage, Error> {
         let client = self.events_client(server).await?;
-        let mut params = subscription_params(name, arguments, cursor)?;
-        if let Some(max) = max_events {
+        let mut params = subscription_params(name, arguments, query.cursor.as_deref())?;
+        if let Some(max) = query.max_events {
             let max = (max as usize).clamp(1, MAX_PAGE_EVENTS);
             params.insert("maxEvents".into(), max.into());
         }
+        insert_max_age(&mut params, query.max_age);
         let result = client
             .request(
                 "events/poll",
@@ -101,15 +119,37 @@ impl Hub {
         cursor: Option<&str>,
         heartbeat: Option<Duration>,
     ) -> Result<EventStreamHandle, Error> {
+        let query = EventQuery {
+            cursor: cursor.map(str::to_owned),
+            heartbeat,
+            ..EventQuery::default()
+        };
+        self.stream_events_with(server, name, arguments, &query)
+            .await
+    }
+
+    /// [`Hub::stream_events`] with every option of `events/stream`: also
+    /// `maxAgeMs` ([`EventQuery::max_age`]), sent again with each resend
+    /// (the server starts at the later of the stream's cursor and now
+    /// minus the age). `max_events` does not apply to streams.
+    pub async fn stream_events_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<&Value>,
+        query: &EventQuery,
+    ) -> Result<EventStreamHandle, Error> {
         let client = self.events_client(server).await?;
         // Checked now: the task only resends these.
-        let params = subscription_params(name, arguments, None)?;
+        let mut params = subscription_params(name, arguments, None)?;
+        insert_max_age(&mut params, query.max_age);
         let state = StreamState::new(
             server,
-            cursor.map(str::to_owned),
+            query.cursor.clone(),
             self.inner.options.events.clone(),
         );
-        let watchdog = heartbeat
+        let watchdog = query
+            .heartbeat
             .unwrap_or(DEFAULT_HEARTBEAT)
             .max(Duration::from_millis(10))
             .saturating_mul(2);
@@ -142,6 +182,20 @@ impl Hub {
         arguments: Option<&Value>,
         hook: &Webhook,
     ) -> Result<WebhookSubscription, Error> {
+        self.subscribe_events_with(server, name, arguments, hook, &SubscribeOptions::default())
+            .await
+    }
+
+    /// [`Hub::subscribe_events`] with every option of `events/subscribe`:
+    /// also no expiry (`ttlMs: null`) and `maxAgeMs`.
+    pub async fn subscribe_events_with(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: Option<&Value>,
+        hook: &Webhook,
+        options: &SubscribeOptions,
+    ) -> Result<WebhookSubscription, Error> {
         events_ext::check_webhook_url(&hook.url)?;
         events_ext::check_webhook_secret(&hook.secret)?;
         crate::secrets::register([hook.secret.clone()]);
@@ -151,9 +205,21 @@ impl Hub {
             "delivery".into(),
             json!({ "mode": "webhook", "url": hook.url, "secret": hook.secret }),
         );
-        if let Some(ttl) = hook.ttl {
-            params.insert("ttlMs".into(), (ttl.as_millis() as u64).into());
+        match (hook.ttl, options.no_expiry) {
+            (Some(_), true) => {
+                return Err(Error::InvalidInput(
+                    "webhook: a ttl and no expiry cannot both be asked for".into(),
+                ))
+            }
+            (Some(ttl), false) => {
+                params.insert("ttlMs".into(), events_ext::whole_millis(ttl).into());
+            }
+            (None, true) => {
+                params.insert("ttlMs".into(), Value::Null);
+            }
+            (None, false) => {}
         }
+        insert_max_age(&mut params, options.max_age);
         let result = client
             .request(
                 "events/subscribe",
@@ -203,6 +269,13 @@ impl Hub {
 }
 
 /// `{name, arguments, cursor}`; `arguments` must be an object.
+/// Adds `maxAgeMs` to a request's params when the host gave one.
+fn insert_max_age(params: &mut Map<String, Value>, max_age: Option<Duration>) {
+    if let Some(age) = max_age {
+        params.insert("maxAgeMs".into(), events_ext::whole_millis(age).into());
+    }
+}
+
 fn subscription_params(
     name: &str,
     arguments: Option<&Value>,

@@ -10,8 +10,9 @@
 
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
-use mcpmux_core::events_ext::{EventsPage, Webhook};
+use mcpmux_core::events_ext::{EventQuery, EventsPage, SubscribeOptions, Webhook};
 use serde_json::{json, Map, Value};
+use std::time::Duration;
 
 use super::out::Out;
 use super::Gateway;
@@ -20,7 +21,7 @@ use super::Gateway;
 pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/events";
 
 /// How often a stream the gateway forwards tells its client it is alive.
-const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+const HEARTBEAT: Duration = Duration::from_secs(30);
 
 /// The `_meta` key tagging a stream's notifications.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -60,6 +61,18 @@ fn resolve(gateway: &Gateway, name: &str) -> Result<(String, String), Error> {
             .max_by_key(|(server, _)| server.len())
     };
     found.ok_or_else(|| Error::InvalidInput(format!("unknown event type '{name:.200}'")))
+}
+
+/// A `*Ms` field of the client's params: `None` when absent or null.
+fn millis_param(params: &Value, key: &str) -> Result<Option<Duration>, Error> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Duration::from_millis)
+            .map(Some)
+            .ok_or_else(|| Error::InvalidInput(format!("'{key}' must be a non-negative integer"))),
+    }
 }
 
 fn name_param(params: &Value) -> Result<&str, Error> {
@@ -108,15 +121,18 @@ pub(crate) async fn poll(gateway: &Gateway, params: &Value) -> Result<Value, Err
         .get("maxEvents")
         .and_then(Value::as_u64)
         .map(|n| n.min(u64::from(u32::MAX)) as u32);
+    let query = EventQuery {
+        cursor: params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        max_events: max,
+        max_age: millis_param(params, "maxAgeMs")?,
+        heartbeat: None,
+    };
     let page: EventsPage = gateway
         .hub()
-        .poll_events(
-            &server,
-            &own,
-            params.get("arguments"),
-            params.get("cursor").and_then(Value::as_str),
-            max,
-        )
+        .poll_events_with(&server, &own, params.get("arguments"), &query)
         .await?;
     let events: Vec<Value> = page
         .events
@@ -142,6 +158,11 @@ pub(crate) async fn subscribe(gateway: &Gateway, params: &Value) -> Result<Value
             "events/subscribe: delivery {mode: \"webhook\", url, secret} is required".into(),
         ));
     };
+    // `ttlMs: null` asks for no expiry; omitted, the server's default.
+    let options = SubscribeOptions {
+        no_expiry: params.get("ttlMs").is_some_and(Value::is_null),
+        max_age: millis_param(params, "maxAgeMs")?,
+    };
     let hook = Webhook {
         url,
         secret,
@@ -149,14 +170,11 @@ pub(crate) async fn subscribe(gateway: &Gateway, params: &Value) -> Result<Value
             .get("cursor")
             .and_then(Value::as_str)
             .map(str::to_owned),
-        ttl: params
-            .get("ttlMs")
-            .and_then(Value::as_u64)
-            .map(std::time::Duration::from_millis),
+        ttl: millis_param(params, "ttlMs")?,
     };
     let sub = gateway
         .hub()
-        .subscribe_events(&server, &own, params.get("arguments"), &hook)
+        .subscribe_events_with(&server, &own, params.get("arguments"), &hook, &options)
         .await?;
     let mut answer = json!({
         "id": sub.id,
@@ -198,14 +216,16 @@ pub(crate) async fn stream(
     let hub = gateway.hub();
     // Subscribed first, so that no occurrence goes by unseen.
     let mut events = hub.events();
+    let query = EventQuery {
+        cursor: params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        max_age: millis_param(params, "maxAgeMs")?,
+        ..EventQuery::default()
+    };
     let handle = hub
-        .stream_events(
-            &server,
-            &own,
-            params.get("arguments"),
-            params.get("cursor").and_then(Value::as_str),
-            None,
-        )
+        .stream_events_with(&server, &own, params.get("arguments"), &query)
         .await?;
     let id = handle.id();
     let notify = |method: &str, mut body: Value| {

@@ -773,6 +773,7 @@ class Hub:
         *,
         cursor: Optional[str] = None,
         max_events: Optional[int] = None,
+        max_age: Optional[float] = None,
     ) -> Dict[str, Any]:
         """Polls event type ``name`` of ``server`` from ``cursor``
         (``events/poll``; ``None``: from now, which returns no events and a
@@ -780,8 +781,10 @@ class Hub:
         "name", "timestamp"?, "data"}], "cursor", "truncated", "has_more",
         "next_poll_ms"}``: keep ``cursor`` and poll again after
         ``next_poll_ms`` (at once when ``has_more``). ``max_events`` is
-        capped at 1000."""
-        return self._native.poll_events(server, name, arguments, cursor, max_events)
+        capped at 1000. ``max_age`` (seconds, ``maxAgeMs``): nothing older
+        is replayed, even from an older cursor; the page says
+        ``truncated`` when that left occurrences out."""
+        return self._native.poll_events(server, name, arguments, cursor, max_events, max_age)
 
     def stream_events(
         self,
@@ -790,12 +793,19 @@ class Hub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         cursor: Optional[str] = None,
+        max_age: Optional[float] = None,
+        heartbeat: Optional[float] = None,
     ) -> EventStream:
         """Opens a stream of event type ``name`` of ``server`` from
         ``cursor`` (``events/stream``; ``None``: from now). The occurrences
         arrive on this hub's events as ``event`` dicts (see
-        :class:`EventStream`); keep :attr:`EventStream.cursor` to resume."""
-        return EventStream(self._native.stream_events(server, name, arguments, cursor))
+        :class:`EventStream`); keep :attr:`EventStream.cursor` to resume.
+        ``max_age`` (seconds) as for :meth:`poll_events`. ``heartbeat``
+        (seconds, default 30): the server's heartbeat interval; after twice
+        it without a message the stream is sent again from its cursor."""
+        return EventStream(
+            self._native.stream_events(server, name, arguments, cursor, max_age, heartbeat)
+        )
 
     def subscribe_events(
         self,
@@ -807,16 +817,23 @@ class Hub:
         *,
         cursor: Optional[str] = None,
         ttl: Optional[float] = None,
+        no_expiry: bool = False,
+        max_age: Optional[float] = None,
     ) -> Dict[str, Any]:
         """Subscribes webhook ``url`` to event type ``name`` of ``server``
         (``events/subscribe``); the server posts each occurrence there,
         signed with ``secret`` (``whsec_`` and base64; never echoed or
         logged). ``url`` must be ``https`` (``http`` only to a loopback
         address), else :class:`InvalidInput`. ``ttl`` (seconds) asks for
-        the subscription's lifetime. Returns ``{"id", "refresh_before"?,
-        "cursor"?, "truncated", "delivery_status"?}``; subscribe again
-        before ``refresh_before`` to keep it."""
-        return self._native.subscribe_events(server, name, url, secret, arguments, cursor, ttl)
+        the subscription's lifetime, ``no_expiry=True`` for one that never
+        expires (``ttlMs: null``; not with ``ttl``); neither: the server's
+        default. ``max_age`` (seconds) as for :meth:`poll_events`. Returns
+        ``{"id", "refresh_before"?, "cursor"?, "truncated",
+        "delivery_status"?}``; subscribe again before ``refresh_before`` to
+        keep it (no ``refresh_before``: it does not expire)."""
+        return self._native.subscribe_events(
+            server, name, url, secret, arguments, cursor, ttl, no_expiry, max_age
+        )
 
     def unsubscribe_events(
         self,
@@ -1320,9 +1337,12 @@ class AsyncHub:
         *,
         cursor: Optional[str] = None,
         max_events: Optional[int] = None,
+        max_age: Optional[float] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.poll_events`."""
-        return await self._call(self._native.poll_events, server, name, arguments, cursor, max_events)
+        return await self._call(
+            self._native.poll_events, server, name, arguments, cursor, max_events, max_age
+        )
 
     async def stream_events(
         self,
@@ -1331,10 +1351,16 @@ class AsyncHub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         cursor: Optional[str] = None,
+        max_age: Optional[float] = None,
+        heartbeat: Optional[float] = None,
     ) -> EventStream:
         """See :meth:`Hub.stream_events`; the occurrences arrive on
         :meth:`AsyncHub.events` (or ``on_event=``)."""
-        return EventStream(await self._call(self._native.stream_events, server, name, arguments, cursor))
+        return EventStream(
+            await self._call(
+                self._native.stream_events, server, name, arguments, cursor, max_age, heartbeat
+            )
+        )
 
     async def subscribe_events(
         self,
@@ -1346,10 +1372,13 @@ class AsyncHub:
         *,
         cursor: Optional[str] = None,
         ttl: Optional[float] = None,
+        no_expiry: bool = False,
+        max_age: Optional[float] = None,
     ) -> Dict[str, Any]:
         """See :meth:`Hub.subscribe_events`."""
         return await self._call(
-            self._native.subscribe_events, server, name, url, secret, arguments, cursor, ttl
+            self._native.subscribe_events,
+            server, name, url, secret, arguments, cursor, ttl, no_expiry, max_age,
         )
 
     async def unsubscribe_events(

@@ -209,6 +209,7 @@ class Hub:
         *,
         cursor: Optional[str] = None,
         max_events: Optional[int] = None,
+        max_age: Optional[float] = None,
     ) -> EventsPage: ...
     def stream_events(
         self,
@@ -217,6 +218,8 @@ class Hub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         cursor: Optional[str] = None,
+        max_age: Optional[float] = None,
+        heartbeat: Optional[float] = None,
     ) -> EventStream: ...
     def subscribe_events(
         self,
@@ -228,6 +231,8 @@ class Hub:
         *,
         cursor: Optional[str] = None,
         ttl: Optional[float] = None,
+        no_expiry: bool = False,
+        max_age: Optional[float] = None,
     ) -> WebhookSubscription: ...
     def unsubscribe_events(
         self,
@@ -364,6 +369,7 @@ class AsyncHub:
         *,
         cursor: Optional[str] = None,
         max_events: Optional[int] = None,
+        max_age: Optional[float] = None,
     ) -> EventsPage: ...
     async def stream_events(
         self,
@@ -372,6 +378,8 @@ class AsyncHub:
         arguments: Optional[Mapping[str, Any]] = None,
         *,
         cursor: Optional[str] = None,
+        max_age: Optional[float] = None,
+        heartbeat: Optional[float] = None,
     ) -> EventStream: ...
     async def subscribe_events(
         self,
@@ -383,6 +391,8 @@ class AsyncHub:
         *,
         cursor: Optional[str] = None,
         ttl: Optional[float] = None,
+        no_expiry: bool = False,
+        max_age: Optional[float] = None,
     ) -> WebhookSubscription: ...
     async def unsubscribe_events(
         self,
