@@ -509,3 +509,97 @@ async fn no_listen_stream_when_the_server_offers_no_list_changes() {
     assert_eq!(server_state(&hub, "ev").await["listens"], json!(0));
     hub.close().await;
 }
+
+/// `maxAgeMs` (SEP-3415): from an old cursor, nothing older than the age is
+/// replayed, and the gap is said with `truncated`, on polls, streams and
+/// subscriptions; without it the whole log since the cursor comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_age_leaves_older_occurrences_out_and_says_so() {
+    use mcpmux_core::events_ext::EventQuery;
+    let hub = Hub::connect(config(&[events_entry(
+        "ev",
+        "PRELOAD = \"3\", PRELOAD_AGE_MS = \"600000\", HEARTBEAT_MS = \"100\"",
+    )]))
+    .await
+    .unwrap();
+    emit(&hub, "ev", "ticket.created", 7).await;
+    let from_start = EventQuery {
+        cursor: Some("pos-0".into()),
+        ..EventQuery::default()
+    };
+    let all = hub
+        .poll_events_with("ev", "ticket.created", None, &from_start)
+        .await
+        .unwrap();
+    assert_eq!(all.events.len(), 4, "{all:?}");
+    assert!(!all.truncated);
+    let recent = EventQuery {
+        max_age: Some(Duration::from_secs(60)),
+        ..from_start.clone()
+    };
+    let page = hub
+        .poll_events_with("ev", "ticket.created", None, &recent)
+        .await
+        .unwrap();
+    assert_eq!(page.events.len(), 1, "{page:?}");
+    assert_eq!(page.events[0].data, json!({"n": 7}));
+    assert!(page.truncated, "the three old ones were left out: {page:?}");
+
+    let mut events = hub.events();
+    let _stream = hub
+        .stream_events_with("ev", "ticket.created", None, &recent)
+        .await
+        .unwrap();
+    let active = next_where(&mut events, |e| stream_state(e) == Some("active")).await;
+    assert!(
+        matches!(active, HubEvent::EventStream { truncated: true, .. }),
+        "{active:?}"
+    );
+    let first = next_where(&mut events, |e| matches!(e, HubEvent::Event { .. })).await;
+    assert!(
+        matches!(&first, HubEvent::Event { data, .. } if data == &json!({"n": 7})),
+        "the first replayed is the recent one: {first:?}"
+    );
+    hub.close().await;
+}
+
+/// A subscription asked never to expire sends `ttlMs: null` and gets no
+/// `refreshBefore`; asking for a ttl as well is refused before the server
+/// is asked.
+#[tokio::test]
+async fn a_webhook_subscription_without_expiry() {
+    use mcpmux_core::events_ext::SubscribeOptions;
+    let hub = Hub::connect(config(&[events_entry("ev", "")]))
+        .await
+        .unwrap();
+    let mut hook = Webhook {
+        url: "https://example.com/hook".into(),
+        secret: format!("whsec_{}", "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"),
+        cursor: None,
+        ttl: None,
+    };
+    let forever = SubscribeOptions {
+        no_expiry: true,
+        ..SubscribeOptions::default()
+    };
+    let sub = hub
+        .subscribe_events_with("ev", "build.finished", None, &hook, &forever)
+        .await
+        .unwrap();
+    assert_eq!(sub.refresh_before, None, "{sub:?}");
+    let state = server_state(&hub, "ev").await;
+    assert_eq!(state["subscriptions"][0]["ttlMs"], Value::Null, "{state}");
+    // The server's default (an hour here) when neither is asked.
+    let sub = hub
+        .subscribe_events("ev", "build.finished", Some(&json!({"a": 1})), &hook)
+        .await
+        .unwrap();
+    assert!(sub.refresh_before.is_some(), "{sub:?}");
+    hook.ttl = Some(Duration::from_secs(60));
+    let e = hub
+        .subscribe_events_with("ev", "build.finished", None, &hook, &forever)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "INVALID_INPUT", "{e}");
+    hub.close().await;
+}

@@ -315,3 +315,123 @@ fn events_subscribe_and_unsubscribe_a_webhook_without_printing_the_secret() {
     .run()
     .fails_with("SERVER_ERROR");
 }
+
+/// `--max-age`: from an old cursor, nothing older is replayed and the page
+/// says events were lost; `--no-expiry` subscribes without a
+/// `refreshBefore` (`ttlMs: null`), and cannot go with `--ttl`.
+#[test]
+fn events_max_age_and_no_expiry() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "env = { PRELOAD = \"3\", PRELOAD_AGE_MS = \"600000\" }",
+    ));
+    let poll = |extra: &[&str]| {
+        let mut args = vec![
+            "--json",
+            "events",
+            "poll",
+            "ev",
+            "ticket.created",
+            "--cursor",
+            "pos-0",
+        ];
+        args.extend_from_slice(extra);
+        sb.mcpmux(&args).run().ok().json()
+    };
+    let all = poll(&[]);
+    assert_eq!(all["events"].as_array().unwrap().len(), 3, "{all}");
+    assert_eq!(all["truncated"], false);
+    let recent = poll(&["--max-age", "60"]);
+    assert_eq!(recent["events"], serde_json::json!([]), "{recent}");
+    assert_eq!(recent["truncated"], true, "{recent}");
+    let human = sb
+        .mcpmux(&[
+            "events",
+            "poll",
+            "ev",
+            "ticket.created",
+            "--cursor",
+            "pos-0",
+            "--max-age",
+            "60",
+        ])
+        .run();
+    human.ok().stdout_has(&["events were lost", "cursor: pos-3"]);
+    sb.mcpmux(&[
+        "events",
+        "poll",
+        "ev",
+        "ticket.created",
+        "--max-age",
+        "0",
+    ])
+    .run()
+    .fails_with("INVALID_INPUT");
+
+    let hook = "https://hooks.example.com/mcp";
+    let out = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            "--url",
+            hook,
+            "--secret-env",
+            "HOOK_SECRET",
+            "--no-expiry",
+        ])
+        .env("HOOK_SECRET", SECRET)
+        .run();
+    out.ok().stdout_has(&["refresh before: never (no expiry)"]);
+    let both = sb
+        .mcpmux(&[
+            "events",
+            "subscribe",
+            "ev",
+            "build.finished",
+            "--url",
+            hook,
+            "--secret-env",
+            "HOOK_SECRET",
+            "--no-expiry",
+            "--ttl",
+            "60",
+        ])
+        .env("HOOK_SECRET", SECRET)
+        .run();
+    both.expect_exit(2);
+}
+
+/// `--heartbeat`: a server that falls silent for twice the interval has
+/// its stream sent again from the cursor (`reconnecting`).
+#[test]
+fn events_stream_heartbeat_flag_sets_the_watchdog() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "env = { HEARTBEAT_MS = \"0\" }",
+    ));
+    let running = sb
+        .mcpmux(&[
+            "--json",
+            "events",
+            "stream",
+            "ev",
+            "ticket.created",
+            "--heartbeat",
+            "0.2",
+        ])
+        .spawn();
+    std::thread::sleep(Duration::from_millis(1500));
+    running.signal("INT");
+    let out = running.wait();
+    out.ok();
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("\"state\":\"reconnecting\"")),
+        "{out}"
+    );
+}

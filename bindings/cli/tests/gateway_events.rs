@@ -242,3 +242,34 @@ fn a_change_of_event_types_is_relayed_to_the_gateways_client() {
         ["io.modelcontextprotocol/events"];
     assert_eq!(caps["listChanged"], false, "{}", gw.initialize_answer());
 }
+
+/// A client's `maxAgeMs` and `ttlMs: null` reach the server through the
+/// gateway (they were dropped before).
+#[test]
+fn max_age_and_no_expiry_are_forwarded() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nconfirm_read_only = [\"*\"]\nenv = { PRELOAD = \"3\", PRELOAD_AGE_MS = \"600000\" }",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let page = gw.request(
+        "events/poll",
+        json!({"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0", "maxAgeMs": 60000}),
+    );
+    assert_eq!(page["result"]["events"], json!([]), "{page}");
+    assert_eq!(page["result"]["truncated"], true, "{page}");
+    let bad = gw.request(
+        "events/poll",
+        json!({"name": "mcp_ev_ticket.created", "cursor": "pos-0", "maxAgeMs": "soon"}),
+    );
+    assert!(bad.get("error").is_some(), "{bad}");
+    let sub = gw.request(
+        "events/subscribe",
+        json!({"name": "mcp_ev_build.finished", "arguments": {}, "ttlMs": null,
+               "delivery": {"mode": "webhook", "url": "https://hooks.example.com/x",
+                            "secret": "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"}}),
+    );
+    assert!(sub["result"]["id"].is_string(), "{sub}");
+    assert_eq!(sub["result"]["refreshBefore"], Value::Null, "{sub}");
+}
