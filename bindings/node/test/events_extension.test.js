@@ -207,7 +207,8 @@ test('bad arguments and unknown options are refused', T, async () => {
       hub.pollEvents('ev', 'ticket.created', { max_events: 3 }),
       hub.pollEvents('ev', 7),
       hub.streamEvents('ev', 'ticket.created', { cursor: 5 }),
-      hub.streamEvents('ev', 'ticket.created', { heartbeatMs: 100 }),
+      hub.streamEvents('ev', 'ticket.created', { heartbeatMs: 0 }),
+      hub.streamEvents('ev', 'ticket.created', { heartbeat: 100 }),
       hub.subscribeEvents('ev', 'build.finished', 'https://x/h', SECRET, { ttlMs: -1 }),
       hub.subscribeEvents('ev', 'build.finished', 'https://x/h', SECRET, { ttl: 5 }),
       hub.unsubscribeEvents('ev', 'build.finished', 'https://x/h', { cursor: 'pos-0' }),
@@ -219,4 +220,46 @@ test('bad arguments and unknown options are refused', T, async () => {
   }
   await assert.rejects(hub.listEvents(), code('TRANSPORT_CLOSED'))
   await assert.rejects(hub.streamEvents('ev', 'ticket.created'), code('TRANSPORT_CLOSED'))
+})
+
+test('maxAgeMs, noExpiry and heartbeatMs', T, async () => {
+  const hub = await Hub.connect({
+    mcpServers: { ev: events({ PRELOAD: '3', PRELOAD_AGE_MS: '600000', HEARTBEAT_MS: '0' }) },
+  })
+  try {
+    await emit(hub, 'ticket.created', 7)
+    const all = await hub.pollEvents('ev', 'ticket.created', { cursor: 'pos-0' })
+    assert.equal(all.events.length, 4)
+    assert.equal(all.truncated, false)
+    const recent = await hub.pollEvents('ev', 'ticket.created', { cursor: 'pos-0', maxAgeMs: 60_000 })
+    assert.deepEqual(
+      recent.events.map((e) => e.data),
+      [{ n: 7 }],
+    )
+    assert.equal(recent.truncated, true)
+    await assert.rejects(hub.pollEvents('ev', 'ticket.created', { maxAgeMs: -5 }), code('INVALID_INPUT'))
+
+    const sub = await hub.subscribeEvents('ev', 'build.finished', 'https://h.example.com/x', SECRET, { noExpiry: true })
+    assert.equal(sub.refresh_before ?? null, null)
+    assert.equal((await serverState(hub)).subscriptions[0].ttlMs, null)
+    await assert.rejects(
+      hub.subscribeEvents('ev', 'build.finished', 'https://h.example.com/x', SECRET, { noExpiry: true, ttlMs: 60_000 }),
+      code('INVALID_INPUT'),
+    )
+    await assert.rejects(
+      hub.subscribeEvents('ev', 'build.finished', 'https://h.example.com/x', SECRET, { noExpiry: 'yes' }),
+      code('INVALID_INPUT'),
+    )
+
+    const active = nextEvent(hub, (e) => e.type === 'event_stream' && e.state === 'active')
+    const first = nextEvent(hub, (e) => e.type === 'event')
+    const again = nextEvent(hub, (e) => e.type === 'event_stream' && e.state === 'reconnecting')
+    const stream = await hub.streamEvents('ev', 'ticket.created', { cursor: 'pos-0', maxAgeMs: 60_000, heartbeatMs: 200 })
+    assert.equal((await active).truncated, true)
+    assert.deepEqual((await first).data, { n: 7 })
+    assert.equal((await again).subscription, stream.id)
+    stream.stop()
+  } finally {
+    await hub.close()
+  }
 })

@@ -225,8 +225,10 @@ def test_bad_arguments_and_unknown_options_are_refused():
             hub.subscribe_events("ev", "build.finished", "https://x/h", SECRET, ttl=-1)
         with pytest.raises(TypeError, match="max_event"):
             hub.poll_events("ev", "ticket.created", max_event=3)  # type: ignore[call-arg]
-        with pytest.raises(TypeError, match="heartbeat"):
-            hub.stream_events("ev", "ticket.created", heartbeat=1)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="heartbeat_ms"):
+            hub.stream_events("ev", "ticket.created", heartbeat_ms=1)  # type: ignore[call-arg]
+        with pytest.raises(mcpmux.InvalidInput, match="heartbeat"):
+            hub.stream_events("ev", "ticket.created", heartbeat=0)
     with pytest.raises(mcpmux.TransportClosed):
         hub.list_events()
 
@@ -256,5 +258,56 @@ def test_async_hub():
             await hub.unsubscribe_events("ev", "build.finished", "http://127.0.0.1:9/h")
             with pytest.raises(TypeError):
                 await hub.poll_events("ev", "ticket.created", limit=3)  # type: ignore[call-arg]
+
+    asyncio.run(main())
+
+
+def test_max_age_no_expiry_and_heartbeat():
+    """``max_age`` (``maxAgeMs``) leaves old occurrences out and says so;
+    ``no_expiry`` subscribes without ``refresh_before``; ``heartbeat`` sets
+    the stream's watchdog (a silent server's stream is sent again)."""
+    env = events_server(PRELOAD="3", PRELOAD_AGE_MS="600000", HEARTBEAT_MS="0")
+    with mcpmux.Hub.connect(config(ev=env)) as hub:
+        emit(hub, "ticket.created", 7)
+        everything = hub.poll_events("ev", "ticket.created", cursor="pos-0")
+        assert len(everything["events"]) == 4 and everything["truncated"] is False
+        recent = hub.poll_events("ev", "ticket.created", cursor="pos-0", max_age=60)
+        assert [e["data"] for e in recent["events"]] == [{"n": 7}]
+        assert recent["truncated"] is True
+        with pytest.raises(mcpmux.InvalidInput):
+            hub.poll_events("ev", "ticket.created", cursor="pos-0", max_age=-1)
+
+        sub = hub.subscribe_events("ev", "build.finished", "https://h.example.com/x", SECRET, no_expiry=True)
+        assert sub.get("refresh_before") is None, sub
+        assert server_state(hub)["subscriptions"][0]["ttlMs"] is None
+        with pytest.raises(mcpmux.InvalidInput):
+            hub.subscribe_events("ev", "build.finished", "https://h.example.com/x", SECRET, ttl=60, no_expiry=True)
+
+        timer = threading.Timer(HANG, hub.close)
+        timer.daemon = True
+        timer.start()
+        try:
+            events = hub.events()
+            with hub.stream_events("ev", "ticket.created", cursor="pos-0", max_age=60, heartbeat=0.2):
+                active = next_matching(events, lambda e: e["type"] == "event_stream")
+                assert active["state"] == "active" and active["truncated"] is True, active
+                first = next_matching(events, lambda e: e["type"] == "event")
+                assert first["data"] == {"n": 7}
+                again = next_matching(events, lambda e: e["type"] == "event_stream" and e["state"] != "active")
+                assert again["state"] == "reconnecting", again
+        finally:
+            timer.cancel()
+
+
+def test_async_max_age_and_no_expiry():
+    async def main() -> None:
+        env = events_server(PRELOAD="2", PRELOAD_AGE_MS="600000")
+        async with mcpmux.AsyncHub.connect(config(ev=env)) as hub:
+            page = await hub.poll_events("ev", "ticket.created", cursor="pos-0", max_age=60)
+            assert page["events"] == [] and page["truncated"] is True
+            sub = await hub.subscribe_events(
+                "ev", "build.finished", "https://h.example.com/x", SECRET, no_expiry=True
+            )
+            assert sub.get("refresh_before") is None, sub
 
     asyncio.run(main())
