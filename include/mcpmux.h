@@ -1445,9 +1445,12 @@ enum mcpmux_status mcpmux_hub_list_events(const struct mcpmux_hub *hub, const ch
  * "data"}], "cursor", "truncated", "has_more", "next_poll_ms"}`. Keep
  * `cursor` and poll again after `next_poll_ms` (at once when `has_more`).
  * `args_json` (nullable): the subscription's arguments, a JSON object.
- * `options_json` (nullable): `{"cursor": "...", "max_events": n}`
- * (no cursor: from now, which returns no events and a cursor to keep;
- * `max_events` is capped at 1000); another key is INVALID_INPUT.
+ * `options_json` (nullable): `{"cursor": "...", "max_events": n,
+ * "max_age_ms": n}` (no cursor: from now, which returns no events and a
+ * cursor to keep; `max_events` is capped at 1000; `max_age_ms`: nothing
+ * older than that is replayed, even from an older cursor, and the page
+ * says `truncated` when that left some out); another key is
+ * INVALID_INPUT.
  * Blocking.
  *
  * On success `*out_json` receives a string owned by the caller (free it
@@ -1469,7 +1472,11 @@ enum mcpmux_status mcpmux_hub_poll_events(const struct mcpmux_hub *hub, const ch
  * "subscription", "state", "cursor"?, "truncated", "error"?}`;
  * `subscription` is mcpmux_event_stream_id(). `args_json` as for
  * mcpmux_hub_poll_events(); `options_json` (nullable): `{"cursor":
- * "..."}` (none: from now). Blocking until the request is sent.
+ * "...", "max_age_ms": n, "heartbeat_ms": n}` (no cursor: from now;
+ * `max_age_ms` as for mcpmux_hub_poll_events(); `heartbeat_ms`: the
+ * server's heartbeat interval, default 30000: after twice it without a
+ * message the stream is sent again from its cursor). Blocking until the
+ * request is sent.
  *
  * On success `*out_stream` receives a stream owned by the caller (free it,
  * which stops the stream, with mcpmux_event_stream_free()).
@@ -1490,8 +1497,12 @@ enum mcpmux_status mcpmux_hub_stream_events(const struct mcpmux_hub *hub, const 
  * else INVALID_INPUT before the server is asked. The secret is never
  * logged or put in an error (it joins the redacted secrets). `args_json`
  * as for mcpmux_hub_poll_events(); `options_json` (nullable):
- * `{"cursor": "...", "ttl_ms": n}` (no cursor: from now; no ttl: the
- * server's default). Receiving and verifying the deliveries is the host's.
+ * `{"cursor": "...", "ttl_ms": n, "no_expiry": true, "max_age_ms": n}`
+ * (no cursor: from now; no ttl: the server's default; `no_expiry` asks
+ * for a subscription that never expires, `ttlMs: null` on the wire, and
+ * cannot go with `ttl_ms`; `max_age_ms` as for
+ * mcpmux_hub_poll_events()). Receiving and verifying the deliveries is
+ * the host's.
  * Blocking.
  *
  * On success `*out_json` receives a string owned by the caller (free it

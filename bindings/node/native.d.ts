@@ -245,20 +245,20 @@ export declare class NativeHub {
    * (`events/poll`), JSON text as core serializes it; `args` is JSON
    * object text.
    */
-  pollEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null, maxEvents?: number | undefined | null): void
+  pollEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null, maxEvents?: number | undefined | null, maxAgeMs?: number | undefined | null): void
   /**
    * Opens a stream of event type `name` of `server` from `cursor`
    * (`events/stream`): returns its object at once; completion `id`
    * (nothing, or the error) comes once core opened it. Its occurrences
    * arrive on the hub's events.
    */
-  streamEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null): NativeEventStream
+  streamEvents(id: number, server: string, name: string, args?: string | undefined | null, cursor?: string | undefined | null, maxAgeMs?: number | undefined | null, heartbeatMs?: number | undefined | null): NativeEventStream
   /**
    * Subscribes webhook `url` (signed with `secret`) to event type `name`
    * of `server` (`events/subscribe`); the subscription as core reads
    * it, JSON text.
    */
-  subscribeEvents(id: number, server: string, name: string, url: string, secret: string, args?: string | undefined | null, cursor?: string | undefined | null, ttlMs?: number | undefined | null): void
+  subscribeEvents(id: number, server: string, name: string, url: string, secret: string, args?: string | undefined | null, cursor?: string | undefined | null, ttlMs?: number | undefined | null, noExpiry?: boolean | undefined | null, maxAgeMs?: number | undefined | null): void
   /**
    * Ends the webhook subscription of `url` to event type `name` of
    * `server` with these `args` (`events/unsubscribe`).

@@ -36,8 +36,11 @@ static int saw(const char *needle) {
 int main(void) {
     watchdog("test_events_ext", 120);
     mcpmux_engine *engine = new_engine(NULL);
-    char *config = concat_free(python_server_entry("ev", "events_server.py", "env = { HEARTBEAT_MS = \"100\" }"),
-                               python_server_entry("none", "events_server.py", "env = { CAPABILITY = \"none\" }"));
+    char *config = concat_free(
+        concat_free(python_server_entry("ev", "events_server.py", "env = { HEARTBEAT_MS = \"100\" }"),
+                    python_server_entry("none", "events_server.py", "env = { CAPABILITY = \"none\" }")),
+        python_server_entry("old", "events_server.py",
+                            "env = { PRELOAD = \"2\", PRELOAD_AGE_MS = \"600000\", HEARTBEAT_MS = \"0\" }"));
     mcpmux_hub *hub = connect_text(engine, config);
     free(config);
     mcpmux_error *err = NULL;
@@ -175,6 +178,41 @@ int main(void) {
     expect_status("unsubscribe again", mcpmux_hub_unsubscribe_events(hub, "ev", "build.finished", "{\"repo\":\"x\"}",
                                                                      "https://hooks.example.com/mcp", &err),
                   &err, MCPMUX_STATUS_SERVER_ERROR, "SERVER_ERROR", NULL);
+
+    /* max_age_ms: the two old occurrences are left out, and the gap said. */
+    json = NULL;
+    expect_status("poll with max_age_ms",
+                  mcpmux_hub_poll_events(hub, "old", "ticket.created", NULL,
+                                         "{\"cursor\":\"pos-0\",\"max_age_ms\":60000}", &json, &err),
+                  &err, MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(json && contains(json, "\"events\":[]") && contains(json, "\"truncated\":true"),
+          "nothing older than a minute: %s", json ? json : "");
+    mcpmux_string_free(json);
+    expect_status("a bad max_age_ms", mcpmux_hub_poll_events(hub, "old", "ticket.created", NULL,
+                                                             "{\"max_age_ms\":\"soon\"}", &json, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "max_age_ms");
+    /* no_expiry: ttlMs null, no refresh_before. */
+    json = NULL;
+    expect_status("subscribe without expiry",
+                  mcpmux_hub_subscribe_events(hub, "old", "build.finished", NULL, "https://hooks.example.com/mcp",
+                                              secret, "{\"no_expiry\":true}", &json, &err),
+                  &err, MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(json && contains(json, "\"id\":\"sub_") && !contains(json, "refresh_before"),
+          "a subscription that does not expire: %s", json ? json : "");
+    mcpmux_string_free(json);
+    json = NULL;
+    expect_status("no_expiry with a ttl",
+                  mcpmux_hub_subscribe_events(hub, "old", "build.finished", NULL, "https://hooks.example.com/mcp",
+                                              secret, "{\"no_expiry\":true,\"ttl_ms\":1000}", &json, &err),
+                  &err, MCPMUX_STATUS_INVALID_INPUT, "INVALID_INPUT", "no expiry");
+    /* heartbeat_ms: the silent server's stream is sent again. */
+    stream = NULL;
+    expect_status("stream with heartbeat_ms",
+                  mcpmux_hub_stream_events(hub, "old", "ticket.created", NULL, "{\"heartbeat_ms\":200}", &stream,
+                                           &err),
+                  &err, MCPMUX_STATUS_OK, NULL, NULL);
+    CHECK(saw("\"state\":\"reconnecting\""), "a silent stream is sent again after twice heartbeat_ms");
+    mcpmux_event_stream_free(stream);
 
     mcpmux_hub_free(hub);
     mcpmux_engine_free(engine);
