@@ -552,7 +552,13 @@ async fn max_age_leaves_older_occurrences_out_and_says_so() {
         .unwrap();
     let active = next_where(&mut events, |e| stream_state(e) == Some("active")).await;
     assert!(
-        matches!(active, HubEvent::EventStream { truncated: true, .. }),
+        matches!(
+            active,
+            HubEvent::EventStream {
+                truncated: true,
+                ..
+            }
+        ),
         "{active:?}"
     );
     let first = next_where(&mut events, |e| matches!(e, HubEvent::Event { .. })).await;

@@ -357,17 +357,12 @@ fn events_max_age_and_no_expiry() {
             "60",
         ])
         .run();
-    human.ok().stdout_has(&["events were lost", "cursor: pos-3"]);
-    sb.mcpmux(&[
-        "events",
-        "poll",
-        "ev",
-        "ticket.created",
-        "--max-age",
-        "0",
-    ])
-    .run()
-    .fails_with("INVALID_INPUT");
+    human
+        .ok()
+        .stdout_has(&["events were lost", "cursor: pos-3"]);
+    sb.mcpmux(&["events", "poll", "ev", "ticket.created", "--max-age", "0"])
+        .run()
+        .fails_with("INVALID_INPUT");
 
     let hook = "https://hooks.example.com/mcp";
     let out = sb
