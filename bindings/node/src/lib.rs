@@ -1115,6 +1115,7 @@ impl NativeHub {
     /// (`events/poll`), JSON text as core serializes it; `args` is JSON
     /// object text.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn poll_events(
         &self,
         id: u32,
@@ -1145,6 +1146,7 @@ impl NativeHub {
     /// (nothing, or the error) comes once core opened it. Its occurrences
     /// arrive on the hub's events.
     #[napi]
+    #[allow(clippy::too_many_arguments)]
     pub fn stream_events(
         &self,
         id: u32,
