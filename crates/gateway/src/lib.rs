@@ -19,6 +19,7 @@ mod connection;
 mod events;
 pub mod http;
 mod input_required;
+mod listen;
 mod out;
 mod pin_watch;
 pub mod relay;

@@ -1,0 +1,164 @@
+//! `subscriptions/listen` of the gateway's 2026-07-28 clients: the stream on
+//! which the stateless revision delivers list changes and resource updates
+//! (2025-11-25 clients get them unasked on their session's stream). The
+//! gateway agrees to what it can tell (the lists it serves, the events
+//! extension's types when a server behind it says `listChanged`, the
+//! resources a server behind it accepted a subscription to), acknowledges
+//! with that filter first, then relays the hub's events that match, each
+//! tagged with the request's id, until the client cancels the request (its
+//! task is then dropped) or the gateway's hub ends.
+
+use std::collections::BTreeSet;
+
+use mcpmux_core::error::Error;
+use mcpmux_core::events::HubEvent;
+use serde_json::{json, Map, Value};
+
+use super::out::Out;
+use super::{Gateway, GatewayMode};
+
+/// The `_meta` key tagging a stream's notifications.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Most resource URIs one stream may ask for: past it, the rest are left
+/// out of the acknowledged filter.
+const MAX_RESOURCES: usize = 1024;
+
+/// What one stream was granted.
+#[derive(Default)]
+struct Granted {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    events: bool,
+    uris: BTreeSet<String>,
+}
+
+/// Whether `filter` asks for `key` (`true`).
+fn asks(filter: &Value, key: &str) -> bool {
+    filter.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+/// `subscriptions/listen`: acknowledges, then relays until cancelled.
+pub(crate) async fn listen(
+    gateway: &Gateway,
+    params: &Value,
+    request_id: &Value,
+    out: &Out,
+) -> Result<Value, Error> {
+    let filter = params.get("notifications").cloned().unwrap_or(Value::Null);
+    if !filter.is_object() {
+        return Err(Error::InvalidInput(
+            "subscriptions/listen: params.notifications must be an object".into(),
+        ));
+    }
+    let hub = gateway.hub();
+    // Subscribed first, so that nothing after the acknowledgment goes by.
+    let mut events = hub.events();
+    let mut pins_changed = gateway.inner.pins_changed.subscribe();
+    let events_list_changed = hub.servers().iter().any(|s| {
+        s.capabilities
+            .as_ref()
+            .is_some_and(mcpmux_core::events_ext::offers_list_changed)
+    });
+    let mut granted = Granted {
+        tools: asks(&filter, "toolsListChanged"),
+        prompts: asks(&filter, "promptsListChanged"),
+        resources: asks(&filter, "resourcesListChanged"),
+        events: asks(&filter, "eventsListChanged") && events_list_changed,
+        uris: BTreeSet::new(),
+    };
+    let wanted = filter
+        .get("resourceSubscriptions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for uri in wanted.iter().filter_map(Value::as_str).take(MAX_RESOURCES) {
+        // A resource no server behind takes is left out, as the revision
+        // says a server does with what it does not support.
+        if granted.uris.contains(uri) || hub.subscribe(uri, None).await.is_ok() {
+            granted.uris.insert(uri.to_owned());
+        }
+    }
+    let notify = |method: &str, body: Option<Value>| {
+        let mut body = body.unwrap_or_else(|| json!({}));
+        body["_meta"] = json!({ SUBSCRIPTION_ID: request_id });
+        // A full queue loses this one (the client is slow); a closed one
+        // ends the stream.
+        out.try_send(json!({"jsonrpc": "2.0", "method": method, "params": body}).into())
+            || !out.is_closed()
+    };
+    let mut accepted = Map::new();
+    for (on, key) in [
+        (granted.tools, "toolsListChanged"),
+        (granted.prompts, "promptsListChanged"),
+        (granted.resources, "resourcesListChanged"),
+        (granted.events, "eventsListChanged"),
+    ] {
+        if on {
+            accepted.insert(key.into(), true.into());
+        }
+    }
+    if !granted.uris.is_empty() {
+        accepted.insert(
+            "resourceSubscriptions".into(),
+            granted.uris.iter().cloned().collect::<Vec<_>>().into(),
+        );
+    }
+    if !notify(
+        "notifications/subscriptions/acknowledged",
+        Some(json!({ "notifications": accepted })),
+    ) {
+        return Ok(ended(request_id));
+    }
+    let search = gateway.inner.options.mode == GatewayMode::Search;
+    let tools = granted.tools && !search;
+    loop {
+        let event = tokio::select! {
+            event = events.recv() => event,
+            Ok(()) = pins_changed.changed() => {
+                // An approval changed what is offered.
+                if tools && !notify("notifications/tools/list_changed", None) {
+                    break;
+                }
+                continue;
+            }
+        };
+        let Some(event) = event else { break };
+        let sent = match event {
+            HubEvent::ToolsChanged { .. } | HubEvent::ToolQuarantined { .. } if tools => {
+                notify("notifications/tools/list_changed", None)
+            }
+            HubEvent::ResourcesChanged { .. } if granted.resources => {
+                notify("notifications/resources/list_changed", None)
+            }
+            HubEvent::PromptsChanged { .. } if granted.prompts => {
+                notify("notifications/prompts/list_changed", None)
+            }
+            HubEvent::EventsChanged { .. } if granted.events => {
+                notify("notifications/events/list_changed", None)
+            }
+            HubEvent::ResourceUpdated { uri, .. } if granted.uris.contains(&uri) => notify(
+                "notifications/resources/updated",
+                Some(json!({ "uri": uri })),
+            ),
+            // Lost events: every list granted may have changed.
+            HubEvent::Lagged { .. } => {
+                (!tools || notify("notifications/tools/list_changed", None))
+                    && (!granted.resources || notify("notifications/resources/list_changed", None))
+                    && (!granted.prompts || notify("notifications/prompts/list_changed", None))
+            }
+            _ => true,
+        };
+        if !sent {
+            break;
+        }
+    }
+    Ok(ended(request_id))
+}
+
+/// The result of a stream that ended (the hub closed, or the client
+/// stopped reading): the stream's id in `_meta`.
+fn ended(request_id: &Value) -> Value {
+    json!({ "_meta": { SUBSCRIPTION_ID: request_id } })
+}
