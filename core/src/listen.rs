@@ -254,6 +254,10 @@ impl Listener {
         (!filter.is_empty()).then(|| (Value::Object(filter), state.generation))
     }
 
+    fn generation(&self) -> u64 {
+        self.state.lock().unwrap().generation
+    }
+
     fn opened(&self, id: u64, generation: u64) {
         let mut state = self.state.lock().unwrap();
         state.open = Some((id, generation));
@@ -310,14 +314,24 @@ pub async fn run(
         let id = peer.next_id();
         listener.opened(id, generation);
         let params = meta.apply(Some(json!({ "notifications": filter })));
-        let outcome = tokio::select! {
-            answer = peer.request(id, METHOD, Some(&params), &opts) => answer.map(|_| ()),
-            // The request is dropped (so cancelled) with this round.
-            _ = listener.changed.notified() => {
-                listener.ended(Ok(()));
-                continue;
+        let request = peer.request(id, METHOD, Some(&params), &opts);
+        tokio::pin!(request);
+        let outcome = loop {
+            tokio::select! {
+                answer = &mut request => break Some(answer.map(|_| ())),
+                // A wake-up left from before this stream opened changes
+                // nothing; a real change drops (so cancels) the request.
+                _ = listener.changed.notified() => {
+                    if listener.generation() != generation {
+                        break None;
+                    }
+                }
+                _ = &mut dropped => return,
             }
-            _ = &mut dropped => return,
+        };
+        let Some(outcome) = outcome else {
+            listener.ended(Ok(()));
+            continue;
         };
         if peer.closed_error().is_some() {
             listener.ended(Err(Error::TransportClosed(format!(
@@ -365,6 +379,19 @@ pub async fn run(
 mod tests {
     use super::*;
 
+    /// Adds `uri` on a task of its own (the test stands in for the stream).
+    fn subscribing(
+        listener: &Arc<Listener>,
+        uri: &'static str,
+    ) -> tokio::task::JoinHandle<Result<(), Error>> {
+        let listener = listener.clone();
+        tokio::spawn(async move {
+            listener
+                .watch_resource(uri, true, Duration::from_secs(5))
+                .await
+        })
+    }
+
     #[test]
     fn the_filter_asks_for_what_the_capabilities_offer() {
         let caps = json!({
@@ -392,14 +419,7 @@ mod tests {
     #[tokio::test]
     async fn a_resource_is_taken_when_the_acknowledgment_names_it() {
         let listener = Listener::new("s", &json!({"resources": {"subscribe": true}})).unwrap();
-        let waiting = {
-            let listener = listener.clone();
-            tokio::spawn(async move {
-                listener
-                    .watch_resource("file:///a", true, Duration::from_secs(5))
-                    .await
-            })
-        };
+        let waiting = subscribing(&listener, "file:///a");
         // Stand in for the task: open the stream the change asks for.
         listener.changed.notified().await;
         let (filter, generation) = listener.next().unwrap();
@@ -416,14 +436,7 @@ mod tests {
         waiting.await.unwrap().unwrap();
 
         // A URI the server leaves out is refused and dropped from the set.
-        let refused = {
-            let listener = listener.clone();
-            tokio::spawn(async move {
-                listener
-                    .watch_resource("file:///b", true, Duration::from_secs(5))
-                    .await
-            })
-        };
+        let refused = subscribing(&listener, "file:///b");
         listener.changed.notified().await;
         let (_, generation) = listener.next().unwrap();
         listener.opened(8, generation);
@@ -443,14 +456,7 @@ mod tests {
     #[tokio::test]
     async fn a_failed_stream_fails_the_waiter_and_no_answer_times_out() {
         let listener = Listener::new("s", &json!({"resources": {"subscribe": true}})).unwrap();
-        let waiting = {
-            let listener = listener.clone();
-            tokio::spawn(async move {
-                listener
-                    .watch_resource("file:///a", true, Duration::from_secs(5))
-                    .await
-            })
-        };
+        let waiting = subscribing(&listener, "file:///a");
         listener.changed.notified().await;
         let (_, generation) = listener.next().unwrap();
         listener.opened(3, generation);

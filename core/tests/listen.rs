@@ -153,28 +153,8 @@ async fn over_stdio_the_stream_carries_list_changes_and_resource_updates() {
 
 #[tokio::test]
 async fn over_http_the_stream_carries_list_changes_and_resource_updates() {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(rmcp_tasks_server())
-        .args(["--http", "127.0.0.1:0"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no address");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    let entry = format!(
-        "[[mcp.servers]]\nname = \"tasks\"\ntype = \"http\"\nurl = {}\n",
-        q(&url)
-    );
-    the_stream_carries_list_changes_and_resource_updates(entry).await;
-    let _ = child.kill();
-    let _ = child.wait();
+    let server = RmcpTasksHttp::start(&[]);
+    the_stream_carries_list_changes_and_resource_updates(server.entry("tasks")).await;
 }
 
 /// A server without `subscriptions/listen` (a 2026-07-28 server that does
@@ -198,5 +178,95 @@ async fn subscribing_where_the_server_offers_no_subscriptions_is_invalid_input()
     .unwrap_err();
     assert_eq!(e.code(), "INVALID_INPUT", "{e}");
     assert!(e.to_string().contains("'ev'"), "{e}");
+    hub.close().await;
+}
+
+/// A 2026-07-28 events server (`tests/servers/events_server.py`) that offers
+/// resource subscriptions, with `env` (TOML inline-table members) besides.
+fn subscribing_entry(env: &str) -> String {
+    stdio_entry(
+        "ev",
+        &python(),
+        &[&server_script("events_server.py")],
+        &format!(
+            "protocol_version = \"2026-07-28\"\ntimeout_seconds = 1\n\
+             env = {{ REVISION = \"2026-07-28\", RESOURCES = \"1\"{env} }}"
+        ),
+    )
+}
+
+async fn ev_state(hub: &Hub) -> Value {
+    serde_json::from_str(&call(hub, "mcp_ev_state", json!({})).await).unwrap()
+}
+
+/// A hostile server that never acknowledges the stream: subscribing fails
+/// with `TIMEOUT` after the server's timeout, the URI is not kept, and the
+/// connection goes on serving calls.
+#[tokio::test]
+async fn a_server_that_never_acknowledges_costs_a_timeout_not_a_hang() {
+    let hub = Hub::connect(config(&[subscribing_entry(", LISTEN = \"silent\"")]))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let e = tokio::time::timeout(
+        Duration::from_secs(10),
+        hub.subscribe("file:///x", Some("ev")),
+    )
+    .await
+    .expect("answered in time")
+    .unwrap_err();
+    assert_eq!(e.code(), "TIMEOUT", "{e}");
+    assert!(e.to_string().contains("'ev'"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Calls still work, and the unanswered stream was cancelled: with the
+    // URI gone there is nothing left to listen for.
+    let mut state = ev_state(&hub).await;
+    for _ in 0..100 {
+        if state["listeners"] == json!([]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        state = ev_state(&hub).await;
+    }
+    assert_eq!(state["listeners"], json!([]), "{state}");
+    assert_eq!(state["listens"], 1, "{state}");
+    assert_eq!(state["most_uris"], 1, "{state}");
+    tokio::time::timeout(Duration::from_secs(10), hub.close())
+        .await
+        .expect("closed in time");
+}
+
+/// The host's resource subscriptions on one connection are bounded: the
+/// 1025th is `LIMIT_EXCEEDED` (no stream asks for it), one freed place
+/// takes a new URI.
+#[tokio::test]
+async fn at_most_1024_resources_are_listened_for() {
+    const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1024;
+    let hub = Hub::connect(config(&[subscribing_entry("")]))
+        .await
+        .unwrap();
+    let uris: Vec<String> = (0..MAX_RESOURCE_SUBSCRIPTIONS)
+        .map(|i| format!("file:///r{i}"))
+        .collect();
+    // Concurrent subscriptions share the streams that open for them.
+    for chunk in uris.chunks(128) {
+        let all = chunk.iter().map(|u| hub.subscribe(u, Some("ev")));
+        for answer in futures::future::join_all(all).await {
+            answer.unwrap();
+        }
+    }
+    let e = hub
+        .subscribe("file:///one-more", Some("ev"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), "LIMIT_EXCEEDED", "{e}");
+    assert!(e.to_string().contains("1024"), "{e}");
+    assert_eq!(ev_state(&hub).await["most_uris"], 1024);
+    hub.unsubscribe("file:///r0", Some("ev")).await.unwrap();
+    hub.subscribe("file:///one-more", Some("ev")).await.unwrap();
     hub.close().await;
 }

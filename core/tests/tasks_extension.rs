@@ -358,28 +358,10 @@ async fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 /// `Mcp-Name` (rmcp refuses one without: HTTP 400, -32020).
 #[tokio::test]
 async fn over_http_tasks_requests_carry_the_task_id_in_mcp_name() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("rmcp.log");
-    let mut child = std::process::Command::new(rmcp_tasks_server())
-        .args(["--http", "127.0.0.1:0"])
-        .env("RMCP_TASKS_LOG", &log)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "no address");
-        if let Some(at) = line.find("http://") {
-            break line[at..].trim().to_owned();
-        }
-    };
-    let entry = format!(
-        "[[mcp.servers]]\nname = \"tasks\"\ntype = \"http\"\nurl = {}\n",
-        q(&url)
-    );
+    let server = RmcpTasksHttp::start(&[("RMCP_TASKS_LOG", &log)]);
+    let entry = server.entry("tasks");
     let hub = Hub::connect(config(&[entry])).await.unwrap();
     assert_eq!(
         hub.servers()[0].protocol_version.as_deref(),
@@ -402,8 +384,7 @@ async fn over_http_tasks_requests_carry_the_task_id_in_mcp_name() {
         .unwrap();
     hub.cancel_task("tasks", &handle.task_id).await.unwrap();
     hub.close().await;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
         text.contains(&format!("header mcp-name {}", handle.task_id)),

@@ -32,6 +32,12 @@ Env:
   listen requests under `listens`, and says under
   `declared` whether the last 2026-07-28 `tools/call` declared the
   extension in its client capabilities.
+- RESOURCES: `1` offers `resources: {subscribe: true}` (an empty
+  `resources/list`) and acknowledges every URI a listen stream asks for
+  under `resourceSubscriptions`; `state` says under `most_uris` the
+  longest such list one stream asked for.
+- LISTEN: `silent` never acknowledges a `subscriptions/listen` stream (it
+  stays open, unanswered, until cancelled): a hostile server.
 - SUBSCRIPTIONS_FILE: when set, the webhook subscriptions are read from this
   JSON file at start and written back after each change (without secrets),
   so that they outlive one process (the CLI starts one per command).
@@ -79,6 +85,8 @@ PRELOAD_AGE_MS = int(os.environ.get("PRELOAD_AGE_MS", "0") or 0)
 SUBSCRIPTIONS_FILE = os.environ.get("SUBSCRIPTIONS_FILE")
 STATELESS = os.environ.get("REVISION") == "2026-07-28"
 LIST_CHANGED = os.environ.get("LIST_CHANGED") == "1"
+RESOURCES = os.environ.get("RESOURCES") == "1"
+SILENT_LISTEN = os.environ.get("LISTEN") == "silent"
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CAPS_META = "io.modelcontextprotocol/clientCapabilities"
 
@@ -123,6 +131,7 @@ state = {
     "secrets_seen": 0,
     "listeners": {},  # json id text -> id of subscriptions/listen streams
     "listens": 0,  # subscriptions/listen requests received
+    "most_uris": 0,  # the longest resourceSubscriptions one stream asked for
     "declared": False,  # the last tools/call's client declared the extension
 }
 if SUBSCRIPTIONS_FILE and os.path.exists(SUBSCRIPTIONS_FILE):
@@ -404,6 +413,8 @@ def heartbeats():
 
 def capabilities():
     caps = {"tools": {}}
+    if RESOURCES:
+        caps["resources"] = {"subscribe": True}
     if CAPABILITY in ("extension", "both"):
         caps["extensions"] = {EXTENSION: {"listChanged": LIST_CHANGED}}
     if CAPABILITY in ("top", "both"):
@@ -425,6 +436,7 @@ def call_tool(rid, params):
                       "secrets_seen": state["secrets_seen"],
                       "listeners": list(state["listeners"].values()),
                       "listens": state["listens"],
+                      "most_uris": state["most_uris"],
                       "declared": state["declared"]}
         send_result(rid, _mini.text_result(json.dumps(report)))
     elif name == "change_types":
@@ -469,8 +481,16 @@ def listen(rid, params):
     accepted = {}
     if LIST_CHANGED and asked.get("eventsListChanged") is True:
         accepted["eventsListChanged"] = True
+    uris = asked.get("resourceSubscriptions")
+    if RESOURCES and isinstance(uris, list) and uris:
+        accepted["resourceSubscriptions"] = uris
     with lock:
         state["listens"] += 1
+        state["most_uris"] = max(state["most_uris"], len(uris) if isinstance(uris, list) else 0)
+    if SILENT_LISTEN:
+        with lock:
+            state["listeners"][json.dumps(rid)] = rid
+        return
     notify("notifications/subscriptions/acknowledged",
            {"_meta": {SUB_KEY: rid}, "notifications": accepted})
     if accepted:
@@ -526,6 +546,8 @@ def main():
             send_result(rid, complete({"tools": TOOLS}) if STATELESS else {"tools": TOOLS})
         elif method == "tools/call":
             call_tool(rid, params)
+        elif RESOURCES and method == "resources/list":
+            send_result(rid, complete({"resources": []}) if STATELESS else {"resources": []})
         elif method == "events/list":
             # Two pages, to exercise pagination.
             if params.get("cursor") == "page-2":

@@ -146,19 +146,6 @@ fn a_stream_the_server_ends_answers_with_its_subscription_id() {
     );
 }
 
-/// The next message of `gw` that `pick` accepts, within 20 s.
-fn next_such(gw: &mut Raw, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while std::time::Instant::now() < deadline {
-        match gw.next_message(Duration::from_secs(5)) {
-            Some(msg) if pick(&msg) => return msg,
-            Some(_) => {}
-            None => break,
-        }
-    }
-    panic!("no {what} came");
-}
-
 #[test]
 fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
     let sb = Sandbox::with_config(&python_entry(
@@ -171,7 +158,7 @@ fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
         json!({"jsonrpc": "2.0", "id": 903, "method": "events/stream",
         "params": {"name": "mcp_ev_ticket.created", "arguments": {}, "cursor": "pos-0"}}),
     );
-    next_such(&mut gw, "occurrence", |m| {
+    gw.next_such("occurrence", |m| {
         m["method"] == "notifications/events/event"
     });
     // A transient error: the stream stays open.
@@ -179,7 +166,7 @@ fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
         "params": {"name": "mcp_ev_fail_streams", "arguments": {
             "kind": "error", "code": -32025, "message": "Forbidden",
             "data": {"reason": "token revoked"}}}}));
-    let error = next_such(&mut gw, "events/error", |m| {
+    let error = gw.next_such("events/error", |m| {
         m["method"] == "notifications/events/error"
     });
     assert_eq!(
@@ -196,7 +183,7 @@ fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
         "params": {"name": "mcp_ev_fail_streams", "arguments": {
             "kind": "terminated", "code": -32023, "message": "Event type not found",
             "data": {"kind": "event", "name": "ticket.created"}}}}));
-    let terminated = next_such(&mut gw, "events/terminated", |m| {
+    let terminated = gw.next_such("events/terminated", |m| {
         m["method"] == "notifications/events/terminated"
     });
     assert_eq!(
@@ -205,7 +192,7 @@ fn a_streams_error_and_termination_keep_the_servers_code_and_data() {
                "data": {"kind": "event", "name": "ticket.created"}}),
         "{terminated}"
     );
-    let ended = next_such(&mut gw, "the stream's result", |m| m["id"] == 903);
+    let ended = gw.next_such("the stream's result", |m| m["id"] == 903);
     assert_eq!(
         ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 903,
         "{ended}"
@@ -228,7 +215,7 @@ fn a_change_of_event_types_is_relayed_to_the_gateways_client() {
     assert_eq!(caps["listChanged"], true, "{}", gw.initialize_answer());
     gw.send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
         "params": {"name": "mcp_ev_change_types", "arguments": {}}}));
-    next_such(&mut gw, "notifications/events/list_changed", |m| {
+    gw.next_such("notifications/events/list_changed", |m| {
         m["method"] == "notifications/events/list_changed"
     });
 

@@ -61,21 +61,8 @@ fn call_until(
     }
     match found {
         Some(msg) => msg,
-        None => next_such(gw, name, pick),
+        None => gw.next_such(name, pick),
     }
-}
-
-/// The next message `pick` accepts, within 20 s.
-fn next_such(gw: &mut Raw, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        match gw.next_message(Duration::from_secs(5)) {
-            Some(msg) if pick(&msg) => return msg,
-            Some(_) => {}
-            None => break,
-        }
-    }
-    panic!("no {what} came");
 }
 
 #[test]
@@ -96,7 +83,7 @@ fn a_listen_stream_gets_list_changes_and_updates_of_granted_resources() {
             "_meta": meta()
         }}),
     );
-    let ack = next_such(&mut gw, "acknowledgment", |m| {
+    let ack = gw.next_such("acknowledgment", |m| {
         m["method"] == "notifications/subscriptions/acknowledged"
     });
     assert_eq!(ack["params"]["_meta"][SUBSCRIPTION], 50, "{ack}");
@@ -136,4 +123,71 @@ fn a_listen_stream_gets_list_changes_and_updates_of_granted_resources() {
         json!({"notifications": [1], "_meta": meta()}),
     );
     assert!(bad.get("error").is_some(), "{bad}");
+}
+
+/// A gateway in front of `tests/servers/events_server.py` on 2026-07-28,
+/// offering resource subscriptions, with `env` (TOML inline-table members)
+/// besides.
+fn gateway_before_events_server(env: &str) -> (Sandbox, Raw) {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        &format!(
+            "protocol_version = \"2026-07-28\"\ntimeout_seconds = 1\nallow_all = true\n\
+             env = {{ REVISION = \"2026-07-28\", RESOURCES = \"1\"{env} }}"
+        ),
+    ));
+    let gw = Raw::start(&sb, &[]);
+    (sb, gw)
+}
+
+fn listen_for(gw: &mut Raw, id: u64, uris: &[String]) -> Value {
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": uris},
+            "_meta": meta()
+        }}),
+    );
+    gw.next_such("acknowledgment", |m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"][SUBSCRIPTION] == id
+    })
+}
+
+/// A client asking for more resources than a stream may hold is granted
+/// the first 1024 distinct ones.
+#[test]
+fn a_stream_is_granted_at_most_1024_resources() {
+    let (_sb, mut gw) = gateway_before_events_server("");
+    let mut uris: Vec<String> = (0..1500).map(|i| format!("file:///r{i:04}")).collect();
+    uris.insert(1, uris[0].clone());
+    let ack = listen_for(&mut gw, 7, &uris);
+    let granted = ack["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no resources granted: {ack}"));
+    assert_eq!(granted.len(), 1024, "{}", granted.len());
+    assert!(granted.iter().all(|u| u.as_str() < Some("file:///r1024")));
+}
+
+/// A server behind that never acknowledges its own stream cannot hold the
+/// client's acknowledgment for one timeout per URI: the URIs are asked for
+/// together, and those not taken in time are left out.
+#[test]
+fn a_server_that_never_acknowledges_delays_the_acknowledgment_boundedly() {
+    let (_sb, mut gw) = gateway_before_events_server(", LISTEN = \"silent\"");
+    let uris: Vec<String> = (0..200).map(|i| format!("file:///s{i}")).collect();
+    let started = Instant::now();
+    let ack = listen_for(&mut gw, 8, &uris);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "acknowledged after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(ack["params"]["notifications"], json!({}), "{ack}");
+    // The gateway still answers.
+    let state = gw.request(
+        "tools/call",
+        json!({"name": "mcp_ev_state", "arguments": {}, "_meta": meta()}),
+    );
+    assert!(state.get("result").is_some(), "{state}");
 }

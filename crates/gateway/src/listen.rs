@@ -10,6 +10,7 @@
 
 use std::collections::BTreeSet;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
 use serde_json::{json, Map, Value};
@@ -23,6 +24,14 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// Most resource URIs one stream may ask for: past it, the rest are left
 /// out of the acknowledged filter.
 const MAX_RESOURCES: usize = 1024;
+
+/// Subscriptions asked of the hub at once for one stream: a server behind
+/// that never acknowledges costs one of its timeouts per this many URIs.
+const SUBSCRIBING_AT_ONCE: usize = 64;
+
+/// How long the acknowledgment may wait for the servers behind to take
+/// the URIs asked for; those not taken by then are left out of it.
+const ACKNOWLEDGE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What one stream was granted.
 #[derive(Default)]
@@ -68,18 +77,42 @@ pub(crate) async fn listen(
         events: asks(&filter, "eventsListChanged") && events_list_changed,
         uris: BTreeSet::new(),
     };
-    let wanted = filter
+    let mut wanted = BTreeSet::new();
+    let asked = filter
         .get("resourceSubscriptions")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    for uri in wanted.iter().filter_map(Value::as_str).take(MAX_RESOURCES) {
-        // A resource no server behind takes is left out, as the revision
-        // says a server does with what it does not support.
-        if granted.uris.contains(uri) || hub.subscribe(uri, None).await.is_ok() {
-            granted.uris.insert(uri.to_owned());
+    for uri in asked.iter().filter_map(Value::as_str) {
+        if wanted.len() == MAX_RESOURCES {
+            break;
+        }
+        wanted.insert(uri.to_owned());
+    }
+    // A resource no server behind takes (in time) is left out, as the
+    // revision says a server does with what it does not support.
+    let mut pending = wanted.into_iter();
+    let mut taking = FuturesUnordered::new();
+    let deadline = tokio::time::sleep(ACKNOWLEDGE_WITHIN);
+    tokio::pin!(deadline);
+    loop {
+        while taking.len() < SUBSCRIBING_AT_ONCE {
+            let Some(uri) = pending.next() else { break };
+            taking.push(async move {
+                let taken = hub.subscribe(&uri, None).await.is_ok();
+                (uri, taken)
+            });
+        }
+        tokio::select! {
+            taken = taking.next() => match taken {
+                Some((uri, true)) => { granted.uris.insert(uri); }
+                Some((_, false)) => {}
+                None => break,
+            },
+            _ = &mut deadline => break,
         }
     }
+    drop(taking);
     let notify = |method: &str, body: Option<Value>| {
         let mut body = body.unwrap_or_else(|| json!({}));
         body["_meta"] = json!({ SUBSCRIPTION_ID: request_id });

@@ -122,6 +122,53 @@ pub fn rmcp_tasks_entry(name: &str, extra: &str) -> String {
     )
 }
 
+/// The rmcp tasks server over Streamable HTTP on a free loopback port;
+/// killed when dropped.
+pub struct RmcpTasksHttp {
+    child: std::process::Child,
+    /// Its MCP endpoint, as the server printed it.
+    pub url: String,
+}
+
+impl RmcpTasksHttp {
+    /// Starts the server with `env` set besides the test's own.
+    pub fn start(env: &[(&str, &std::path::Path)]) -> RmcpTasksHttp {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(rmcp_tasks_server())
+            .args(["--http", "127.0.0.1:0"])
+            .envs(env.iter().copied())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("rmcp-tasks-server starts");
+        let mut stderr = std::io::BufReader::new(child.stderr.take().expect("piped"));
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            let read = stderr.read_line(&mut line).expect("its stderr reads");
+            assert!(read > 0, "rmcp-tasks-server printed no address");
+            if let Some(at) = line.find("http://") {
+                break line[at..].trim().to_owned();
+            }
+        };
+        RmcpTasksHttp { child, url }
+    }
+
+    /// A `[[mcp.servers]]` entry named `name` for it.
+    pub fn entry(&self, name: &str) -> String {
+        format!(
+            "[[mcp.servers]]\nname = \"{name}\"\ntype = \"http\"\nurl = \"{}\"\n",
+            self.url
+        )
+    }
+}
+
+impl Drop for RmcpTasksHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The venv Python with the official `mcp` SDK (from tests/setup.sh).
 pub fn python() -> String {
     require(root().join(".deps/venv/bin/python"))

@@ -249,6 +249,20 @@ impl Raw {
         Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
     }
 
+    /// The next message `pick` accepts (others are skipped), within 20 s
+    /// and with no more than 5 s of silence; panics naming `what` else.
+    pub fn next_such(&mut self, what: &str, pick: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            match self.next_message(Duration::from_secs(5)) {
+                Some(msg) if pick(&msg) => return msg,
+                Some(_) => {}
+                None => break,
+            }
+        }
+        panic!("no {what} came");
+    }
+
     /// Sends a request and returns its answer (notifications are skipped).
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
