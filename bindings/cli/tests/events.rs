@@ -5,6 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::http_gateway::HttpGateway;
 use common::*;
 use serde_json::Value;
 
@@ -429,4 +430,68 @@ fn events_stream_heartbeat_flag_sets_the_watchdog() {
             .any(|l| l.contains("\"state\":\"reconnecting\"")),
         "{out}"
     );
+}
+
+/// `events stream` over Streamable HTTP, on both revisions: `mcpmux` as the
+/// client of `mcpmux gateway --http`, which streams from the events server
+/// behind it. Occurrences and the cursor to resume from come through the
+/// HTTP response streams, and a stream resumed from that cursor goes on
+/// after it.
+#[test]
+fn events_stream_over_streamable_http_on_both_revisions() {
+    let behind = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "allow_all = true\nenv = { PRELOAD = \"3\", TICK_MS = \"100\", HEARTBEAT_MS = \"100\" }",
+    ));
+    let gw = HttpGateway::start(&behind, "tok-events-secret");
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let client = Sandbox::with_config(&format!(
+            "[[mcp.servers]]\nname = \"gw\"\nurl = {}\nprotocol_version = {}\n\
+             headers = {{ Authorization = \"Bearer tok-events-secret\" }}\n",
+            q(&gw.url),
+            q(revision)
+        ));
+        let stream = |cursor: Option<&str>| {
+            let mut args = vec!["--json", "events", "stream", "gw", "mcp_ev_ticket.created"];
+            if let Some(c) = cursor {
+                args.extend(["--cursor", c]);
+            }
+            let running = client.mcpmux(&args).spawn();
+            std::thread::sleep(Duration::from_millis(2000));
+            running.signal("INT");
+            let out = running.wait();
+            out.ok();
+            let lines: Vec<Value> = out
+                .stdout
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+                .collect();
+            let events: Vec<String> = lines
+                .iter()
+                .filter(|v| v["type"] == "event")
+                .map(|v| v["event_id"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            let end = lines.last().cloned().unwrap_or_default();
+            assert_eq!(end["type"], "cursor", "{revision}: {out}");
+            (events, end["cursor"].as_str().unwrap().to_owned())
+        };
+        // From now: the ticks come, over HTTP.
+        let (first, cursor) = stream(None);
+        assert!(first.len() >= 3, "{revision}: {first:?}");
+        // Resumed from the cursor: nothing seen again, nothing skipped.
+        let (second, _) = stream(Some(&cursor));
+        assert!(!second.is_empty(), "{revision}: nothing after {cursor}");
+        let n = |id: &str| id.trim_start_matches("evt-").parse::<u64>().unwrap();
+        let last_seen = n(first.last().unwrap());
+        assert!(
+            n(&second[0]) > last_seen,
+            "{revision}: {second:?} after {first:?}"
+        );
+        assert!(
+            n(&second[0]) <= last_seen + 30,
+            "{revision}: the replay skipped from {last_seen} to {}",
+            second[0]
+        );
+    }
 }

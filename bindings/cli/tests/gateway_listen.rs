@@ -9,6 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::http_gateway::HttpGateway;
 use common::raw_gateway::Raw;
 use common::*;
 use serde_json::{json, Value};
@@ -190,4 +191,48 @@ fn a_server_that_never_acknowledges_delays_the_acknowledgment_boundedly() {
         json!({"name": "mcp_ev_state", "arguments": {}, "_meta": meta()}),
     );
     assert!(state.get("result").is_some(), "{state}");
+}
+
+/// Over Streamable HTTP, a 2026-07-28 client's `subscriptions/listen` is
+/// answered with an SSE stream that carries the acknowledgment and the
+/// changes: `mcpmux watch` through `mcpmux gateway --http` sees a tool the
+/// server behind adds.
+#[test]
+fn over_http_a_2026_client_hears_of_a_change_behind_the_gateway() {
+    let sb = Sandbox::with_config(&stdio_server(
+        "tasks",
+        std::path::Path::new(&mcpmux_test_support::rmcp_tasks_server()),
+        &[],
+        "protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]",
+    ));
+    // Unpinned: a tool that appears later is offered without an approval.
+    let gw = HttpGateway::start_with(&sb, "tok-listen-secret", &["--no-pin-tools"]);
+    let client = Sandbox::with_config(&format!(
+        "[[mcp.servers]]\nname = \"gw\"\nurl = {}\nprotocol_version = \"2026-07-28\"\n\
+         headers = {{ Authorization = \"Bearer tok-listen-secret\" }}\n",
+        q(&gw.url)
+    ));
+    let watching = client.mcpmux(&["--json", "watch"]).spawn();
+    // The watcher's listen stream is opened by a task of its own.
+    std::thread::sleep(Duration::from_millis(2000));
+    client
+        .mcpmux(&["call", "mcp_gw_mcp_tasks_add_tool", r#"{"name":"fresh"}"#])
+        .run()
+        .ok();
+    std::thread::sleep(Duration::from_millis(2000));
+    watching.signal("INT");
+    let out = watching.wait();
+    let changed: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tools_changed")
+        .collect();
+    assert!(
+        changed.iter().any(|v| v["server"] == "gw"
+            && v["added"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|t| t == "mcp_gw_mcp_tasks_fresh"))),
+        "{out}"
+    );
 }

@@ -10,6 +10,7 @@
 
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
+use mcpmux_core::events_ext::SUBSCRIPTION_META as SUBSCRIPTION_ID;
 use mcpmux_core::events_ext::{EventQuery, EventsPage, SubscribeOptions, Webhook};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -22,9 +23,6 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/events";
 
 /// How often a stream the gateway forwards tells its client it is alive.
 const HEARTBEAT: Duration = Duration::from_secs(30);
-
-/// The `_meta` key tagging a stream's notifications.
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Whether a server behind the gateway offers events.
 pub(crate) fn any_server_has_events(gateway: &Gateway) -> bool {

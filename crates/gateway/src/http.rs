@@ -61,6 +61,7 @@ use super::session_token::{SessionKeys, SessionState};
 use super::status::{self, StatusAccess};
 use super::Gateway;
 use mcpmux_core::error::Error;
+use mcpmux_core::events_ext::SUBSCRIPTION_META;
 use mcpmux_core::internal::stateless;
 use mcpmux_core::internal::telemetry::ServedVia;
 
@@ -684,6 +685,9 @@ struct PostStream {
     /// notification may only take a slot above them, so an answer always
     /// finds room.
     reserved: usize,
+    /// Whether the client takes an SSE stream as the answer: only then
+    /// can notifications of its requests (a stream's occurrences) go on it.
+    sse: bool,
 }
 
 /// Sends one outgoing message where it belongs (see the module doc).
@@ -707,6 +711,15 @@ fn route(routes: &Mutex<Routes>, out: Outgoing) {
             Some(_) => None,
             None => routes.standalone.clone(),
         }
+    } else if let Some(stream) = msg["params"]["_meta"]
+        .get(SUBSCRIPTION_META)
+        .and_then(|id| routes.waiting.get(&id.to_string()))
+        .filter(|stream| stream.sse)
+    {
+        // A notification of a long-lived request (an events stream, a
+        // listen stream) goes on that request's own response stream, the
+        // only channel of the stateless revision.
+        (stream.tx.capacity() > stream.reserved).then(|| stream.tx.clone())
     } else {
         routes.standalone.clone()
     };
@@ -1217,10 +1230,17 @@ async fn post(
         Err(refusal) => return refusal,
     };
     let count = messages.iter().filter(|m| is_request(m)).count();
+    // Requests whose answer is a stream of notifications, ended only when
+    // the client cancels: on the stateless revision their POST is the only
+    // channel those notifications have.
+    let long_lived = messages
+        .iter()
+        .any(|m| is_request(m) && LONG_LIVED.iter().any(|&l| m["method"] == l));
     let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE + count.max(1));
     let stream = PostStream {
         tx,
         reserved: count,
+        sse: wants_sse,
     };
     let (messages, requests, asked_for_progress) =
         register_requests(&session, messages, &stream, &mut local);
@@ -1247,12 +1267,17 @@ async fn post(
     let header = new_id.as_deref();
     // An SSE stream only when there is something to stream before the
     // answer (progress); a plain JSON answer costs less.
-    if wants_sse && asked_for_progress {
+    if wants_sse && (asked_for_progress || long_lived) {
         progress_answers(rx, guard, local, batch, header).await
     } else {
         json_answers(rx, guard, local, VecDeque::new(), batch, header).await
     }
 }
+
+/// Methods whose answer comes only when the client cancels, after any
+/// number of notifications (the events extension's stream, the 2026-07-28
+/// revision's subscriptions): their `POST` is answered with an SSE stream.
+const LONG_LIVED: [&str; 2] = ["events/stream", "subscriptions/listen"];
 
 /// How long a `POST` whose requests asked for progress waits before it
 /// opens an SSE stream. Answered within it, with no notification first, it

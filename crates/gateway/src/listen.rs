@@ -13,13 +13,11 @@ use std::collections::BTreeSet;
 use futures::stream::{FuturesUnordered, StreamExt};
 use mcpmux_core::error::Error;
 use mcpmux_core::events::HubEvent;
+use mcpmux_core::events_ext::SUBSCRIPTION_META as SUBSCRIPTION_ID;
 use serde_json::{json, Map, Value};
 
 use super::out::Out;
 use super::{Gateway, GatewayMode};
-
-/// The `_meta` key tagging a stream's notifications.
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Most resource URIs one stream may ask for: past it, the rest are left
 /// out of the acknowledged filter.
