@@ -1418,9 +1418,15 @@ impl Inbound for ClientInbound {
             // 2025-11-25's push, then the 2026-07-28 extension's (the
             // whole task as `tasks/get` would answer it).
             "notifications/tasks/status" | "notifications/tasks" => {
-                match crate::tasks::Task::from_wire(&self.server, &value()) {
+                let pushed = value();
+                match crate::tasks::Task::from_wire(&self.server, &pushed) {
                     Ok(task) => match self.client.get().and_then(Weak::upgrade) {
-                        Some(inner) => Client { inner }.note_task(&task),
+                        Some(inner) => {
+                            if let Some(listener) = &inner.listener {
+                                listener.task_pushed(&pushed);
+                            }
+                            Client { inner }.note_task(&task)
+                        }
                         None => self.events.send(task_calls::status_event(&task)),
                     },
                     Err(e) => {

@@ -8,7 +8,10 @@
 //! server's capabilities offer (`toolsListChanged`, `promptsListChanged`,
 //! `resourcesListChanged`, and the events extension's `eventsListChanged`
 //! when its capability says `listChanged: true`)
-//! and for the URIs the host subscribed to (`resourceSubscriptions`). A new
+//! and for the URIs the host subscribed to (`resourceSubscriptions`), and,
+//! when the server offers the tasks extension, for the status of the tasks
+//! a call is following (`taskIds`, SEP-2663: `notifications/tasks` with
+//! the whole task, so the follower need not poll; see [`TaskWatch`]). A new
 //! set of URIs is a new stream: the old request is cancelled and the new
 //! one sent, and [`Listener::watch_resource`] returns once the server's
 //! `notifications/subscriptions/acknowledged` says whether it took the URI.
@@ -39,6 +42,10 @@ pub const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// Most resource URIs one connection listens for.
 pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1024;
 
+/// Most tasks one connection asks status notifications of; a task past
+/// it is followed by polling alone.
+pub const MAX_TASK_SUBSCRIPTIONS: usize = 256;
+
 /// Streams that may fail in a row, without an acknowledgment between,
 /// before the listener waits for the host to change what it listens for.
 pub const MAX_FAILURES: u32 = 8;
@@ -61,7 +68,16 @@ pub struct Listener {
     lists: Map<String, Value>,
     /// Whether the server offers resource subscriptions at all.
     resources_offered: bool,
+    /// Whether the server offers the tasks extension (whose status
+    /// notifications are asked for with `taskIds`).
+    tasks_offered: bool,
+    /// Set once an acknowledgment left out every task asked for: the
+    /// server does not push task status, and is not asked again.
+    tasks_refused: std::sync::atomic::AtomicBool,
     state: Mutex<State>,
+    /// Bumped on every `notifications/tasks` of a task followed: wakes the
+    /// followers, each of which takes its own from `State::pushed`.
+    pushes: watch::Sender<u64>,
     /// Wakes the task when the URIs changed (a permit is kept when the task
     /// is busy, so no change is missed).
     changed: Notify,
@@ -78,6 +94,13 @@ struct State {
     open: Option<(u64, u64)>,
     /// Whether the open stream was acknowledged.
     acknowledged: bool,
+    /// The tasks followed (their ids), asked for as `taskIds`.
+    tasks: BTreeSet<String>,
+    /// Of those, the ones the open stream's acknowledgment named.
+    tasks_acknowledged: BTreeSet<String>,
+    /// The latest task a server pushed, by id, until its follower takes it
+    /// (only tasks followed: bounded with them).
+    pushed: std::collections::HashMap<String, Value>,
 }
 
 /// How the stream of one generation began: the filter the server agreed
@@ -113,14 +136,21 @@ impl Listener {
             lists.insert("eventsListChanged".into(), true.into());
         }
         let resources_offered = flag("resources", "subscribe");
-        if lists.is_empty() && !resources_offered {
+        let tasks_offered = capabilities
+            .get("extensions")
+            .and_then(|e| e.get(crate::tasks::EXTENSION))
+            .is_some();
+        if lists.is_empty() && !resources_offered && !tasks_offered {
             return None;
         }
         Some(Arc::new(Listener {
             server: server.to_owned(),
             lists,
             resources_offered,
+            tasks_offered,
+            tasks_refused: Default::default(),
             state: Mutex::default(),
+            pushes: watch::Sender::new(0),
             changed: Notify::new(),
             acks: watch::Sender::new(Ack::default()),
         }))
@@ -224,6 +254,21 @@ impl Listener {
             match state.open {
                 Some((open, generation)) if Some(open) == id => {
                     state.acknowledged = true;
+                    let named = params
+                        .pointer("/notifications/taskIds")
+                        .and_then(Value::as_array)
+                        .map(Vec::as_slice)
+                        .unwrap_or_default();
+                    state.tasks_acknowledged = named
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .filter(|id| state.tasks.contains(*id))
+                        .map(str::to_owned)
+                        .collect();
+                    if !state.tasks.is_empty() && state.tasks_acknowledged.is_empty() {
+                        self.tasks_refused
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                     generation
                 }
                 _ => {
@@ -240,6 +285,52 @@ impl Listener {
         });
     }
 
+    /// Asks for the status notifications of task `task_id` while the
+    /// returned watch lives (dropping it takes the task off the stream).
+    /// `None` when the server does not offer the tasks extension, left out
+    /// every task an earlier stream asked for (it does not push), or
+    /// [`MAX_TASK_SUBSCRIPTIONS`] tasks are followed already: the caller
+    /// polls alone.
+    pub fn follow_task(self: &Arc<Self>, task_id: &str) -> Option<TaskWatch> {
+        if !self.tasks_offered
+            || self
+                .tasks_refused
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return None;
+        }
+        {
+            let mut state = self.state.lock().unwrap();
+            if state.tasks.contains(task_id) || state.tasks.len() >= MAX_TASK_SUBSCRIPTIONS {
+                return None;
+            }
+            state.tasks.insert(task_id.to_owned());
+            state.generation += 1;
+        }
+        self.changed.notify_one();
+        Some(TaskWatch {
+            listener: self.clone(),
+            task_id: task_id.to_owned(),
+            pushes: self.pushes.subscribe(),
+        })
+    }
+
+    /// Handles `notifications/tasks` (the whole task, as `tasks/get` would
+    /// answer it): kept for the task's follower, who is woken.
+    pub fn task_pushed(&self, task: &Value) {
+        let Some(id) = task.get("taskId").and_then(Value::as_str) else {
+            return;
+        };
+        {
+            let mut state = self.state.lock().unwrap();
+            if !state.tasks.contains(id) {
+                return;
+            }
+            state.pushed.insert(id.to_owned(), task.clone());
+        }
+        self.pushes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// The filter of the next stream and its generation (`None`: nothing to
     /// listen for).
     fn next(&self) -> Option<(Value, u64)> {
@@ -249,6 +340,12 @@ impl Listener {
             filter.insert(
                 "resourceSubscriptions".into(),
                 state.resources.iter().cloned().collect::<Vec<_>>().into(),
+            );
+        }
+        if !state.tasks.is_empty() {
+            filter.insert(
+                "taskIds".into(),
+                state.tasks.iter().cloned().collect::<Vec<_>>().into(),
             );
         }
         (!filter.is_empty()).then(|| (Value::Object(filter), state.generation))
@@ -262,6 +359,7 @@ impl Listener {
         let mut state = self.state.lock().unwrap();
         state.open = Some((id, generation));
         state.acknowledged = false;
+        state.tasks_acknowledged.clear();
     }
 
     /// The stream ended; `Err` is told to whoever waits for its
@@ -282,6 +380,67 @@ impl Listener {
             });
         }
         acknowledged
+    }
+}
+
+/// One task's place on the listen stream, held by whoever follows the
+/// task (a call waiting for its result); dropping it takes the task off.
+pub struct TaskWatch {
+    listener: Arc<Listener>,
+    task_id: String,
+    pushes: watch::Receiver<u64>,
+}
+
+impl TaskWatch {
+    /// Whether the server agreed to push this task's status (its
+    /// acknowledgment named it): polling is then only a safety net.
+    pub fn acknowledged(&self) -> bool {
+        let state = self.listener.state.lock().unwrap();
+        state.acknowledged && state.tasks_acknowledged.contains(&self.task_id)
+    }
+
+    /// Waits up to `wait` for the server to push this task; the task it
+    /// pushed (`None`: the time passed without one).
+    pub async fn next(&mut self, wait: Duration) -> Option<Value> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(task) = self.take() {
+                return Some(task);
+            }
+            tokio::select! {
+                changed = self.pushes.changed() => {
+                    if changed.is_err() {
+                        tokio::time::sleep_until(deadline).await;
+                        return None;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => return self.take(),
+            }
+        }
+    }
+
+    fn take(&self) -> Option<Value> {
+        self.listener
+            .state
+            .lock()
+            .unwrap()
+            .pushed
+            .remove(&self.task_id)
+    }
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        {
+            let mut state = self.listener.state.lock().unwrap();
+            state.pushed.remove(&self.task_id);
+            state.tasks_acknowledged.remove(&self.task_id);
+            if !state.tasks.remove(&self.task_id) {
+                return;
+            }
+            state.generation += 1;
+        }
+        self.listener.changed.notify_one();
     }
 }
 
@@ -478,5 +637,41 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.code(), "INVALID_INPUT");
+    }
+
+    #[tokio::test]
+    async fn a_followed_task_is_asked_for_pushed_and_dropped() {
+        let caps = json!({"extensions": {crate::tasks::EXTENSION: {}}});
+        let listener = Listener::new("s", &caps).unwrap();
+        assert!(listener.next().is_none());
+        let mut watch = listener.follow_task("t1").unwrap();
+        assert!(listener.follow_task("t1").is_none(), "followed once");
+        let (filter, generation) = listener.next().unwrap();
+        assert_eq!(filter, json!({"taskIds": ["t1"]}));
+        listener.opened(4, generation);
+        assert!(!watch.acknowledged());
+        listener.acknowledged(&json!({
+            "_meta": {crate::events_ext::SUBSCRIPTION_META: 4},
+            "notifications": {"taskIds": ["t1", "not-ours"]}
+        }));
+        assert!(watch.acknowledged());
+        // A push of another task is not kept; this one's is.
+        listener.task_pushed(&json!({"taskId": "other", "status": "completed"}));
+        assert!(watch.next(Duration::from_millis(10)).await.is_none());
+        listener.task_pushed(&json!({"taskId": "t1", "status": "completed"}));
+        let pushed = watch.next(Duration::from_secs(5)).await.unwrap();
+        assert_eq!(pushed["status"], "completed");
+        drop(watch);
+        assert!(listener.next().is_none(), "dropped: nothing to ask for");
+
+        // A server that leaves every task out is not asked again.
+        let _watch = listener.follow_task("t2").unwrap();
+        let (_, generation) = listener.next().unwrap();
+        listener.opened(5, generation);
+        listener.acknowledged(&json!({
+            "_meta": {crate::events_ext::SUBSCRIPTION_META: 5},
+            "notifications": {}
+        }));
+        assert!(listener.follow_task("t3").is_none());
     }
 }

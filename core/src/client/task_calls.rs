@@ -497,6 +497,14 @@ impl Client {
         let label = self.task_label(&task.task_id, tool);
         let mut answered: HashSet<String> = HashSet::new();
         let mut polls = 0u32;
+        // Status notifications asked for on the listen stream (SEP-2663):
+        // where the server pushes the task, polling is only a safety net.
+        let mut pushes = self
+            .inner
+            .listener
+            .as_ref()
+            .and_then(|l| l.follow_task(&task.task_id));
+        let mut polled_since_acknowledged = false;
         loop {
             self.note_task(&task);
             // What `tasks/get` said; a `CreateTaskResult` carries none of it.
@@ -556,7 +564,36 @@ impl Client {
             // The first look after creation is at once when the task is
             // already past `working` (its result or questions are there).
             if detailed.is_some() || task.status == TaskStatus::Working {
-                tokio::time::sleep(task.poll_interval().min(left)).await;
+                // Once the server agreed to push, a poll that starts after
+                // its acknowledgment catches what ended before it; after
+                // that, polls are only a safety net.
+                let acknowledged = pushes.as_ref().is_some_and(|w| w.acknowledged());
+                let wait = if acknowledged && polled_since_acknowledged {
+                    tasks::MAX_POLL_INTERVAL
+                } else {
+                    task.poll_interval()
+                };
+                polled_since_acknowledged = acknowledged;
+                let pushed = match pushes.as_mut() {
+                    Some(watch) => watch.next(wait.min(left)).await,
+                    None => {
+                        tokio::time::sleep(wait.min(left)).await;
+                        None
+                    }
+                };
+                // A pushed task is what `tasks/get` would answer: no poll.
+                if let Some(pushed) = pushed {
+                    polls += 1;
+                    match self.read_task(&task.task_id, &pushed.to_string()) {
+                        Ok(read) => {
+                            (task, detailed) = (read, Some(pushed));
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::debug!(server = %self.name(), error = %e, "pushed task ignored")
+                        }
+                    }
+                }
             }
             polls += 1;
             if Instant::now() >= deadline {

@@ -10,8 +10,9 @@
 //!
 //! Every message a client sends is recorded in the file named by
 //! `RMCP_TASKS_LOG` (when set), one line each, so tests can assert what the
-//! client sent: `method <name>` for a request, `notification <name>` for a
-//! notification, over HTTP `header mcp-method <value>` and
+//! client sent: `method <name>` for a request (then `call-id <id>` for a
+//! `tools/call`), `notification <name>` for a notification (then
+//! `cancelled <requestId>` for `notifications/cancelled`), over HTTP `header mcp-method <value>` and
 //! `header mcp-name <value>` (or `<missing>`) after a `tasks/*` request, and
 //! `cancel <taskId>` after each `tasks/cancel`.
 //!
@@ -135,9 +136,16 @@ fn describe(message: &Value, headers: Option<&http::HeaderMap>, lines: &mut Vec<
     };
     if message.get("id").is_none() {
         lines.push(format!("notification {method}"));
+        if method == "notifications/cancelled" {
+            let id = message.pointer("/params/requestId").unwrap_or(&Value::Null);
+            lines.push(format!("cancelled {id}"));
+        }
         return;
     }
     lines.push(format!("method {method}"));
+    if method == "tools/call" {
+        lines.push(format!("call-id {}", message["id"]));
+    }
     if method.starts_with("tasks/") {
         if let Some(headers) = headers {
             for name in ["mcp-method", "mcp-name"] {
