@@ -257,14 +257,25 @@ fn the_balancers_probes_and_a_drain_on_sigterm() {
 
 /// A 2026-07-28 request `method` to `gw` (no session), declaring the tasks
 /// extension, with the routing headers the revision asks for.
-fn post_2026(gw: &HttpGateway, method: &str, name: &str, mut params: Value) -> Value {
+fn post_2026(gw: &HttpGateway, method: &str, name: &str, params: Value) -> Value {
+    post_2026_as(gw, TOKEN, method, name, params)
+}
+
+/// [`post_2026`] with bearer token `token`.
+fn post_2026_as(
+    gw: &HttpGateway,
+    token: &str,
+    method: &str,
+    name: &str,
+    mut params: Value,
+) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities":
             {"extensions": {"io.modelcontextprotocol/tasks": {}}},
         "io.modelcontextprotocol/clientInfo": {"name": "fleet", "version": "0"},
     });
-    let auth = format!("Bearer {TOKEN}");
+    let auth = format!("Bearer {token}");
     let msg = json!({"jsonrpc": "2.0", "id": 4, "method": method, "params": params});
     let (status, _, body) = http_exchange(
         &gw.addr(),
@@ -370,4 +381,44 @@ fn the_gateway_table_holds_the_fleet_settings_and_flags_override_them() {
         message.contains("[gateway]") && message.contains("session_key_file"),
         "{message}"
     );
+}
+
+/// A 2026-07-28 task belongs to the credential that made it: a client with
+/// another bearer token is told it does not exist (it can neither read nor
+/// cancel it), and its owner still can.
+#[test]
+fn a_task_is_used_only_with_the_credential_that_made_it() {
+    let sb = Sandbox::with_config(&stdio_server(
+        "tasks",
+        Path::new(&mcpmux_test_support::rmcp_tasks_server()),
+        &[],
+        "protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]",
+    ));
+    // No token of the gateway's own (loopback): each client's is its own.
+    let gw = HttpGateway::start(&sb, "");
+    let created = post_2026_as(
+        &gw,
+        "alice",
+        "tools/call",
+        "mcp_tasks_slow_sum",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 2, "b": 40, "ms": 300}}),
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    for method in ["tasks/get", "tasks/cancel"] {
+        let other = post_2026_as(&gw, "mallory", method, &id, json!({"taskId": id}));
+        assert_eq!(other["error"]["code"], -32602, "{method}: {other}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = post_2026_as(&gw, "alice", "tasks/get", &id, json!({"taskId": id}));
+        if got["result"]["status"] == "completed" {
+            assert_eq!(got["result"]["result"]["content"][0]["text"], "sum: 42");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

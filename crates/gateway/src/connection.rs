@@ -69,18 +69,21 @@ impl Connection {
     /// transport drains, or a router); starts forwarding the hub's
     /// notifications.
     pub(crate) fn new(gateway: Gateway, out: Out) -> Connection {
-        Connection::build(gateway, out, false)
+        Connection::build(gateway, out, false, None)
     }
 
     /// A connection for one request of the stateless revision: every
     /// request answered in its shapes, and no forwarding of the hub's
     /// notifications, which such a request's response does not carry (a
     /// spawned task per request saved).
-    pub(crate) fn stateless(gateway: Gateway, out: Out) -> Connection {
-        Connection::build(gateway, out, true)
+    ///
+    /// `holder` ([`super::tasks::holder_of`] the client's credential) alone
+    /// may use the tasks it makes.
+    pub(crate) fn stateless(gateway: Gateway, out: Out, holder: Option<u64>) -> Connection {
+        Connection::build(gateway, out, true, holder)
     }
 
-    fn build(gateway: Gateway, out: Out, stateless: bool) -> Connection {
+    fn build(gateway: Gateway, out: Out, stateless: bool, holder: Option<u64>) -> Connection {
         gateway
             .inner
             .pin_watch
@@ -108,6 +111,7 @@ impl Connection {
             version: Mutex::new(String::new()),
             pending: Arc::default(),
             next_id: AtomicU64::new(1),
+            holder,
         });
         // Only a gateway with a status page keeps the list (no work per
         // connection otherwise).
@@ -320,6 +324,9 @@ struct Downstream {
     /// Our request id → who waits for the answer.
     pending: Arc<Mutex<Waiters>>,
     next_id: AtomicU64,
+    /// Who holds the 2026-07-28 tasks it makes (see
+    /// [`super::tasks::GatewayTask::holder`]).
+    holder: Option<u64>,
 }
 
 impl super::status::ClientView for Downstream {
@@ -522,10 +529,11 @@ async fn answer(
                 return Err(super::tasks::missing_capability());
             }
             let tasks = &gateway.inner.tasks;
+            let holder = requestor.client.holder;
             let outcome = match method {
-                "tasks/get" => tasks.get_detailed(params),
-                "tasks/update" => tasks.update(params),
-                _ => tasks.cancel(params),
+                "tasks/get" => tasks.get_detailed(params, holder),
+                "tasks/update" => tasks.update(params, holder),
+                _ => tasks.cancel(params, holder),
             };
             // A task of another replica: say which.
             let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
@@ -541,7 +549,7 @@ async fn answer(
         {
             call_as_task(gateway, requestor, params)
         }
-        "tools/call" => Ok(call(gateway, params, out, charge).await),
+        "tools/call" => Ok(call(gateway, params, out, charge, requestor.client.holder).await),
         "resources/list" => Ok(json!({
             "resources": super::apps::listed_resources(gateway, hub.list_resources(None).await?)
         })),
@@ -800,7 +808,13 @@ fn own(items: Vec<Value>) -> Vec<Value> {
 /// with `isError` and the error's code first in their text, so that a
 /// model sees them. The result of a plain call is counted against
 /// `charge` as soon as it is read (a task's, once it is handed out).
-async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerCharge>) -> Value {
+async fn call(
+    gateway: &Gateway,
+    params: &Value,
+    out: &Out,
+    charge: &Arc<AnswerCharge>,
+    holder: Option<u64>,
+) -> Value {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let arguments = params.get("arguments").filter(|a| !a.is_null());
     let progress = params
@@ -856,7 +870,7 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerC
                     }
                     let (gw2, out2) = (gw.clone(), out.clone());
                     let arguments = arguments.cloned();
-                    super::tasks::call(&gw, Some(asker), move |opts| {
+                    super::tasks::call(&gw, holder, Some(asker), move |opts| {
                         Box::pin(async move {
                             call_hub_tool_with(&gw2, &tool, arguments.as_ref(), progress, &out2, opts)
                                 .await
@@ -874,7 +888,7 @@ async fn call(gateway: &Gateway, params: &Value, out: &Out, charge: &Arc<AnswerC
                 arguments.cloned(),
                 out.clone(),
             );
-            super::tasks::call(gateway, None, move |opts| {
+            super::tasks::call(gateway, holder, None, move |opts| {
                 Box::pin(async move {
                     call_hub_tool_with(&gw, &name, arguments.as_ref(), progress, &out, opts).await
                 })

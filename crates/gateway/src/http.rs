@@ -660,12 +660,19 @@ impl Session {
         Session::with_connection(gateway, Connection::new)
     }
 
-    /// A session for one request of the stateless revision.
-    fn stateless(gateway: Gateway) -> Session {
-        Session::with_connection(gateway, Connection::stateless)
+    /// A session for one request of the stateless revision, of a client
+    /// that sent `credential` (the tasks it makes are that credential's).
+    fn stateless(gateway: Gateway, credential: Option<&str>) -> Session {
+        let holder = crate::tasks::holder_of(credential);
+        Session::with_connection(gateway, move |gateway, out| {
+            Connection::stateless(gateway, out, holder)
+        })
     }
 
-    fn with_connection(gateway: Gateway, connect: fn(Gateway, Out) -> Connection) -> Session {
+    fn with_connection(
+        gateway: Gateway,
+        connect: impl FnOnce(Gateway, Out) -> Connection,
+    ) -> Session {
         let routes: Arc<Mutex<Routes>> = Arc::default();
         let table = routes.clone();
         let out = Out::Route(Arc::new(move |msg| route(&table, msg)));
@@ -1074,7 +1081,7 @@ fn pick_session(
             Ok((session, Some(id), false))
         }
         (None, None, true) => {
-            let session = Session::stateless(state.gateway.clone());
+            let session = Session::stateless(state.gateway.clone(), credential);
             Ok((Arc::new(session), None, true))
         }
         (None, None, false) => Err(plain(

@@ -46,6 +46,9 @@ pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// Most tasks the gateway keeps at once.
 pub(crate) const MAX_TASKS: usize = 1024;
+/// Most of those one client may have: a 2025-11-25 connection, or the
+/// holder of one credential on 2026-07-28.
+pub(crate) const MAX_TASKS_PER_CLIENT: usize = 256;
 
 /// Most bytes of results the kept tasks hold together.
 pub(crate) const MAX_STORED_BYTES: usize = 256 << 20;
@@ -82,6 +85,10 @@ pub(crate) struct GatewayTask {
     /// The 2025-11-25 connection it belongs to (`None`: a 2026-07-28
     /// task, which whoever holds its id may use).
     pub(crate) owner: Option<u64>,
+    /// Who may use a 2026-07-28 task: [`holder_of`] the credential of the
+    /// client that made it (`None`: none was sent, as over stdio). Another
+    /// credential is told the task does not exist.
+    pub(crate) holder: Option<u64>,
     /// Who a 2025-11-25 task asks its questions (its client, held weakly:
     /// a closed connection answers nothing); `None`: `inputRequests`.
     asker: Option<std::sync::Weak<dyn RelayTarget>>,
@@ -182,6 +189,16 @@ pub(crate) fn unknown_task(id: &str) -> Error {
     }
 }
 
+/// Who holds the tasks a client with `credential` (its bearer token)
+/// makes: a hash keyed per process, so the credential itself is never
+/// kept; `None` without one.
+pub(crate) fn holder_of(credential: Option<&str>) -> Option<u64> {
+    use std::hash::BuildHasher;
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    credential.map(|c| KEY.get_or_init(Default::default).hash_one(c))
+}
+
 /// `prefix` and 128 random bits in hex: an id only who was given it can
 /// use. `None` when the system has no randomness to give.
 pub(crate) fn random_id(prefix: &str) -> Option<String> {
@@ -260,8 +277,8 @@ pub(crate) fn not_here(gateway: &Gateway, prefix: &str, id: &str, unknown: Error
 }
 
 impl GatewayTask {
-    fn new(gateway: &Gateway) -> Option<Arc<GatewayTask>> {
-        GatewayTask::with_owner(gateway, None, TTL, None)
+    fn new(gateway: &Gateway, holder: Option<u64>) -> Option<Arc<GatewayTask>> {
+        GatewayTask::build(gateway, None, holder, TTL, None)
     }
 
     /// A task of the 2025-11-25 connection `owner` (see the fields), or,
@@ -269,6 +286,16 @@ impl GatewayTask {
     pub(crate) fn with_owner(
         gateway: &Gateway,
         owner: Option<u64>,
+        ttl: Duration,
+        asker: Option<std::sync::Weak<dyn RelayTarget>>,
+    ) -> Option<Arc<GatewayTask>> {
+        GatewayTask::build(gateway, owner, None, ttl, asker)
+    }
+
+    fn build(
+        gateway: &Gateway,
+        owner: Option<u64>,
+        holder: Option<u64>,
         ttl: Duration,
         asker: Option<std::sync::Weak<dyn RelayTarget>>,
     ) -> Option<Arc<GatewayTask>> {
@@ -281,6 +308,7 @@ impl GatewayTask {
             created_at: at,
             ttl,
             owner,
+            holder,
             asker,
             ended: tokio::sync::watch::channel(false).0,
             state: Mutex::new(TaskState {
@@ -621,21 +649,25 @@ impl Tasks {
         if map.len() >= MAX_TASKS {
             return false;
         }
+        let same_client = |t: &&Arc<GatewayTask>| t.owner == task.owner && t.holder == task.holder;
+        if map.values().filter(same_client).count() >= MAX_TASKS_PER_CLIENT {
+            return false;
+        }
         map.insert(task.id.clone(), task.clone());
         true
     }
 
     /// `tasks/get`.
-    pub(crate) fn get_detailed(&self, params: &Value) -> Result<Value, Error> {
-        Ok(self.get_shared(task_id(params)?)?.detailed())
+    pub(crate) fn get_detailed(&self, params: &Value, holder: Option<u64>) -> Result<Value, Error> {
+        Ok(self.get_shared(task_id(params)?, holder)?.detailed())
     }
 
-    /// A task of the extension's (a 2025-11-25 connection's own tasks are
-    /// not shared).
-    fn get_shared(&self, id: &str) -> Result<Arc<GatewayTask>, Error> {
+    /// A task of the extension's made by `holder` (a 2025-11-25
+    /// connection's own tasks are not shared, nor another credential's).
+    fn get_shared(&self, id: &str, holder: Option<u64>) -> Result<Arc<GatewayTask>, Error> {
         self.get(id)
             .ok()
-            .filter(|t| t.owner.is_none())
+            .filter(|t| t.owner.is_none() && t.holder == holder)
             .ok_or_else(|| unknown_task(id))
     }
 
@@ -658,8 +690,8 @@ impl Tasks {
 
     /// `tasks/update`: answers the open questions it names (others are
     /// ignored, as the extension says).
-    pub(crate) fn update(&self, params: &Value) -> Result<Value, Error> {
-        let task = self.get_shared(task_id(params)?)?;
+    pub(crate) fn update(&self, params: &Value, holder: Option<u64>) -> Result<Value, Error> {
+        let task = self.get_shared(task_id(params)?, holder)?;
         let responses = params
             .get("inputResponses")
             .and_then(Value::as_object)
@@ -684,8 +716,8 @@ impl Tasks {
 
     /// `tasks/cancel`: the task is cancelled, and with it the server's
     /// (an ended one is left as it is; the answer is the same).
-    pub(crate) fn cancel(&self, params: &Value) -> Result<Value, Error> {
-        self.get_shared(task_id(params)?)?
+    pub(crate) fn cancel(&self, params: &Value, holder: Option<u64>) -> Result<Value, Error> {
+        self.get_shared(task_id(params)?, holder)?
             .cancel("cancelled by the client");
         Ok(json!({}))
     }
@@ -728,13 +760,14 @@ pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
 /// a task (the client's input-required rounds).
 pub(crate) async fn call<C>(
     gateway: &Gateway,
+    holder: Option<u64>,
     before: Option<ClientHandlers>,
     call: C,
 ) -> Result<Value, Error>
 where
     C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
 {
-    let Some(task) = GatewayTask::new(gateway) else {
+    let Some(task) = GatewayTask::new(gateway, holder) else {
         let mut opts = CallOptions::default();
         opts.handlers = before;
         return call(opts).await;

@@ -39,10 +39,18 @@ impl HttpGateway {
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> HttpGateway {
+        // An empty token: none asked for (loopback only), so each client's
+        // bearer token is its own credential.
+        let token_flags: &[&str] = if token.is_empty() {
+            &[]
+        } else {
+            &["--token-env", "GW_TOKEN"]
+        };
         let mut child = Command::new(mcpmux_bin())
             .arg("--config")
             .arg(sb.path().join("mcpmux.toml"))
-            .args(["gateway", "--http", addr, "--token-env", "GW_TOKEN"])
+            .args(["gateway", "--http", addr])
+            .args(token_flags)
             .args(extra)
             .env("GW_TOKEN", token)
             .envs(env.iter().copied())
