@@ -451,3 +451,33 @@ async fn a_task_the_server_pushes_ends_the_call_without_a_poll() {
     );
     hub.close().await;
 }
+
+/// A task id outlives the host's connection: over Streamable HTTP the
+/// server (rmcp) outlives the hub, and a new hub resumes the task by id
+/// (`task`, `task_result`) after the first one closed.
+#[tokio::test]
+async fn a_new_hub_resumes_a_task_by_id_after_the_first_closed() {
+    let server = RmcpTasksHttp::start(&[]);
+    let task_id = {
+        let hub = Hub::connect(config(&[server.entry("tasks")])).await.unwrap();
+        let handle = hub
+            .call_tool_as_task(
+                "mcp_tasks_slow_sum",
+                Some(&json!({"a": 30, "b": 12, "ms": 500})),
+                &CallOptions::default(),
+            )
+            .await
+            .unwrap();
+        hub.close().await;
+        handle.task_id
+    };
+    let hub = Hub::connect(config(&[server.entry("tasks")])).await.unwrap();
+    let seen = hub.task("tasks", &task_id).await.unwrap();
+    assert_eq!(seen.task_id, task_id);
+    let result = hub
+        .task_result("tasks", &task_id, &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(text_of(&result.value()), "sum: 42");
+    hub.close().await;
+}
