@@ -459,7 +459,9 @@ async fn a_task_the_server_pushes_ends_the_call_without_a_poll() {
 async fn a_new_hub_resumes_a_task_by_id_after_the_first_closed() {
     let server = RmcpTasksHttp::start(&[]);
     let task_id = {
-        let hub = Hub::connect(config(&[server.entry("tasks")])).await.unwrap();
+        let hub = Hub::connect(config(&[server.entry("tasks")]))
+            .await
+            .unwrap();
         let handle = hub
             .call_tool_as_task(
                 "mcp_tasks_slow_sum",
@@ -471,7 +473,9 @@ async fn a_new_hub_resumes_a_task_by_id_after_the_first_closed() {
         hub.close().await;
         handle.task_id
     };
-    let hub = Hub::connect(config(&[server.entry("tasks")])).await.unwrap();
+    let hub = Hub::connect(config(&[server.entry("tasks")]))
+        .await
+        .unwrap();
     let seen = hub.task("tasks", &task_id).await.unwrap();
     assert_eq!(seen.task_id, task_id);
     let result = hub

@@ -36,6 +36,8 @@ Env:
   `resources/list`) and acknowledges every URI a listen stream asks for
   under `resourceSubscriptions`; `state` says under `most_uris` the
   longest such list one stream asked for.
+- EXTRA_EXTENSION: the name of one more extension to declare (as
+  `{"flavour": "test"}`), one mcpmux does not know.
 - LISTEN: `silent` never acknowledges a `subscriptions/listen` stream (it
   stays open, unanswered, until cancelled): a hostile server.
 - SUBSCRIPTIONS_FILE: when set, the webhook subscriptions are read from this
@@ -87,6 +89,7 @@ STATELESS = os.environ.get("REVISION") == "2026-07-28"
 LIST_CHANGED = os.environ.get("LIST_CHANGED") == "1"
 RESOURCES = os.environ.get("RESOURCES") == "1"
 SILENT_LISTEN = os.environ.get("LISTEN") == "silent"
+EXTRA_EXTENSION = os.environ.get("EXTRA_EXTENSION")
 VERSION_META = "io.modelcontextprotocol/protocolVersion"
 CAPS_META = "io.modelcontextprotocol/clientCapabilities"
 
@@ -419,6 +422,8 @@ def capabilities():
         caps["extensions"] = {EXTENSION: {"listChanged": LIST_CHANGED}}
     if CAPABILITY in ("top", "both"):
         caps["events"] = {"listChanged": LIST_CHANGED}
+    if EXTRA_EXTENSION:
+        caps.setdefault("extensions", {})[EXTRA_EXTENSION] = {"flavour": "test"}
     return caps
 
 

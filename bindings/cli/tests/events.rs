@@ -495,3 +495,26 @@ fn events_stream_over_streamable_http_on_both_revisions() {
         );
     }
 }
+
+/// An extension mcpmux does not know is shown to the host as the server
+/// declared it (`servers --json`), beside the ones it implements.
+#[test]
+fn servers_json_shows_an_unknown_extension_as_declared() {
+    let sb = Sandbox::with_config(&python_entry(
+        "ev",
+        "events_server.py",
+        "env = { EXTRA_EXTENSION = \"com.example/widgets\" }",
+    ));
+    let out = sb.mcpmux(&["--json", "servers"]).run();
+    let servers = out.ok().json();
+    let extensions = &servers[0]["capabilities"]["extensions"];
+    assert_eq!(
+        extensions["com.example/widgets"],
+        serde_json::json!({"flavour": "test"}),
+        "{servers}"
+    );
+    assert!(
+        extensions.get("io.modelcontextprotocol/events").is_some(),
+        "{servers}"
+    );
+}
