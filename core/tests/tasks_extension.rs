@@ -319,7 +319,7 @@ async fn plain_calls_still_answer_at_once() {
 
 #[tokio::test]
 async fn hostile_tasks_fail_the_call_with_a_clear_error_in_bounded_time() {
-    let (_dir, entry) = logged("timeout_seconds = 20");
+    let (dir, entry) = logged("timeout_seconds = 20");
     let hub = Hub::connect(config(&[entry])).await.unwrap();
     let handlers_none = CallOptions::default().with_max_total_timeout(Duration::from_secs(20));
     let e = hub
@@ -339,6 +339,12 @@ async fn hostile_tasks_fail_the_call_with_a_clear_error_in_bounded_time() {
         e.code()
     );
     assert!(started.elapsed() < Duration::from_secs(20));
+    // The task given up on is cancelled, not left running.
+    let cancelled = wait_until(Duration::from_secs(5), || {
+        log_lines(&dir).iter().any(|l| l.starts_with("cancel "))
+    })
+    .await;
+    assert!(cancelled, "tasks/cancel sent: {:?}", log_lines(&dir));
     // The server is still usable afterwards.
     let r = hub
         .call_tool(

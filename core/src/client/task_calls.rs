@@ -216,10 +216,10 @@ impl Client {
         guard.state = Guard::Waiting(task_id.clone());
         let result = self.wait_task(task, deadline, name).await;
         guard.state = Guard::Done;
-        if let Err(Error::Timeout(_)) = &result {
+        if !task_ended(&result) {
             // Nobody will fetch it: tell the server to stop.
             if let Err(e) = self.cancel_task(&task_id).await {
-                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel after a timeout failed");
+                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel of a call given up on failed");
             }
         }
         result
@@ -304,7 +304,7 @@ impl Client {
 
     /// Waits for the task a 2026-07-28 `tools/call` answered with (`raw`),
     /// as [`call_as_task`](Self::call_as_task) does for one it asked for:
-    /// cancelled when the wait times out or is dropped.
+    /// cancelled when the wait times out, fails on our side or is dropped.
     pub(super) async fn follow_created_task(
         &self,
         raw: Box<RawValue>,
@@ -326,9 +326,9 @@ impl Client {
         };
         let result = self.wait_flat(task, None, deadline, name).await;
         guard.state = Guard::Done;
-        if let Err(Error::Timeout(_)) = &result {
+        if !task_ended(&result) {
             if let Err(e) = self.cancel_task(&task_id).await {
-                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel after a timeout failed");
+                tracing::debug!(server = %self.name(), task_id, error = %e, "tasks/cancel of a call given up on failed");
             }
         }
         result
@@ -789,6 +789,17 @@ fn task_id_short(task_id: &str) -> String {
 
 /// A failed 2026-07-28 task's `error` (`{code, message, data?}`) as the
 /// server error it stands for; its message cut to a bound.
+/// Whether the wait for a task ended with the task (its result, its
+/// failure, its cancellation) rather than giving up on it (out of time, a
+/// server breaking the rules, a question the host could not answer): a
+/// task given up on is left running unless cancelled.
+fn task_ended(result: &Result<ToolResult, Error>) -> bool {
+    matches!(
+        result,
+        Ok(_) | Err(Error::Cancelled(_) | Error::ServerError { .. })
+    )
+}
+
 fn task_error(error: &Value) -> Error {
     let code = error
         .get("code")
