@@ -624,3 +624,35 @@ fn the_official_typescript_sdks_task_api_runs_tasks_through_the_gateway() {
         "tok-tasks-secret".as_ref(),
     ]);
 }
+
+/// A 2026-07-28 server's question reaches a 2025-11-25 client as that
+/// revision's `elicitation/create`, and the answer goes back: within a task
+/// of the server's (`inputRequests`, `ask_name`) and within a plain call
+/// (an input-required result, `ask_plain`).
+#[test]
+fn a_2026_servers_question_reaches_a_2025_client_as_elicitation() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({"elicitation": {}}));
+    for (id, tool) in [(71, "mcp_tasks_ask_name"), (72, "mcp_tasks_ask_plain")] {
+        gw.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": {}}}));
+        let asked = gw.notification("elicitation/create");
+        assert!(
+            asked["id"].is_number() || asked["id"].is_string(),
+            "{asked}"
+        );
+        let schema = &asked["params"]["requestedSchema"];
+        let field = schema["properties"]
+            .as_object()
+            .and_then(|p| p.keys().next().cloned())
+            .unwrap_or_else(|| panic!("{tool}: {asked}"));
+        gw.send(json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": {field: "Ada"}}}));
+        let done = gw.next_such("the call's answer", |m| m["id"] == id);
+        let text = done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("Ada"), "{tool}: {done}");
+    }
+}
