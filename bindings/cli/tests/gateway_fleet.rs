@@ -317,7 +317,7 @@ fn a_task_id_names_its_replica_and_another_replica_says_so() {
         .as_str()
         .unwrap_or_else(|| panic!("{created}"))
         .to_owned();
-    assert!(id.starts_with("mcpmux-a."), "{id}");
+    assert!(id.starts_with("mcpmux-a.tasks-"), "{id}");
     // Another replica cannot serve it, and says where it lives.
     let elsewhere = post_2026(&b, "tasks/get", &id, json!({"taskId": id}));
     assert_eq!(elsewhere["error"]["code"], -32602, "{elsewhere}");

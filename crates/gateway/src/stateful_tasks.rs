@@ -58,7 +58,7 @@ pub(crate) fn requested(params: &Value) -> bool {
 fn shown(task: &GatewayTask) -> Value {
     let state = task.lock();
     let mut shown = Map::new();
-    shown.insert("taskId".into(), task.id.clone().into());
+    shown.insert("taskId".into(), task.id().into());
     shown.insert("status".into(), state.status.into());
     if let Some(m) = &state.message {
         shown.insert("statusMessage".into(), m.clone().into());
@@ -89,11 +89,12 @@ fn owned(gateway: &Gateway, params: &Value, owner: u64) -> Result<Arc<GatewayTas
 }
 
 /// Runs a `tools/call` augmented with `params.task` for the connection
-/// `owner` (whose questions go to `client`): the `CreateTaskResult` at
-/// once, the call in the background. `call` runs the hub's call with the
+/// `owner` (whose questions go to `client`), a tool of `server` (which
+/// its id names): the `CreateTaskResult` at once, the call in the background. `call` runs the hub's call with the
 /// options given and gives the client's result.
 pub(crate) fn call<C>(
     gateway: &Gateway,
+    server: &str,
     params: &Value,
     owner: u64,
     client: Weak<dyn RelayTarget>,
@@ -109,7 +110,7 @@ where
             Duration::from_millis(ms).clamp(MIN_TTL, tasks::TTL)
         });
     let task =
-        GatewayTask::with_owner(gateway, Some(owner), ttl, Some(client)).ok_or_else(|| {
+        GatewayTask::with_owner(gateway, server, Some(owner), ttl, Some(client)).ok_or_else(|| {
             Error::Internal("no randomness for a task id; call without params.task".into())
         })?;
     task.lock().published = true;
@@ -170,7 +171,7 @@ pub(crate) async fn result(gateway: &Gateway, params: &Value, owner: u64) -> Res
                 if !meta.is_object() {
                     *meta = Value::Object(Map::new());
                 }
-                meta[RELATED_TASK] = json!({ "taskId": task.id });
+                meta[RELATED_TASK] = json!({ "taskId": task.id() });
             }
             Ok(result)
         }
@@ -186,7 +187,7 @@ pub(crate) async fn result(gateway: &Gateway, params: &Value, owner: u64) -> Res
             code: -32603,
             message: format!(
                 "task {} was {status}: {}",
-                task.id,
+                task.id(),
                 state.message.as_deref().unwrap_or("no result")
             ),
             data: None,
@@ -230,7 +231,7 @@ pub(crate) fn cancel(gateway: &Gateway, params: &Value, owner: u64) -> Result<Va
     if tasks::terminal(status) {
         return Err(Error::ServerError {
             code: -32602,
-            message: format!("task {} already ended ({status})", task.id),
+            message: format!("task {} already ended ({status})", task.id()),
             data: None,
         });
     }

@@ -13,8 +13,9 @@
 //! answered as a plain call. So a client of this revision can run a task of
 //! a server of either revision.
 //!
-//! Ids are 128 random bits: the extension has no `tasks/list`, so only who
-//! was given an id can use it. At most [`MAX_TASKS`] are kept, holding at
+//! Ids name the server whose task they follow and end in 128 random bits
+//! ([`task_id_for`]): the extension has no `tasks/list`, so only who was
+//! given an id can use it. At most [`MAX_TASKS`] are kept, holding at
 //! most [`MAX_STORED_BYTES`] of results together; a finished one is kept
 //! [`TTL`] after its creation, then forgotten. Past the count a call is
 //! answered as a plain call; a result past the bytes fails its task with
@@ -77,7 +78,9 @@ pub(crate) struct Tasks {
 pub(crate) struct GatewayTask {
     /// Itself, for the relay (which holds it weakly).
     me: std::sync::Weak<GatewayTask>,
-    pub(crate) id: String,
+    /// Its id ([`task_id_for`]): set when it is handed out, once the
+    /// server whose task it follows is known.
+    id: std::sync::OnceLock<String>,
     created: Instant,
     pub(crate) created_at: SystemTime,
     /// How long it is kept after its creation once it ended.
@@ -246,6 +249,41 @@ pub(crate) fn replica_id(gateway: &Gateway, prefix: &str) -> Option<String> {
     }
 }
 
+/// Most bytes of a server's name a task id carries.
+const MAX_SERVER_IN_ID: usize = 48;
+
+/// The id of a task of the gateway's following a task of `server`:
+/// `mcpmux-`, the replica's name and a dot when it has one, the server's
+/// name, a dash, 128 random bits in hex (`mcpmux-a.everything-3f…`). The
+/// name is for people and logs (what the gateway routes by is the task it
+/// keeps): a byte outside `A-Z a-z 0-9 _ -` is written `_`, and it is cut
+/// at [`MAX_SERVER_IN_ID`] bytes, so the id stays a header value and has
+/// no dot but the replica's.
+pub(crate) fn task_id_for(gateway: &Gateway, server: &str) -> Option<String> {
+    random_id(&task_id_prefix(
+        gateway.inner.options.replica.as_deref(),
+        server,
+    ))
+}
+
+/// What [`task_id_for`] puts before the random bits.
+fn task_id_prefix(replica: Option<&str>, server: &str) -> String {
+    let mut prefix = String::from(TASK_PREFIX);
+    if let Some(name) = replica {
+        prefix.push_str(name);
+        prefix.push('.');
+    }
+    prefix.extend(server.bytes().take(MAX_SERVER_IN_ID).map(|b| {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            b as char
+        } else {
+            '_'
+        }
+    }));
+    prefix.push('-');
+    prefix
+}
+
 /// The error for an id with `prefix` this replica does not know: when it
 /// names another replica, one saying where it lives (a balancer sent the
 /// request to the wrong one), else `unknown`.
@@ -277,31 +315,34 @@ pub(crate) fn not_here(gateway: &Gateway, prefix: &str, id: &str, unknown: Error
 }
 
 impl GatewayTask {
-    fn new(gateway: &Gateway, holder: Option<u64>) -> Option<Arc<GatewayTask>> {
-        GatewayTask::build(gateway, None, holder, TTL, None)
+    /// A task of the extension's, its id not yet made ([`Self::name`]).
+    fn new(holder: Option<u64>) -> Arc<GatewayTask> {
+        GatewayTask::build(std::sync::OnceLock::new(), None, holder, TTL, None)
     }
 
-    /// A task of the 2025-11-25 connection `owner` (see the fields), or,
-    /// with `None`s, of the tasks extension.
+    /// A task of the 2025-11-25 connection `owner` (see the fields)
+    /// following a task of `server`. `None` when the system has no
+    /// randomness for its id.
     pub(crate) fn with_owner(
         gateway: &Gateway,
+        server: &str,
         owner: Option<u64>,
         ttl: Duration,
         asker: Option<std::sync::Weak<dyn RelayTarget>>,
     ) -> Option<Arc<GatewayTask>> {
-        GatewayTask::build(gateway, owner, None, ttl, asker)
+        let id = std::sync::OnceLock::from(task_id_for(gateway, server)?);
+        Some(GatewayTask::build(id, owner, None, ttl, asker))
     }
 
     fn build(
-        gateway: &Gateway,
+        id: std::sync::OnceLock<String>,
         owner: Option<u64>,
         holder: Option<u64>,
         ttl: Duration,
         asker: Option<std::sync::Weak<dyn RelayTarget>>,
-    ) -> Option<Arc<GatewayTask>> {
-        let id = replica_id(gateway, TASK_PREFIX)?;
+    ) -> Arc<GatewayTask> {
         let at = now();
-        Some(Arc::new_cyclic(|me| GatewayTask {
+        Arc::new_cyclic(|me| GatewayTask {
             me: me.clone(),
             id,
             created: Instant::now(),
@@ -324,7 +365,24 @@ impl GatewayTask {
             }),
             call: Mutex::new(None),
             stored: Default::default(),
-        }))
+        })
+    }
+
+    /// Its id; empty until it was handed out.
+    pub(crate) fn id(&self) -> &str {
+        self.id.get().map_or("", String::as_str)
+    }
+
+    /// Makes its id, naming `server` (a no-op once made). False when the
+    /// system has no randomness for it.
+    fn name(&self, gateway: &Gateway, server: &str) -> bool {
+        if self.id.get().is_none() {
+            match task_id_for(gateway, server) {
+                Some(id) => drop(self.id.set(id)),
+                None => return false,
+            }
+        }
+        true
     }
 
     fn myself(&self) -> Option<Arc<GatewayTask>> {
@@ -339,7 +397,7 @@ impl GatewayTask {
     fn detailed(&self) -> Value {
         let state = self.lock();
         let mut task = Map::new();
-        task.insert("taskId".into(), self.id.clone().into());
+        task.insert("taskId".into(), self.id().into());
         task.insert("status".into(), state.status.into());
         if let Some(m) = &state.message {
             task.insert("statusMessage".into(), m.clone().into());
@@ -468,7 +526,7 @@ impl GatewayTask {
             if state.inputs.len() >= MAX_OPEN_INPUTS {
                 return Err(Error::LimitExceeded(format!(
                     "task {} already has {MAX_OPEN_INPUTS} open questions",
-                    self.id
+                    self.id()
                 )));
             }
             state.next_key += 1;
@@ -480,7 +538,7 @@ impl GatewayTask {
         }
         // Answered by tasks/update; dropped (an error) when the task ends.
         rx.await.map_err(|_| {
-            Error::Cancelled(format!("task {}: the question was not answered", self.id))
+            Error::Cancelled(format!("task {}: the question was not answered", self.id()))
         })
     }
 
@@ -495,7 +553,7 @@ impl GatewayTask {
         let Some(client) = client else {
             return Err(Error::TransportClosed(format!(
                 "task {}: its client went away; nobody to ask",
-                self.id
+                self.id()
             )));
         };
         if !client.accepts(&request.method) {
@@ -511,12 +569,12 @@ impl GatewayTask {
         {
             let mut state = self.lock();
             if terminal(state.status) {
-                return Err(Error::Cancelled(format!("task {} ended", self.id)));
+                return Err(Error::Cancelled(format!("task {} ended", self.id())));
             }
             if state.asking >= MAX_OPEN_INPUTS {
                 return Err(Error::LimitExceeded(format!(
                     "task {} already has {MAX_OPEN_INPUTS} open questions",
-                    self.id
+                    self.id()
                 )));
             }
             state.asking += 1;
@@ -533,7 +591,7 @@ impl GatewayTask {
         if !meta.is_object() {
             *meta = Value::Object(Map::new());
         }
-        meta[RELATED_TASK] = json!({ "taskId": self.id });
+        meta[RELATED_TASK] = json!({ "taskId": self.id() });
         let answer = client.request(&request.method, Value::Object(params)).await;
         let mut state = self.lock();
         state.asking -= 1;
@@ -611,7 +669,7 @@ impl Tasks {
                     Err(Error::LimitExceeded(format!(
                         "task {}: its result of {size} bytes does not fit the gateway's \
                          store of task results ({} MiB)",
-                        task.id,
+                        task.id(),
                         MAX_STORED_BYTES >> 20
                     )))
                 } else {
@@ -653,7 +711,7 @@ impl Tasks {
         if map.values().filter(same_client).count() >= MAX_TASKS_PER_CLIENT {
             return false;
         }
-        map.insert(task.id.clone(), task.clone());
+        map.insert(task.id().to_owned(), task.clone());
         true
     }
 
@@ -684,7 +742,7 @@ impl Tasks {
             })
             .cloned()
             .collect();
-        owned.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id.cmp(&b.id)));
+        owned.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.id().cmp(b.id())));
         owned
     }
 
@@ -767,12 +825,8 @@ pub(crate) async fn call<C>(
 where
     C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
 {
-    let Some(task) = GatewayTask::new(gateway, holder) else {
-        let mut opts = CallOptions::default();
-        opts.handlers = before;
-        return call(opts).await;
-    };
-    let (became_tx, became_rx) = oneshot::channel::<()>();
+    let task = GatewayTask::new(holder);
+    let (became_tx, became_rx) = oneshot::channel::<String>();
     let became_tx = Mutex::new(Some(became_tx));
     let mut opts = CallOptions::default()
         .with_task(true)
@@ -789,7 +843,7 @@ where
             relay.route_task(&upstream.server, &upstream.task_id, routed.clone());
         }
         if let Some(tx) = became_tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(());
+            let _ = tx.send(upstream.server.clone());
         }
     }));
     // Polled here until it becomes a task (most calls end first: no task
@@ -798,9 +852,10 @@ where
     let mut running = inline(call(opts));
     tokio::select! {
         outcome = &mut running => outcome,
-        Ok(()) = became_rx => {
-            if !gateway.inner.tasks.insert(&task) {
-                // Past the bound: the client waits for the call instead.
+        Ok(server) = became_rx => {
+            if !task.name(gateway, &server) || !gateway.inner.tasks.insert(&task) {
+                // Past the bound (or no randomness for an id): the client
+                // waits for the call instead.
                 return running.await;
             }
             let running = tokio::spawn(running);
@@ -825,6 +880,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_task_id_names_its_server_as_a_header_value_with_no_dot_but_the_replicas() {
+        assert_eq!(task_id_prefix(Some("a"), "everything"), "mcpmux-a.everything-");
+        assert_eq!(task_id_prefix(None, "my.srv/ü"), "mcpmux-my_srv___-");
+        let long = task_id_prefix(None, &"x".repeat(500));
+        assert_eq!(long.len(), TASK_PREFIX.len() + MAX_SERVER_IN_ID + 1);
+        // Without a replica nothing reads as one (not_here splits at a dot).
+        assert!(!task_id_prefix(None, "a.b").contains('.'));
+    }
 
     #[test]
     fn ids_from_the_pool_are_distinct_hex_across_refills_and_threads() {
