@@ -117,6 +117,16 @@ export interface HubTool {
   input_schema: Record<string, unknown>
   output_schema: Record<string, unknown> | null
   annotations: Record<string, unknown> | null
+  /** `execution` as the server sent it (e.g. `{ taskSupport: 'required' }`). */
+  execution?: Record<string, unknown>
+  /** `icons` as the server sent them. */
+  icons?: unknown[]
+  /** `_meta` as the server sent it. */
+  _meta?: Record<string, unknown>
+  /** MCP Apps: the `ui://` resource of the tool's app (read from `_meta`). */
+  ui_resource_uri?: string
+  /** MCP Apps: only its app may call it; never offered to a model. */
+  app_only?: true
 }
 
 /** An MCP content block (`text`, `image`, `audio`, `resource_link`, `resource`). */
@@ -344,6 +354,8 @@ export interface ServerOption {
 export interface Listed {
   server: string
   name: string
+  /** A `ui://` resource (MCP Apps): hub names of the tools whose app it is. */
+  app_of?: string[]
   [key: string]: unknown
 }
 

@@ -1124,10 +1124,46 @@ impl Hub {
         Ok(out)
     }
 
-    /// Every resource of every server (or of `server`), each with a `server` member.
+    /// Every resource of every server (or of `server`), each with a
+    /// `server` member, and each `ui://` one (MCP Apps) with `app_of`: the
+    /// hub names of the tools whose UI it is.
     pub async fn list_resources(&self, server: Option<&str>) -> Result<Vec<Value>, Error> {
-        self.gather("resources", "resources/list", "resources", server)
-            .await
+        let mut resources = self
+            .gather("resources", "resources/list", "resources", server)
+            .await?;
+        self.mark_apps(&mut resources);
+        Ok(resources)
+    }
+
+    fn mark_apps(&self, resources: &mut [Value]) {
+        let is_app = |item: &Value| {
+            item["uri"]
+                .as_str()
+                .is_some_and(|uri| uri.starts_with(crate::apps::SCHEME))
+        };
+        if !resources.iter().any(is_app) {
+            return;
+        }
+        let apps: Vec<(String, String, String)> = {
+            let index = self.inner.index.read().unwrap();
+            index
+                .entries
+                .iter()
+                .filter_map(|e| {
+                    let tool = e.shared_tool();
+                    let uri = tool.ui_resource_uri()?.to_owned();
+                    Some((tool.server.clone(), uri, tool.name.clone()))
+                })
+                .collect()
+        };
+        for item in resources.iter_mut().filter(|item| is_app(item)) {
+            let names: Vec<&str> = apps
+                .iter()
+                .filter(|(server, uri, _)| item["server"] == **server && item["uri"] == **uri)
+                .map(|(_, _, name)| name.as_str())
+                .collect();
+            item["app_of"] = names.into();
+        }
     }
 
     /// Every resource template, each with a `server` member.

@@ -10,8 +10,10 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-/// One tool as the hub offers it (`tools --json` prints exactly this).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One tool as the hub offers it (`tools --json` prints exactly this,
+/// with `ui_resource_uri` and `app_only` (MCP Apps) when it has an app,
+/// read from `_meta`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct HubTool {
     /// Hub-wide name, `mcp_{server}_{tool}` (see `assign`).
     pub name: String,
@@ -30,14 +32,58 @@ pub struct HubTool {
     /// The server's hints (`readOnlyHint`, `destructiveHint`, ...).
     pub annotations: Option<Value>,
     /// `execution` as the server sent it (e.g. `{"taskSupport": "required"}`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub execution: Option<Value>,
     /// `icons` as the server sent them.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub icons: Option<Value>,
     /// `_meta` as the server sent it.
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Value>,
+}
+
+/// [`HubTool`] as every front end shows it: its fields, then what the
+/// engine reads of its app, so that no binding reads `_meta` itself.
+#[derive(Serialize)]
+struct ShownTool<'a> {
+    name: &'a str,
+    server: &'a str,
+    tool: &'a str,
+    title: &'a Option<String>,
+    description: &'a Option<String>,
+    input_schema: &'a Value,
+    output_schema: &'a Option<Value>,
+    annotations: &'a Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution: &'a Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    icons: &'a Option<Value>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: &'a Option<Value>,
+    /// The `ui://` resource of its app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ui_resource_uri: Option<&'a str>,
+    /// Only its app may call it: never offered to a model.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    app_only: bool,
+}
+
+impl Serialize for HubTool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ShownTool {
+            name: &self.name,
+            server: &self.server,
+            tool: &self.tool,
+            title: &self.title,
+            description: &self.description,
+            input_schema: &self.input_schema,
+            output_schema: &self.output_schema,
+            annotations: &self.annotations,
+            execution: &self.execution,
+            icons: &self.icons,
+            meta: &self.meta,
+            ui_resource_uri: self.ui_resource_uri(),
+            app_only: self.is_app_only(),
+        }
+        .serialize(serializer)
+    }
 }
 
 impl HubTool {
@@ -203,6 +249,50 @@ pub fn did_you_mean<'a>(name: &str, offered: impl Iterator<Item = (&'a str, &'a 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_is_shown_with_its_app_read_from_meta() {
+        let mut tool = HubTool {
+            name: "mcp_w_show".into(),
+            server: "w".into(),
+            tool: "show".into(),
+            title: None,
+            description: None,
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+            execution: None,
+            icons: None,
+            meta: None,
+        };
+        let plain = serde_json::to_value(&tool).unwrap();
+        let keys: Vec<&str> = plain
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "server",
+                "tool",
+                "title",
+                "description",
+                "input_schema",
+                "output_schema",
+                "annotations"
+            ]
+        );
+        tool.meta = Some(
+            serde_json::json!({"ui": {"resourceUri": "ui://w/v.html", "visibility": ["app"]}}),
+        );
+        let shown = serde_json::to_value(&tool).unwrap();
+        assert_eq!(shown["ui_resource_uri"], "ui://w/v.html");
+        assert_eq!(shown["app_only"], true);
+        assert_eq!(shown["_meta"]["ui"]["visibility"][0], "app");
+    }
 
     #[test]
     fn prefixes_and_sanitizes() {

@@ -562,7 +562,10 @@ pub unsafe extern "C" fn mcpmux_hub_failed_servers_note(
 /// Writes every tool of every connected server, in config order, to
 /// `*out_json`: a JSON array of `{"name" (mcp_{server}_{tool}), "server",
 /// "tool", "title", "description", "input_schema", "output_schema",
-/// "annotations"}`, the same as `mcpmux tools --json`. Blocking.
+/// "annotations"}`, plus "execution", "icons" and "_meta" as the server
+/// sent them and, for a tool with an MCP app, "ui_resource_uri" (and
+/// "app_only": true when only its app may call it), the same as `mcpmux
+/// tools --json`. Blocking.
 ///
 /// On success `*out_json` receives a string owned by the caller (free it
 /// with mcpmux_string_free()).
@@ -733,8 +736,9 @@ pub unsafe extern "C" fn mcpmux_hub_call_tool(
 
 /// Writes the resources and resource templates of every server (or of
 /// `server` only, when not NULL) to `*out_json`: `{"resources": [...],
-/// "resourceTemplates": [...]}`, each item with a "server" member (the
-/// same as `mcpmux resources --json`). Blocking.
+/// "resourceTemplates": [...]}`, each item with a "server" member and each
+/// `ui://` resource with "app_of" (the hub names of the tools whose MCP app
+/// it is), the same as `mcpmux resources --json`. Blocking.
 ///
 /// On success `*out_json` receives a string owned by the caller (free it
 /// with mcpmux_string_free()).

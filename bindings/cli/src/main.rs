@@ -721,8 +721,7 @@ async fn execute(
         }
         Command::Resources { server } => {
             print_failed_servers_note(hub);
-            let mut resources = hub.list_resources(server.as_deref()).await?;
-            mark_apps(hub, &mut resources);
+            let resources = hub.list_resources(server.as_deref()).await?;
             let templates = hub.list_resource_templates(server.as_deref()).await?;
             if json {
                 print_json(
@@ -897,24 +896,4 @@ fn print(text: &str) -> Result<(), Error> {
     // A closed pipe (`| head`) is not our failure.
     let _ = writeln!(out, "{text}").and_then(|()| out.flush());
     Ok(())
-}
-
-/// Marks each `ui://` resource (MCP Apps) with `app_of`: the hub names of
-/// the tools whose UI it is.
-fn mark_apps(hub: &Hub, resources: &mut [serde_json::Value]) {
-    let tools = hub.list_tools();
-    for item in resources {
-        let (Some(uri), Some(server)) = (item["uri"].as_str(), item["server"].as_str()) else {
-            continue;
-        };
-        if !uri.starts_with(mcpmux_core::apps::SCHEME) {
-            continue;
-        }
-        let names: Vec<&str> = tools
-            .iter()
-            .filter(|t| t.server == server && t.ui_resource_uri() == Some(uri))
-            .map(|t| t.name.as_str())
-            .collect();
-        item["app_of"] = names.into();
-    }
 }

@@ -95,6 +95,13 @@ fn apps_keep_their_scheme_are_named_per_server_and_read_back_whole() {
         .iter()
         .filter_map(|r| r["uri"].as_str())
         .collect();
+    // The hub's own members (which server, which hub tools) stay inside.
+    for r in resources["result"]["resources"].as_array().unwrap() {
+        assert!(
+            r.get("server").is_none() && r.get("app_of").is_none(),
+            "{r}"
+        );
+    }
     for uri in [
         "ui://north/widget/view.html",
         "ui://south/widget/view.html",
@@ -185,6 +192,45 @@ fn app_only_tools_are_absent_from_the_llm_formats() {
         weather["_meta"]["ui"]["resourceUri"],
         "ui://widget/view.html"
     );
+    // ... and as what the engine read of it, in every front end's JSON.
+    assert_eq!(
+        weather["ui_resource_uri"], "ui://widget/view.html",
+        "{weather}"
+    );
+    assert!(weather.get("app_only").is_none(), "{weather}");
+    let refresh = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp_north_refresh_widget")
+        .unwrap();
+    assert_eq!(refresh["app_only"], true, "{refresh}");
+    let named = |name: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {list}"))
+            .clone()
+    };
+    let legacy = named("mcp_north_legacy_view");
+    assert_eq!(
+        legacy["ui_resource_uri"], "ui://widget/legacy.html",
+        "{legacy}"
+    );
+    let plain = named("mcp_north_client_extensions");
+    assert!(plain.get("ui_resource_uri").is_none(), "{plain}");
+    let listed = sb.mcpmux(&["--json", "resources"]).run();
+    listed.ok();
+    let listed = listed.json();
+    let view = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["uri"] == "ui://widget/view.html")
+        .unwrap_or_else(|| panic!("{listed}"));
+    let app_of = view["app_of"].as_array().unwrap();
+    assert!(app_of.contains(&json!("mcp_north_show_weather")), "{view}");
     // `resources` names the tools whose app each UI resource is.
     let resources = sb.mcpmux(&["resources"]).run();
     resources.ok();

@@ -105,7 +105,10 @@ fn a_2026_client_gets_the_gateways_tasks_for_servers_of_either_revision() {
     let created = &created["result"];
     assert_eq!(created["resultType"], "task", "{created}");
     let id = created["taskId"].as_str().unwrap().to_owned();
-    assert!(id.starts_with("mcpmux-tasks-"), "the gateway's own id, naming the server: {id}");
+    assert!(
+        id.starts_with("mcpmux-tasks-"),
+        "the gateway's own id, naming the server: {id}"
+    );
     assert!(created.get("task").is_none() && created.get("result").is_none());
     assert!(created["ttlMs"].as_u64().is_some() && created["pollIntervalMs"].as_u64().is_some());
     let done = poll(&mut gw, &id, terminal);

@@ -53,15 +53,18 @@ pub(crate) fn rename_in_meta(meta: &mut Value, server: &str) {
 
 /// `resources/list` items (each with the hub's `server` member) as the
 /// gateway lists them: `ui://` ones renamed or left out when not served,
-/// the `server` member removed.
+/// the `server` and `app_of` members removed.
 pub(crate) fn listed_resources(gateway: &Gateway, items: Vec<Value>) -> Vec<Value> {
     items
         .into_iter()
         .filter_map(|mut item| {
-            let server = item
-                .as_object_mut()
-                .and_then(|o| o.remove("server"))
-                .and_then(|s| s.as_str().map(str::to_owned));
+            let server = item.as_object_mut().and_then(|o| {
+                // The hub's names of the tools whose UI it is: not the
+                // client's to see.
+                o.remove("app_of");
+                o.remove("server")
+            });
+            let server = server.and_then(|s| s.as_str().map(str::to_owned));
             let uri = item.get("uri").and_then(Value::as_str).map(str::to_owned);
             match (server, uri) {
                 (Some(server), Some(uri)) if uri.starts_with(SCHEME) => {

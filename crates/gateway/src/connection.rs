@@ -929,13 +929,7 @@ fn call_as_task(
     let client: Arc<dyn RelayTarget> = requestor.client.clone();
     // The server the id names: none for a name no server has (the call
     // then fails as a plain one would, in the task).
-    let server = gateway
-        .resolve(&name)
-        .and_then(|hub_name| {
-            mcpmux_core::client::ToolRouter::tool_shared(&gateway.inner.hub, &hub_name)
-        })
-        .map(|tool| tool.server.clone())
-        .unwrap_or_default();
+    let server = gateway.server_of(&name).unwrap_or_default();
     super::stateful_tasks::call(
         gateway,
         &server,

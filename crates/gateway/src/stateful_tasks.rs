@@ -109,8 +109,8 @@ where
         .map_or(tasks::TTL, |ms| {
             Duration::from_millis(ms).clamp(MIN_TTL, tasks::TTL)
         });
-    let task =
-        GatewayTask::with_owner(gateway, server, Some(owner), ttl, Some(client)).ok_or_else(|| {
+    let task = GatewayTask::with_owner(gateway, server, Some(owner), ttl, Some(client))
+        .ok_or_else(|| {
             Error::Internal("no randomness for a task id; call without params.task".into())
         })?;
     task.lock().published = true;

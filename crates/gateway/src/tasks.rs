@@ -883,7 +883,10 @@ mod tests {
 
     #[test]
     fn a_task_id_names_its_server_as_a_header_value_with_no_dot_but_the_replicas() {
-        assert_eq!(task_id_prefix(Some("a"), "everything"), "mcpmux-a.everything-");
+        assert_eq!(
+            task_id_prefix(Some("a"), "everything"),
+            "mcpmux-a.everything-"
+        );
         assert_eq!(task_id_prefix(None, "my.srv/ü"), "mcpmux-my_srv___-");
         let long = task_id_prefix(None, &"x".repeat(500));
         assert_eq!(long.len(), TASK_PREFIX.len() + MAX_SERVER_IN_ID + 1);

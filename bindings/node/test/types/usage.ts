@@ -12,6 +12,8 @@ export async function usage(): Promise<void> {
   const servers: ServerStatus[] = await hub.servers()
   const state: 'connected' | 'failed' | 'restarting' | 'disabled' | 'idle' | 'starting' = servers[0].state
   const tools: HubTool[] = await hub.listTools()
+  const app: string | undefined = tools[0].ui_resource_uri
+  const appOnly: boolean = tools[0].app_only === true
   const anthropic = await hub.toolsFor('anthropic')
   const controller = new AbortController()
   const result: CallToolResult = await hub.callTool(tools[0].name, { text: 'hi' }, {

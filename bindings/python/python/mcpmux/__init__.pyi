@@ -80,7 +80,8 @@ WebhookSubscription = Dict[str, Any]
 
 #: ``servers()`` item, as ``mcpmux servers --json`` prints it.
 ServerStatus = Dict[str, Any]
-#: ``list_tools()`` item, as ``mcpmux tools --json`` prints it.
+#: ``list_tools()`` item, as ``mcpmux tools --json`` prints it (``ui_resource_uri``
+#: and ``app_only`` when the tool has an MCP app).
 HubTool = Dict[str, Any]
 #: An MCP ``CallToolResult`` as the server sent it (``content``,
 #: ``structuredContent``, ``isError``, ...).
