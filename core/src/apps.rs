@@ -60,10 +60,75 @@ pub fn rename_resource_uris(meta: &mut Value, rename: impl Fn(&str) -> String) {
     }
 }
 
+/// Rewrites every UI URI a tool result holds with `rename`: its `_meta`
+/// (as a tool's), and the `ui://` URI of each `resource_link` block and
+/// each embedded `resource` block's resource. `rename` is called only for
+/// URIs found, in order.
+pub fn rename_result_uris(result: &mut Value, mut rename: impl FnMut(&str) -> String) {
+    let mut apply = |uri: &mut Value| {
+        if let Some(old) = uri.as_str().filter(|u| u.starts_with(SCHEME)) {
+            *uri = rename(old).into();
+        }
+    };
+    if let Some(meta) = result.get_mut("_meta") {
+        if let Some(uri) = meta.get_mut("ui").and_then(|ui| ui.get_mut("resourceUri")) {
+            apply(uri);
+        }
+        if let Some(uri) = meta.get_mut(FLAT_RESOURCE_URI_KEY) {
+            apply(uri);
+        }
+    }
+    if let Some(Value::Array(blocks)) = result.get_mut("content") {
+        for block in blocks {
+            let uri = match block.get("type").and_then(Value::as_str) {
+                Some("resource_link") => block.get_mut("uri"),
+                Some("resource") => block.get_mut("resource").and_then(|r| r.get_mut("uri")),
+                _ => None,
+            };
+            if let Some(uri) = uri {
+                apply(uri);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_results_ui_uris_are_renamed_and_nothing_else() {
+        let mut result = json!({
+            "content": [
+                {"type": "text", "text": "ui://w/not-a-uri-here.html"},
+                {"type": "resource_link", "uri": "ui://w/view.html", "name": "v"},
+                {"type": "resource", "resource": {"uri": "ui://w/inline.html", "text": "<p>"}},
+                {"type": "resource_link", "uri": "file:///x", "name": "x"}
+            ],
+            "_meta": {"ui": {"resourceUri": "ui://w/view.html"}, "ui/resourceUri": "https://x"}
+        });
+        let mut seen = Vec::new();
+        rename_result_uris(&mut result, |uri| {
+            seen.push(uri.to_owned());
+            format!("ui://s/{}", &uri[SCHEME.len()..])
+        });
+        assert_eq!(
+            seen,
+            ["ui://w/view.html", "ui://w/view.html", "ui://w/inline.html"]
+        );
+        assert_eq!(result["_meta"]["ui"]["resourceUri"], "ui://s/w/view.html");
+        assert_eq!(result["_meta"]["ui/resourceUri"], "https://x");
+        assert_eq!(result["content"][0]["text"], "ui://w/not-a-uri-here.html");
+        assert_eq!(result["content"][1]["uri"], "ui://s/w/view.html");
+        assert_eq!(
+            result["content"][2]["resource"]["uri"],
+            "ui://s/w/inline.html"
+        );
+        assert_eq!(result["content"][3]["uri"], "file:///x");
+        let mut plain = json!({"content": [{"type": "text", "text": "hi"}]});
+        rename_result_uris(&mut plain, |_| unreachable!("no UI URI in it"));
+    }
 
     #[test]
     fn reads_the_resource_and_the_visibility() {

@@ -11,9 +11,16 @@ Tools (each names its UI in `_meta.ui.resourceUri`):
   legacy_view     the flat `_meta["ui/resourceUri"]` key -> ui://widget/legacy.html
   secret_panel    (a policy test denies it)     -> ui://secret/panel.html
   client_extensions  returns the client's declared `capabilities.extensions`
+  render_view     a result naming UI resources: `_meta.ui.resourceUri`, a
+                  `resource_link` and an embedded `resource` (ui:// URIs)
+  touch_view      sends notifications/resources/updated for
+                  ui://widget/view.html (to a client that subscribed to it)
+  subscribed      the URIs subscribed to now, as JSON
 Resources: the three UI resources (`text/html;profile=mcp-app`, `_meta.ui`
-with a CSP) and one plain `file:///LABEL/readme.txt`. The HTML carries LABEL,
-so a test can tell two servers' apps apart.
+with a CSP) and one plain `file:///LABEL/readme.txt`; one template,
+`ui://widget/{name}.html`, whose every expansion reads as HTML. The HTML
+carries LABEL, so a test can tell two servers' apps apart. Resources can be
+subscribed to.
 """
 import json
 import os
@@ -45,7 +52,12 @@ TOOLS = [
     ui_tool("legacy_view", "A view named with the older flat key.", "ui://widget/legacy.html", flat=True),
     ui_tool("secret_panel", "A panel the operator denies.", "ui://secret/panel.html"),
     _mini.tool("client_extensions", "Return the extensions the client declared."),
+    _mini.tool("render_view", "Return a result that names UI resources."),
+    _mini.tool("touch_view", "Report ui://widget/view.html updated."),
+    _mini.tool("subscribed", "The URIs subscribed to now."),
 ]
+TEMPLATE = "ui://widget/{name}.html"
+subscribed = set()
 
 RESOURCES = {
     "ui://widget/view.html": "<!doctype html><title>%s weather</title><p>view</p>" % LABEL,
@@ -69,7 +81,7 @@ def main():
             state["capabilities"] = params.get("capabilities") or {}
             caps = {
                 "tools": {},
-                "resources": {},
+                "resources": {"subscribe": True},
                 "extensions": {"io.modelcontextprotocol/ui": {}},
             }
             _mini.respond(rid, _mini.initialize_result(params, "apps-" + LABEL, capabilities=caps))
@@ -80,6 +92,22 @@ def main():
             if name == "client_extensions":
                 text = json.dumps(state["capabilities"].get("extensions") or {})
                 _mini.respond(rid, _mini.text_result(text))
+            elif name == "render_view":
+                result = _mini.text_result("%s rendered" % LABEL)
+                result["content"] += [
+                    {"type": "resource_link", "uri": "ui://widget/view.html", "name": "view"},
+                    {"type": "resource", "resource": {
+                        "uri": "ui://widget/inline.html", "mimeType": MIME, "text": "<p>%s</p>" % LABEL}},
+                    {"type": "resource_link", "uri": PLAIN, "name": "readme"},
+                ]
+                result["_meta"] = {"ui": {"resourceUri": "ui://widget/view.html"}}
+                _mini.respond(rid, result)
+            elif name == "touch_view":
+                _mini.write_message({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                                     "params": {"uri": "ui://widget/view.html"}})
+                _mini.respond(rid, _mini.text_result("touched"))
+            elif name == "subscribed":
+                _mini.respond(rid, _mini.text_result(json.dumps(sorted(subscribed))))
             elif name in {t["name"] for t in TOOLS}:
                 result = _mini.text_result("%s: %s done" % (LABEL, name))
                 result["structuredContent"] = {"label": LABEL, "tool": name}
@@ -93,6 +121,17 @@ def main():
             ]
             items.append({"uri": PLAIN, "name": "readme", "mimeType": "text/plain"})
             _mini.respond(rid, {"resources": items})
+        elif method == "resources/templates/list":
+            _mini.respond(rid, {"resourceTemplates": [
+                {"uriTemplate": TEMPLATE, "name": "widget-page", "mimeType": MIME}
+            ]})
+        elif method in ("resources/subscribe", "resources/unsubscribe"):
+            uri = params.get("uri")
+            if method == "resources/subscribe":
+                subscribed.add(uri)
+            else:
+                subscribed.discard(uri)
+            _mini.respond(rid, {})
         elif method == "resources/read":
             uri = params.get("uri")
             if uri in RESOURCES:
@@ -101,6 +140,11 @@ def main():
                 ]})
             elif uri == PLAIN:
                 _mini.respond(rid, {"contents": [{"uri": uri, "mimeType": "text/plain", "text": LABEL}]})
+            elif isinstance(uri, str) and uri.startswith("ui://widget/") and uri.endswith(".html"):
+                page = uri[len("ui://widget/"):-len(".html")]
+                _mini.respond(rid, {"contents": [
+                    {"uri": uri, "mimeType": MIME, "text": "<p>%s page %s</p>" % (LABEL, page)}
+                ]})
             else:
                 _mini.respond_error(rid, -32602, "Resource not found: %s" % uri)
         elif method == "ping":

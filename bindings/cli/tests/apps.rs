@@ -242,3 +242,101 @@ fn app_only_tools_are_absent_from_the_llm_formats() {
         "{resources}"
     );
 }
+
+/// Everywhere else the Apps text puts a UI URI, the gateway's clients see
+/// the served name: a resource template's `ui://` `uriTemplate` (whose
+/// expansions read back through the gateway), a tool result's
+/// `_meta.ui.resourceUri`, `resource_link` and embedded `resource` blocks,
+/// and a subscription to a served name (the server is subscribed to its own
+/// URI; its update reaches the client under the served name).
+#[test]
+fn templates_results_and_subscriptions_use_the_served_names() {
+    let sb = Sandbox::with_config(&stdio_server(
+        "north",
+        &python(),
+        &[fault_server("apps_server.py").to_str().unwrap(), "north"],
+        "allow_all = true\nconfirm_read_only = [\"*\"]",
+    ));
+    let mut gw = Raw::start(&sb, &[]);
+    let templates = gw.request("resources/templates/list", json!({}));
+    let listed = &templates["result"]["resourceTemplates"];
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{templates}");
+    assert_eq!(
+        listed[0]["uriTemplate"], "ui://north/widget/{name}.html",
+        "{templates}"
+    );
+    assert!(listed[0].get("server").is_none(), "{templates}");
+    let page = gw.request(
+        "resources/read",
+        json!({"uri": "ui://north/widget/p7.html"}),
+    );
+    let content = &page["result"]["contents"][0];
+    assert_eq!(content["text"], "<p>north page p7</p>", "{page}");
+    assert_eq!(content["uri"], "ui://north/widget/p7.html", "{page}");
+    assert_eq!(content["mimeType"], "text/html;profile=mcp-app", "{page}");
+
+    let rendered = gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_render_view", "arguments": {}}),
+    );
+    let result = &rendered["result"];
+    assert_eq!(
+        result["_meta"]["ui"]["resourceUri"], "ui://north/widget/view.html",
+        "{rendered}"
+    );
+    assert_eq!(result["content"][0]["text"], "north rendered", "{rendered}");
+    assert_eq!(
+        result["content"][1]["uri"], "ui://north/widget/view.html",
+        "{rendered}"
+    );
+    assert_eq!(
+        result["content"][2]["resource"]["uri"], "ui://north/widget/inline.html",
+        "{rendered}"
+    );
+    assert_eq!(
+        result["content"][3]["uri"], "file:///north/readme.txt",
+        "{rendered}"
+    );
+    // What the result names reads back through the gateway.
+    let inline = gw.request(
+        "resources/read",
+        json!({"uri": "ui://north/widget/inline.html"}),
+    );
+    assert_eq!(
+        inline["result"]["contents"][0]["text"], "<p>north page inline</p>",
+        "{inline}"
+    );
+
+    let subscribed = gw.request(
+        "resources/subscribe",
+        json!({"uri": "ui://north/widget/view.html"}),
+    );
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let upstream = gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_subscribed", "arguments": {}}),
+    );
+    assert_eq!(
+        upstream["result"]["content"][0]["text"], r#"["ui://widget/view.html"]"#,
+        "the server is subscribed to its own URI: {upstream}"
+    );
+    gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_touch_view", "arguments": {}}),
+    );
+    let updated = gw.notification("notifications/resources/updated");
+    assert_eq!(
+        updated["params"]["uri"], "ui://north/widget/view.html",
+        "{updated}"
+    );
+    let unsubscribed = gw.request(
+        "resources/unsubscribe",
+        json!({"uri": "ui://north/widget/view.html"}),
+    );
+    assert_eq!(unsubscribed["result"], json!({}), "{unsubscribed}");
+    let upstream = gw.request(
+        "tools/call",
+        json!({"name": "mcp_north_subscribed", "arguments": {}}),
+    );
+    assert_eq!(upstream["result"]["content"][0]["text"], "[]", "{upstream}");
+}

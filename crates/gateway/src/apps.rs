@@ -32,6 +32,67 @@ fn origin(gateway: &Gateway, uri: &str) -> Option<(String, String)> {
         .then(|| (server.to_owned(), format!("{SCHEME}{own}")))
 }
 
+/// Where a URI a client names lives: a served `ui://` name is the
+/// server's own URI on that server; any other URI is asked of whichever
+/// server has it (`None`).
+pub(crate) fn upstream(gateway: &Gateway, uri: &str) -> (String, Option<String>) {
+    if uri.starts_with(SCHEME) {
+        if let Some((server, own)) = origin(gateway, uri) {
+            return (own, Some(server));
+        }
+    }
+    (uri.to_owned(), None)
+}
+
+/// A URI of `server` as the gateway's clients know it: a `ui://` one under
+/// its served name, any other as it is.
+pub(crate) fn shown_uri(server: &str, uri: &str) -> String {
+    if uri.starts_with(SCHEME) {
+        served_uri(server, uri)
+    } else {
+        uri.to_owned()
+    }
+}
+
+/// `resources/templates/list` items (each with the hub's `server` member)
+/// as the gateway lists them: a `ui://` `uriTemplate` under the served
+/// name (so what it expands to reads back through the gateway), the
+/// `server` member removed.
+pub(crate) fn listed_templates(items: Vec<Value>) -> Vec<Value> {
+    items
+        .into_iter()
+        .map(|mut item| {
+            let server = item.as_object_mut().and_then(|o| o.remove("server"));
+            if let (Some(server), Some(template)) = (
+                server.as_ref().and_then(Value::as_str),
+                item.get("uriTemplate").and_then(Value::as_str),
+            ) {
+                if template.starts_with(SCHEME) {
+                    item["uriTemplate"] = served_uri(server, template).into();
+                }
+            }
+            item
+        })
+        .collect()
+}
+
+/// A tool result of `server` as the gateway answers it: every UI URI the
+/// Apps text lets a result carry (`_meta.ui.resourceUri`, a
+/// `resource_link` or embedded `resource` block's `ui://` URI) under its
+/// served name. `server` is looked up only when there is one: most results
+/// have none.
+pub(crate) fn rename_in_result(result: &mut Value, server: impl FnOnce() -> Option<String>) {
+    let mut server = Some(server);
+    let mut known: Option<Option<String>> = None;
+    apps::rename_result_uris(result, |uri| {
+        let name = known.get_or_insert_with(|| server.take().and_then(|f| f()));
+        match name {
+            Some(name) => served_uri(name, uri),
+            None => uri.to_owned(),
+        }
+    });
+}
+
 /// Whether the gateway serves `uri` of `server`: unless only tools the
 /// policy refuses name it as their UI.
 fn served(gateway: &Gateway, server: &str, uri: &str) -> bool {

@@ -554,7 +554,7 @@ async fn answer(
             "resources": super::apps::listed_resources(gateway, hub.list_resources(None).await?)
         })),
         "resources/templates/list" => Ok(json!({
-            "resourceTemplates": own(hub.list_resource_templates(None).await?)
+            "resourceTemplates": super::apps::listed_templates(hub.list_resource_templates(None).await?)
         })),
         "resources/read" => {
             let uri = string("uri")?;
@@ -567,11 +567,13 @@ async fn answer(
             }
         }
         "resources/subscribe" => {
-            hub.subscribe(string("uri")?, None).await?;
+            let (uri, server) = super::apps::upstream(gateway, string("uri")?);
+            hub.subscribe(&uri, server.as_deref()).await?;
             Ok(json!({}))
         }
         "resources/unsubscribe" => {
-            hub.unsubscribe(string("uri")?, None).await?;
+            let (uri, server) = super::apps::upstream(gateway, string("uri")?);
+            hub.unsubscribe(&uri, server.as_deref()).await?;
             Ok(json!({}))
         }
         "prompts/list" => {
@@ -1013,6 +1015,10 @@ async fn call_hub_tool_with(
         .call_for_host(&gateway.inner.hub, &hub_name, arguments, &options)
         .await?;
     let mut value = result.value();
+    super::apps::rename_in_result(&mut value, || {
+        mcpmux_core::client::ToolRouter::tool_shared(&gateway.inner.hub, &hub_name)
+            .map(|t| t.server.clone())
+    });
     if gateway.inner.options.frame_output {
         frame_text_blocks(&mut value, name);
     }
@@ -1205,9 +1211,9 @@ async fn forward_events(gateway: Gateway, out: Out, log_level: LogLevel, budget:
             }
             HubEvent::PromptsChanged { .. } => notify("notifications/prompts/list_changed", None),
             HubEvent::EventsChanged { .. } => notify("notifications/events/list_changed", None),
-            HubEvent::ResourceUpdated { uri, .. } => notify(
+            HubEvent::ResourceUpdated { server, uri } => notify(
                 "notifications/resources/updated",
-                Some(json!({ "uri": uri })),
+                Some(json!({ "uri": super::apps::shown_uri(&server, &uri) })),
             ),
             HubEvent::Log { ref level, .. } if !log_level.passes(level) => true,
             HubEvent::Log {

@@ -97,7 +97,8 @@ pub(crate) async fn listen(
         while taking.len() < SUBSCRIBING_AT_ONCE {
             let Some(uri) = pending.next() else { break };
             taking.push(async move {
-                let taken = hub.subscribe(&uri, None).await.is_ok();
+                let (own, server) = super::apps::upstream(gateway, &uri);
+                let taken = hub.subscribe(&own, server.as_deref()).await.is_ok();
                 (uri, taken)
             });
         }
@@ -169,10 +170,16 @@ pub(crate) async fn listen(
             HubEvent::EventsChanged { .. } if granted.events => {
                 notify("notifications/events/list_changed", None)
             }
-            HubEvent::ResourceUpdated { uri, .. } if granted.uris.contains(&uri) => notify(
-                "notifications/resources/updated",
-                Some(json!({ "uri": uri })),
-            ),
+            HubEvent::ResourceUpdated { server, uri }
+                if granted
+                    .uris
+                    .contains(&super::apps::shown_uri(&server, &uri)) =>
+            {
+                notify(
+                    "notifications/resources/updated",
+                    Some(json!({ "uri": super::apps::shown_uri(&server, &uri) })),
+                )
+            }
             // Lost events: every list granted may have changed.
             HubEvent::Lagged { .. } => {
                 (!tools || notify("notifications/tools/list_changed", None))
