@@ -11,7 +11,6 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 
 const h = require('./helpers.js')
-const { Hub } = require('mcpmux')
 
 const T = { timeout: 60_000 }
 const MIME = 'text/html;profile=mcp-app'
@@ -24,14 +23,7 @@ function config() {
   return { mcpServers: { north: entry } }
 }
 
-async function withHub(fn) {
-  const hub = await Hub.connect(config())
-  try {
-    await fn(hub)
-  } finally {
-    await hub.close()
-  }
-}
+const withHub = (fn) => h.withHub(config(), fn)
 
 const named = (tools, name) => {
   const found = tools.find((t) => t.name === name)

@@ -111,6 +111,17 @@ async function rejectsWith(promise, code, McpmuxError) {
   return error
 }
 
+/** Runs `fn(hub)` on a hub connected to `config`, closing it after. */
+async function withHub(config, fn) {
+  const { Hub } = require('mcpmux')
+  const hub = await Hub.connect(config)
+  try {
+    await fn(hub)
+  } finally {
+    await hub.close()
+  }
+}
+
 module.exports = {
   PKG_DIR,
   ROOT,
@@ -127,4 +138,5 @@ module.exports = {
   childrenOf,
   waitFor,
   rejectsWith,
+  withHub,
 }

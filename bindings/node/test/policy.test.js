@@ -22,14 +22,7 @@ async function until(cond) {
   assert.ok(cond(), 'timed out waiting')
 }
 
-async function withHub(fn) {
-  const hub = await Hub.connect(config())
-  try {
-    await fn(hub)
-  } finally {
-    await hub.close()
-  }
-}
+const withHub = (fn) => h.withHub(config(), fn)
 
 test('offered, verdicts and report (the JSON of `mcpmux policy --json`)', T, () =>
   withHub(async (hub) => {
