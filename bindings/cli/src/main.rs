@@ -20,6 +20,7 @@ mod human;
 mod policy_cmd;
 mod review;
 mod serve;
+mod tasks_cmd;
 mod trust_cmd;
 mod watch;
 
@@ -202,6 +203,11 @@ enum Command {
     Events {
         #[command(subcommand)]
         action: events_cmd::EventsCommand,
+    },
+    /// Tasks by handle: start a tool as a task and print its handle; get, wait for the result of, cancel or list tasks, also from a later process (a server over HTTP keeps them).
+    Task {
+        #[command(subcommand)]
+        action: tasks_cmd::TaskCommand,
     },
     /// OAuth for remote servers: login SERVER, status, logout SERVER.
     Auth {
@@ -388,6 +394,10 @@ async fn run(cli: Cli) -> Result<u8, Error> {
         | Command::Complete { server, .. } => Some(server.is_some()),
         Command::Watch { .. } => None,
         Command::Events { action } => Some(action.server().is_some()),
+        Command::Task { action } => Some(match action.tool() {
+            Some(tool) => config.servers.iter().any(|s| s.prefixes(tool)),
+            None => action.server().is_some(),
+        }),
         _ => Some(false),
     };
     if let Some(lazy) = lazy {
@@ -409,6 +419,15 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             parse_args(args.as_deref(), limit)?
         }
         Command::Events { action } => {
+            let limit = config
+                .servers
+                .iter()
+                .map(|s| s.max_message_bytes)
+                .max()
+                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+            parse_args(action.args(), limit)?
+        }
+        Command::Task { action } => {
             let limit = config
                 .servers
                 .iter()
@@ -566,7 +585,7 @@ fn startup_wait(cli: &Cli) -> Result<Option<std::time::Duration>, Error> {
         .map(|secs| mcpmux_core::contract::seconds("--startup-timeout", secs))
         .transpose()?;
     let aimed = match &cli.command {
-        Command::Call { .. } => true,
+        Command::Call { .. } | Command::Task { .. } => true,
         Command::Events { action } => action.server().is_some(),
         Command::Read { server, .. }
         | Command::Prompt { server, .. }
@@ -808,6 +827,7 @@ async fn execute(
             }
         }
         Command::Events { action } => events_cmd::run(hub, action, args, json).await,
+        Command::Task { action } => return tasks_cmd::run(hub, action, args, json).await,
         // Handled before any server starts (see `run`), and `watch` right after.
         Command::Auth { .. } | Command::Watch { .. } | Command::Gateway(_) | Command::Trust(_) => {
             Ok(())

@@ -40,9 +40,11 @@ impl Hub {
         Ok(task.handle())
     }
 
-    /// The status of task `task_id` of `server` (`tasks/get`).
+    /// The status of task `task_id` of `server` (`tasks/get`). This and
+    /// the other handle calls start a lazy server that has not started yet
+    /// (a host resuming a task after its restart).
     pub async fn task(&self, server: &str, task_id: &str) -> Result<Task, Error> {
-        self.client(server)?.get_task(task_id).await
+        self.started_client(server).await?.get_task(task_id).await
     }
 
     /// Waits for task `task_id` of `server` to end and returns its result as
@@ -55,17 +57,23 @@ impl Hub {
         task_id: &str,
         opts: &CallOptions,
     ) -> Result<ToolResult, Error> {
-        self.client(server)?.task_result(task_id, opts).await
+        self.started_client(server)
+            .await?
+            .task_result(task_id, opts)
+            .await
     }
 
     /// Cancels task `task_id` of `server` (`tasks/cancel`) and returns it
     /// as the server now reports it.
     pub async fn cancel_task(&self, server: &str, task_id: &str) -> Result<Task, Error> {
-        self.client(server)?.cancel_task(task_id).await
+        self.started_client(server)
+            .await?
+            .cancel_task(task_id)
+            .await
     }
 
     /// The tasks `server` keeps for this hub's connection (`tasks/list`).
     pub async fn list_tasks(&self, server: &str) -> Result<Vec<Task>, Error> {
-        self.client(server)?.list_tasks().await
+        self.started_client(server).await?.list_tasks().await
     }
 }
