@@ -659,3 +659,154 @@ fn a_2026_servers_question_reaches_a_2025_client_as_elicitation() {
         assert!(text.contains("Ada"), "{tool}: {done}");
     }
 }
+
+/// Task status notifications (SEP-2663) from the gateway: a client that
+/// declared the extension and listens for its task ids is acknowledged
+/// with those it holds (another's, or an unknown one, left out) and hears
+/// each task whole (`notifications/tasks`, as `tasks/get` answers it) on
+/// its changes until it ends, its result inline, without a poll. A listen
+/// that asks for tasks without declaring the extension is -32021.
+#[test]
+fn a_listening_client_is_pushed_its_tasks_status_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rmcp.log");
+    let sb = sandbox(&log);
+    let mut gw = Raw::start(&sb, &[]);
+    let created = call(
+        &mut gw,
+        "mcp_tasks_slow_sum",
+        json!({"a": 2, "b": 40, "ms": 800}),
+        true,
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+
+    let refused = request(
+        &mut gw,
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [id]}}),
+        false,
+    );
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+
+    let mut params = json!({"notifications": {"taskIds": [id, "mcpmux-nosuch-0000"]}});
+    params["_meta"] = meta(true);
+    gw.send(
+        json!({"jsonrpc": "2.0", "id": 900, "method": "subscriptions/listen", "params": params}),
+    );
+    let ack = gw.next_such("the acknowledgment", |m| {
+        m["method"] == "notifications/subscriptions/acknowledged"
+    });
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 900,
+        "{ack}"
+    );
+    let done = gw.next_such("the task's end pushed", |m| {
+        m["method"] == "notifications/tasks" && terminal(&m["params"])
+    });
+    let task = &done["params"];
+    assert_eq!(task["taskId"], id.as_str(), "{done}");
+    assert_eq!(task["status"], "completed", "{done}");
+    assert_eq!(task["result"]["content"][0]["text"], "sum: 42", "{done}");
+    assert_eq!(
+        task["_meta"]["io.modelcontextprotocol/subscriptionId"], 900,
+        "{done}"
+    );
+    assert!(
+        task["lastUpdatedAt"].is_string() && task["ttlMs"].is_u64(),
+        "{done}"
+    );
+}
+
+/// mcpmux as the gateway's client over Streamable HTTP on 2026-07-28: its
+/// call that becomes a task listens for it, the gateway acknowledges and
+/// pushes its end, and the call takes the pushed result (the gateway is
+/// asked `tasks/get` only once after the acknowledgment, then every 30 s:
+/// a call of 1.5 s that ends well before 30 s was told by the push).
+#[test]
+fn mcpmux_through_the_gateway_takes_the_pushed_end_of_its_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("rmcp.log");
+    let sb = sandbox(&log);
+    let gw = HttpGateway::start_with(&sb, "tok-task-push", &["--no-pin-tools"]);
+    let counting = CountingProxy::start(&gw.addr(), "tasks/get");
+    let client = Sandbox::with_config(&format!(
+        "[[mcp.servers]]\nname = \"gw\"\nurl = {}\nprotocol_version = \"2026-07-28\"\n\
+         headers = {{ Authorization = \"Bearer tok-task-push\" }}\n",
+        q(&gw.url.replace(&gw.addr(), &counting.addr))
+    ));
+    let out = client
+        .mcpmux(&[
+            "call",
+            "mcp_gw_mcp_tasks_slow_sum",
+            r#"{"a": 40, "b": 2, "ms": 1500}"#,
+        ])
+        .run();
+    out.expect_exit(0);
+    assert_eq!(out.stdout.trim(), "sum: 42", "{out}");
+    assert!(
+        out.elapsed < Duration::from_secs(20),
+        "the call waited for a poll, not the push: {out}"
+    );
+    // Polled at the gateway's 250 ms, it would have been asked about 6
+    // times.
+    let gets = counting.count();
+    assert!(gets <= 2, "{gets} polls: {out}");
+}
+
+/// A TCP proxy in front of `upstream` that counts the requests whose
+/// `Mcp-Method` header is `method` (what a 2026-07-28 client sends).
+struct CountingProxy {
+    addr: String,
+    seen: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl CountingProxy {
+    fn start(upstream: &str, method: &str) -> CountingProxy {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let needle = format!("mcp-method: {method}\r\n");
+        let (upstream, counter) = (upstream.to_owned(), seen.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let (mut c_in, mut s_out) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (needle, counter) = (needle.clone(), counter.clone());
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 64 << 10];
+                    while let Ok(n) = c_in.read(&mut buf) {
+                        if n == 0 || s_out.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                        let text = String::from_utf8_lossy(&buf[..n]).to_ascii_lowercase();
+                        counter.fetch_add(text.matches(&needle).count(), Ordering::SeqCst);
+                    }
+                    let _ = s_out.shutdown(std::net::Shutdown::Write);
+                });
+                let (mut s_in, mut c_out) = (server, client);
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut s_in, &mut c_out);
+                    let _ = c_out.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        });
+        CountingProxy { addr, seen }
+    }
+
+    fn count(&self) -> usize {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}

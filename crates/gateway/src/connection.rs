@@ -510,7 +510,9 @@ async fn answer(
         "events/stream" => super::events::stream(gateway, params, id, out).await,
         "events/subscribe" => super::events::subscribe(gateway, params).await,
         "events/unsubscribe" => super::events::unsubscribe(gateway, params).await,
-        "subscriptions/listen" => super::listen::listen(gateway, params, id, out).await,
+        "subscriptions/listen" => {
+            super::listen::listen(gateway, params, id, out, requestor.client.holder).await
+        }
         "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
             if !requestor.stateless
                 && !super::tasks::declared(params)

@@ -97,6 +97,9 @@ pub(crate) struct GatewayTask {
     asker: Option<std::sync::Weak<dyn RelayTarget>>,
     /// Flips to true once the task ended (`tasks/result` waits on it).
     ended: tokio::sync::watch::Sender<bool>,
+    /// Counts its changes of state: a listen stream that asked for the
+    /// task pushes it on each (`notifications/tasks`).
+    changes: tokio::sync::watch::Sender<u64>,
     state: Mutex<TaskState>,
     /// The background call; aborting it cancels the server's task.
     pub(crate) call: Mutex<Option<AbortHandle>>,
@@ -352,6 +355,7 @@ impl GatewayTask {
             holder,
             asker,
             ended: tokio::sync::watch::channel(false).0,
+            changes: tokio::sync::watch::channel(0).0,
             state: Mutex::new(TaskState {
                 published: false,
                 status: "working",
@@ -366,6 +370,21 @@ impl GatewayTask {
             call: Mutex::new(None),
             stored: Default::default(),
         })
+    }
+
+    /// Notes a change of its state (the state's lock may be held).
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Its changes from now on, for a listen stream.
+    pub(crate) fn watch_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Whether it ended.
+    pub(crate) fn has_ended(&self) -> bool {
+        terminal(self.lock().status)
     }
 
     /// Its id; empty until it was handed out.
@@ -393,8 +412,9 @@ impl GatewayTask {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The task as `tasks/get` answers it (`DetailedTask`).
-    fn detailed(&self) -> Value {
+    /// The task as `tasks/get` answers it (`DetailedTask`), and as
+    /// `notifications/tasks` pushes it.
+    pub(crate) fn detailed(&self) -> Value {
         let state = self.lock();
         let mut task = Map::new();
         task.insert("taskId".into(), self.id().into());
@@ -451,6 +471,7 @@ impl GatewayTask {
         state.status = status;
         state.message = message;
         state.last_updated_at = now();
+        self.changed();
         if terminal(status) {
             self.ended.send_replace(true);
         }
@@ -481,6 +502,7 @@ impl GatewayTask {
         }
         state.inputs.clear();
         state.last_updated_at = now();
+        self.changed();
         self.ended.send_replace(true);
         match outcome {
             Ok(mut result) => {
@@ -535,6 +557,7 @@ impl GatewayTask {
             state.inputs.push((key, question, tx));
             state.status = "input_required";
             state.last_updated_at = now();
+            self.changed();
         }
         // Answered by tasks/update; dropped (an error) when the task ends.
         rx.await.map_err(|_| {
@@ -580,6 +603,7 @@ impl GatewayTask {
             state.asking += 1;
             state.status = "input_required";
             state.last_updated_at = now();
+            self.changed();
         }
         let mut params = match request.params {
             Value::Object(p) => p,
@@ -598,6 +622,7 @@ impl GatewayTask {
         if state.asking == 0 && state.status == "input_required" {
             state.status = "working";
             state.last_updated_at = now();
+            self.changed();
         }
         answer
     }
@@ -722,7 +747,11 @@ impl Tasks {
 
     /// A task of the extension's made by `holder` (a 2025-11-25
     /// connection's own tasks are not shared, nor another credential's).
-    fn get_shared(&self, id: &str, holder: Option<u64>) -> Result<Arc<GatewayTask>, Error> {
+    pub(crate) fn get_shared(
+        &self,
+        id: &str,
+        holder: Option<u64>,
+    ) -> Result<Arc<GatewayTask>, Error> {
         self.get(id)
             .ok()
             .filter(|t| t.owner.is_none() && t.holder == holder)
@@ -769,6 +798,7 @@ impl Tasks {
             state.status = "working";
         }
         state.last_updated_at = now();
+        task.changed();
         Ok(json!({}))
     }
 
