@@ -740,7 +740,7 @@ fn mcpmux_through_the_gateway_takes_the_pushed_end_of_its_task() {
     let client = Sandbox::with_config(&format!(
         "[[mcp.servers]]\nname = \"gw\"\nurl = {}\nprotocol_version = \"2026-07-28\"\n\
          headers = {{ Authorization = \"Bearer tok-task-push\" }}\n",
-        q(&gw.url.replace(&gw.addr(), &counting.addr))
+        q(gw.url.replace(&gw.addr(), &counting.addr))
     ));
     let out = client
         .mcpmux(&[
