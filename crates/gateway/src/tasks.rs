@@ -911,6 +911,44 @@ where
 mod tests {
     use super::*;
 
+    fn made(holder: Option<u64>, n: usize, ttl: Duration) -> Arc<GatewayTask> {
+        let id = std::sync::OnceLock::from(format!("t-{holder:?}-{n}"));
+        GatewayTask::build(id, None, holder, ttl, None)
+    }
+
+    #[test]
+    fn one_client_keeps_at_most_its_share_and_the_store_its_total() {
+        let tasks = Tasks::default();
+        for n in 0..MAX_TASKS_PER_CLIENT {
+            assert!(tasks.insert(&made(Some(1), n, TTL)), "task {n}");
+        }
+        assert!(!tasks.insert(&made(Some(1), 9999, TTL)), "past the client's share");
+        // Another credential is not held back by the first one's tasks...
+        for holder in 2..=(MAX_TASKS / MAX_TASKS_PER_CLIENT) as u64 {
+            for n in 0..MAX_TASKS_PER_CLIENT {
+                assert!(tasks.insert(&made(Some(holder), n, TTL)));
+            }
+        }
+        // ... until the store is full.
+        assert!(!tasks.insert(&made(Some(99), 0, TTL)), "past the store's total");
+        assert!(!tasks.insert(&made(None, 0, TTL)));
+    }
+
+    #[test]
+    fn an_ended_task_past_its_ttl_makes_room() {
+        let tasks = Tasks::default();
+        let first = made(Some(1), 0, Duration::ZERO);
+        assert!(tasks.insert(&first));
+        for n in 1..MAX_TASKS_PER_CLIENT {
+            assert!(tasks.insert(&made(Some(1), n, TTL)));
+        }
+        assert!(!tasks.insert(&made(Some(1), 1000, TTL)));
+        // Running, it is kept whatever its TTL; ended, it goes.
+        tasks.finish(&first, Ok(json!({"content": []})));
+        assert!(tasks.insert(&made(Some(1), 1000, TTL)));
+        assert!(tasks.get("t-Some(1)-0").is_err(), "the ended one was forgotten");
+    }
+
     #[test]
     fn a_task_id_names_its_server_as_a_header_value_with_no_dot_but_the_replicas() {
         assert_eq!(
