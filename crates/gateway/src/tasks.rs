@@ -95,10 +95,12 @@ pub(crate) struct GatewayTask {
     /// Who a 2025-11-25 task asks its questions (its client, held weakly:
     /// a closed connection answers nothing); `None`: `inputRequests`.
     asker: Option<std::sync::Weak<dyn RelayTarget>>,
-    /// Flips to true once the task ended (`tasks/result` waits on it).
-    ended: tokio::sync::watch::Sender<bool>,
-    /// Counts its changes of state: a listen stream that asked for the
-    /// task pushes it on each (`notifications/tasks`).
+    /// True once the task ended (set before the change is counted).
+    ended: std::sync::atomic::AtomicBool,
+    /// Counts its changes of state, its end among them: `tasks/result`
+    /// waits on it, and a listen stream that asked for the task pushes it
+    /// on each (`notifications/tasks`). One channel for both: every call
+    /// of a client that declares tasks makes a task.
     changes: tokio::sync::watch::Sender<u64>,
     state: Mutex<TaskState>,
     /// The background call; aborting it cancels the server's task.
@@ -354,7 +356,7 @@ impl GatewayTask {
             owner,
             holder,
             asker,
-            ended: tokio::sync::watch::channel(false).0,
+            ended: std::sync::atomic::AtomicBool::new(false),
             changes: tokio::sync::watch::channel(0).0,
             state: Mutex::new(TaskState {
                 published: false,
@@ -384,7 +386,7 @@ impl GatewayTask {
 
     /// Whether it ended.
     pub(crate) fn has_ended(&self) -> bool {
-        terminal(self.lock().status)
+        self.ended.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Its id; empty until it was handed out.
@@ -471,17 +473,22 @@ impl GatewayTask {
         state.status = status;
         state.message = message;
         state.last_updated_at = now();
-        self.changed();
         if terminal(status) {
-            self.ended.send_replace(true);
+            self.ended.store(true, std::sync::atomic::Ordering::Release);
         }
+        self.changed();
     }
 
     /// Waits until the task ended (at once when it has).
     pub(crate) async fn wait_ended(&self) {
-        let mut ended = self.ended.subscribe();
-        // The sender lives in `self`, so this only returns once it is true.
-        let _ = ended.wait_for(|ended| *ended).await;
+        // Subscribed before looking: an end after the look is a change.
+        let mut changes = self.changes.subscribe();
+        while !self.has_ended() {
+            // The sender lives in `self`: this fails only if it is gone.
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Cancels it, and with it the server's task (an ended task is left
@@ -502,8 +509,8 @@ impl GatewayTask {
         }
         state.inputs.clear();
         state.last_updated_at = now();
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
         self.changed();
-        self.ended.send_replace(true);
         match outcome {
             Ok(mut result) => {
                 state.status = "completed";
@@ -922,7 +929,10 @@ mod tests {
         for n in 0..MAX_TASKS_PER_CLIENT {
             assert!(tasks.insert(&made(Some(1), n, TTL)), "task {n}");
         }
-        assert!(!tasks.insert(&made(Some(1), 9999, TTL)), "past the client's share");
+        assert!(
+            !tasks.insert(&made(Some(1), 9999, TTL)),
+            "past the client's share"
+        );
         // Another credential is not held back by the first one's tasks...
         for holder in 2..=(MAX_TASKS / MAX_TASKS_PER_CLIENT) as u64 {
             for n in 0..MAX_TASKS_PER_CLIENT {
@@ -930,7 +940,10 @@ mod tests {
             }
         }
         // ... until the store is full.
-        assert!(!tasks.insert(&made(Some(99), 0, TTL)), "past the store's total");
+        assert!(
+            !tasks.insert(&made(Some(99), 0, TTL)),
+            "past the store's total"
+        );
         assert!(!tasks.insert(&made(None, 0, TTL)));
     }
 
@@ -946,7 +959,10 @@ mod tests {
         // Running, it is kept whatever its TTL; ended, it goes.
         tasks.finish(&first, Ok(json!({"content": []})));
         assert!(tasks.insert(&made(Some(1), 1000, TTL)));
-        assert!(tasks.get("t-Some(1)-0").is_err(), "the ended one was forgotten");
+        assert!(
+            tasks.get("t-Some(1)-0").is_err(),
+            "the ended one was forgotten"
+        );
     }
 
     #[test]
