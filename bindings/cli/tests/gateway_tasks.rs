@@ -810,3 +810,42 @@ impl CountingProxy {
         self.seen.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
+
+/// A 2025-11-25 client is told of its task's changes
+/// (`notifications/tasks/status`, the task as `tasks/get` shows it) up to
+/// its end, without polling.
+#[test]
+fn a_2025_client_is_told_its_tasks_status_to_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = sandbox(&dir.path().join("rmcp.log"));
+    let mut gw = Raw::start_with(&sb, &[], json!({}));
+    let created = request_2025(
+        &mut gw,
+        "tools/call",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 2, "b": 40, "ms": 300}, "task": {}}),
+    );
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let mut done = gw.notification("notifications/tasks/status");
+    for _ in 0..10 {
+        if terminal(&done["params"]) {
+            break;
+        }
+        done = gw.notification("notifications/tasks/status");
+    }
+    let task = &done["params"];
+    assert_eq!(task["taskId"], id.as_str(), "{done}");
+    assert_eq!(task["status"], "completed", "{done}");
+    assert!(
+        task["lastUpdatedAt"].is_string() && task["ttl"].is_u64(),
+        "{done}"
+    );
+    // The result is where the revision keeps it.
+    let result = request_2025(&mut gw, "tasks/result", json!({"taskId": id}));
+    assert_eq!(
+        result["result"]["content"][0]["text"], "sum: 42",
+        "{result}"
+    );
+}

@@ -940,6 +940,7 @@ fn call_as_task(
         params,
         requestor.client.id,
         Arc::downgrade(&client),
+        requestor.out.clone(),
         move |opts| {
             Box::pin(async move {
                 // A tool's failure is the task's result, as a plain call's.

@@ -26,6 +26,7 @@ use mcpmux_core::client::CallOptions;
 use mcpmux_core::error::Error;
 use serde_json::{json, Map, Value};
 
+use super::out::Out;
 use super::relay::{RelayTarget, RELATED_TASK};
 use super::tasks::{self, GatewayTask};
 use super::Gateway;
@@ -89,8 +90,9 @@ fn owned(gateway: &Gateway, params: &Value, owner: u64) -> Result<Arc<GatewayTas
 }
 
 /// Runs a `tools/call` augmented with `params.task` for the connection
-/// `owner` (whose questions go to `client`), a tool of `server` (which
-/// its id names): the `CreateTaskResult` at once, the call in the background. `call` runs the hub's call with the
+/// `owner` (whose questions go to `client`, and its status changes to
+/// `out`), a tool of `server` (which its id names): the `CreateTaskResult`
+/// at once, the call in the background. `call` runs the hub's call with the
 /// options given and gives the client's result.
 pub(crate) fn call<C>(
     gateway: &Gateway,
@@ -98,6 +100,7 @@ pub(crate) fn call<C>(
     params: &Value,
     owner: u64,
     client: Weak<dyn RelayTarget>,
+    out: Out,
     call: C,
 ) -> Result<Value, Error>
 where
@@ -138,6 +141,7 @@ where
     let running = tokio::spawn(call(opts));
     *task.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(running.abort_handle());
     let created = json!({ "task": shown(&task) });
+    tokio::spawn(push_status(task.clone(), out));
     let gateway = gateway.clone();
     tokio::spawn(async move {
         let outcome = match running.await {
@@ -148,6 +152,27 @@ where
         gateway.inner.tasks.finish(&task, outcome);
     });
     Ok(created)
+}
+
+/// Sends `notifications/tasks/status` (the task as `tasks/get` shows it)
+/// to its connection on each change of its state until it ended or the
+/// connection is gone: the revision lets a server tell instead of being
+/// polled.
+async fn push_status(task: Arc<GatewayTask>, out: Out) {
+    let mut changes = task.watch_changes();
+    while changes.changed().await.is_ok() {
+        let ended = task.has_ended();
+        let status = json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/tasks/status",
+            "params": shown(&task),
+        });
+        // A full queue loses this one (the client polls too); a closed one
+        // ends the pushes.
+        if !(out.try_send(status.into()) || !out.is_closed()) || ended {
+            return;
+        }
+    }
 }
 
 /// `tasks/get`.
