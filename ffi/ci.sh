@@ -24,7 +24,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 LIB_DIR="$CARGO_TARGET_DIR/debug"
 WORK="$CARGO_TARGET_DIR/ffi-ci"
-PROGRAMS=(test_basic test_errors test_async test_crash test_everything test_session test_policy test_events test_reload test_requests test_network test_tasks test_tasks_ext test_events_ext test_pins test_contract)
+PROGRAMS=(test_basic test_errors test_async test_crash test_everything test_session test_policy test_events test_reload test_requests test_network test_tasks test_tasks_ext test_events_ext test_pins test_contract test_apps)
 
 step() { printf '\n==> ffi: %s\n' "$*"; }
 die() { printf 'ffi/ci.sh: error: %s\n' "$*" >&2; exit 1; }

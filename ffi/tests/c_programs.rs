@@ -188,6 +188,11 @@ fn c_events_extension() {
 }
 
 #[test]
+fn c_mcp_apps() {
+    c_test("test_apps");
+}
+
+#[test]
 fn c_hub_reload() {
     c_test("test_reload");
 }
