@@ -169,7 +169,8 @@ async fn push_status(task: Arc<GatewayTask>, out: Out) {
         });
         // A full queue loses this one (the client polls too); a closed one
         // ends the pushes.
-        if !(out.try_send(status.into()) || !out.is_closed()) || ended {
+        let delivered = out.try_send(status.into()) || !out.is_closed();
+        if !delivered || ended {
             return;
         }
     }
