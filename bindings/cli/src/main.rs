@@ -405,38 +405,25 @@ async fn run(cli: Cli) -> Result<u8, Error> {
             server.supervision.lazy = lazy;
         }
     }
-    // Parse arguments before starting any server.
-    let args = match &cli.command {
-        Command::Call { args, .. } | Command::Prompt { args, .. } => {
-            // Arguments go to a server as one message, so they are held to
-            // the largest message the config allows.
-            let limit = config
-                .servers
-                .iter()
-                .map(|s| s.max_message_bytes)
-                .max()
-                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
-            parse_args(args.as_deref(), limit)?
-        }
-        Command::Events { action } => {
-            let limit = config
-                .servers
-                .iter()
-                .map(|s| s.max_message_bytes)
-                .max()
-                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
-            parse_args(action.args(), limit)?
-        }
-        Command::Task { action } => {
-            let limit = config
-                .servers
-                .iter()
-                .map(|s| s.max_message_bytes)
-                .max()
-                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
-            parse_args(action.args(), limit)?
-        }
+    // Parse arguments before starting any server. They go to a server as
+    // one message, so they are held to the largest message the config allows.
+    let written = match &cli.command {
+        Command::Call { args, .. } | Command::Prompt { args, .. } => Some(args.as_deref()),
+        Command::Events { action } => Some(action.args()),
+        Command::Task { action } => Some(action.args()),
         _ => None,
+    };
+    let args = match written {
+        Some(text) => {
+            let limit = config
+                .servers
+                .iter()
+                .map(|s| s.max_message_bytes)
+                .max()
+                .unwrap_or(mcpmux_core::config::DEFAULT_MAX_MESSAGE_BYTES);
+            parse_args(text, limit)?
+        }
+        None => None,
     };
     if let Command::Gateway(args) = &cli.command {
         args.options()?;
