@@ -708,6 +708,14 @@ impl Client {
         self.check_output(name, result, opts.validate_output)
     }
 
+    /// `result` (a `tools/call` result of this server's tool `name` that
+    /// came by another way than a call) checked against the tool's
+    /// `outputSchema`: `OUTPUT_INVALID` when it does not satisfy it.
+    pub(crate) fn check_result_output(&self, name: &str, result: &Value) -> Result<(), Error> {
+        self.check_output(name, ToolResult::from_value(result)?, ValidateOutput::Error)
+            .map(drop)
+    }
+
     /// `result` of tool `name` checked against the tool's `outputSchema`
     /// as `validate` says: a violation is `OUTPUT_INVALID` (`Error`), or a
     /// warning logged and sent as a hub `log` event (`Warn`).

@@ -422,3 +422,154 @@ fn a_task_is_used_only_with_the_credential_that_made_it() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Polls `tasks/get` of `id` at `gw` as `token` until the task ends; its
+/// last answer.
+fn ended_task(gw: &HttpGateway, token: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = post_2026_as(gw, token, "tasks/get", id, json!({"taskId": id}));
+        let status = got["result"]["status"].as_str().unwrap_or("");
+        if ["completed", "failed", "cancelled"].contains(&status) {
+            return got;
+        }
+        assert!(got.get("error").is_none(), "{got}");
+        assert!(Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A task of a server over HTTP on 2026-07-28 outlives the replica that
+/// made it: its id is sealed with the fleet's key, and another replica
+/// serves `tasks/get`, `tasks/update` and `tasks/cancel` straight from the
+/// server, after `kill -9` of the first too, only to the credential that
+/// made it; a tampered id is unknown.
+#[test]
+fn a_task_of_an_http_server_is_served_by_any_replica_and_after_kill_9() {
+    let server = mcpmux_test_support::RmcpTasksHttp::start(&[]);
+    let sb = Sandbox::with_config(&format!(
+        "{}protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]\n\
+         [[session.redact]]\nname = \"person\"\npattern = \"Hello, (?P<secret>Ada)\"\n",
+        server.entry("tasks")
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let k1 = key_file(dir.path(), "k1", K1);
+    // No token of the gateways' own: each client's bearer token is its own.
+    let start = |name: &str| {
+        HttpGateway::start_with(
+            &sb,
+            "",
+            &[
+                "--replica",
+                name,
+                "--session-key-file",
+                k1.to_str().unwrap(),
+            ],
+        )
+    };
+    let mut a = start("a");
+    let b = start("b");
+    let start_task = |tool: &str, arguments: Value| {
+        let created = post_2026_as(
+            &a,
+            "alice",
+            "tools/call",
+            tool,
+            json!({"name": tool, "arguments": arguments}),
+        );
+        let id = created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{created}"))
+            .to_owned();
+        assert!(id.starts_with("mcpmux-a.tasks-~"), "{id}");
+        id
+    };
+    let sum = start_task("mcp_tasks_slow_sum", json!({"a": 2, "b": 40, "ms": 1500}));
+    let asks = start_task("mcp_tasks_ask_name", json!({}));
+    let endless = start_task("mcp_tasks_never_ends", json!({}));
+
+    // The other replica reads it from the server while the first is up...
+    let seen = post_2026_as(&b, "alice", "tasks/get", &sum, json!({"taskId": sum}));
+    assert_eq!(seen["result"]["taskId"], sum, "{seen}");
+    assert!(
+        ["working", "completed"].contains(&seen["result"]["status"].as_str().unwrap_or("")),
+        "{seen}"
+    );
+    // ... to its maker only, and not under a tampered id.
+    for method in ["tasks/get", "tasks/cancel"] {
+        let other = post_2026_as(&b, "mallory", method, &sum, json!({"taskId": sum}));
+        assert_eq!(other["error"]["code"], -32602, "{method}: {other}");
+    }
+    let mut tampered = sum.clone().into_bytes();
+    let at = tampered.len() - 5;
+    tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let got = post_2026_as(
+        &b,
+        "alice",
+        "tasks/get",
+        &tampered,
+        json!({"taskId": tampered}),
+    );
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+
+    // The replica that made them dies; the other carries them to the end.
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    let done = ended_task(&b, "alice", &sum);
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "sum: 42",
+        "{done}"
+    );
+
+    let asked = post_2026_as(&b, "alice", "tasks/get", &asks, json!({"taskId": asks}));
+    assert_eq!(asked["result"]["status"], "input_required", "{asked}");
+    let question = &asked["result"]["inputRequests"]["name"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    let updated = post_2026_as(
+        &b,
+        "alice",
+        "tasks/update",
+        &asks,
+        json!({"taskId": asks, "inputResponses": {
+            "name": {"action": "accept", "content": {"name": "Ada"}}
+        }}),
+    );
+    assert!(updated.get("error").is_none(), "{updated}");
+    // Its result screened as a call's: the policy's redaction applies.
+    let answered = ended_task(&b, "alice", &asks);
+    let text = answered["result"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answered}"));
+    assert!(
+        text.starts_with("Hello, ") && !text.contains("Ada"),
+        "{answered}"
+    );
+
+    let cancelled = post_2026_as(
+        &b,
+        "alice",
+        "tasks/cancel",
+        &endless,
+        json!({"taskId": endless}),
+    );
+    assert!(cancelled.get("error").is_none(), "{cancelled}");
+    let ended = ended_task(&b, "alice", &endless);
+    assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+
+    // A replica with another key knows none of them, and says where they
+    // were made.
+    let foreign = HttpGateway::start_with(
+        &sb,
+        "",
+        &[
+            "--replica",
+            "f",
+            "--session-key-file",
+            key_file(dir.path(), "k2", K2).to_str().unwrap(),
+        ],
+    );
+    let got = post_2026_as(&foreign, "alice", "tasks/get", &sum, json!({"taskId": sum}));
+    assert_eq!(got["error"]["data"]["replica"], "a", "{got}");
+}

@@ -388,6 +388,69 @@ impl Client {
         Ok(task)
     }
 
+    /// One look at a 2026-07-28 task (`tasks/get`): the server's whole
+    /// answer, with its `result`, `error` or `inputRequests`, checked as a
+    /// task of that id (else `PROTOCOL_ERROR`). Nothing is answered or
+    /// waited for: what a proxy that keeps no state of the task serves
+    /// from (a gateway replica that did not start it). On a 2025-11-25
+    /// server, whose `tasks/get` carries none of that, `INVALID_INPUT`
+    /// naming the revision.
+    pub async fn task_detailed(&self, task_id: &str) -> Result<Value, Error> {
+        self.require_tasks_extension("the whole tasks/get answer")?;
+        let deadline = Instant::now() + self.inner.config.timeout;
+        let (task, detailed) = self.get_detailed(task_id, deadline).await?;
+        self.note_task(&task);
+        Ok(detailed)
+    }
+
+    /// Answers inputs of a 2026-07-28 task as given (`tasks/update` with
+    /// `responses`: `inputRequests` keys to their answers, at most
+    /// [`crate::stateless::MAX_INPUT_REQUESTS`] of them, each key at most
+    /// [`tasks::MAX_TASK_ID_BYTES`] long, else `INVALID_INPUT`). For a
+    /// proxy passing its client's answers on; a host answers through its
+    /// handlers instead. On a 2025-11-25 server, `INVALID_INPUT` naming
+    /// the revision.
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Result<(), Error> {
+        self.require_tasks_extension("tasks/update")?;
+        tasks::check_task_id(task_id)?;
+        if responses.len() > crate::stateless::MAX_INPUT_REQUESTS
+            || responses.keys().any(|k| k.len() > tasks::MAX_TASK_ID_BYTES)
+        {
+            return Err(Error::InvalidInput(format!(
+                "tasks/update: at most {} inputResponses, each key at most {} bytes",
+                crate::stateless::MAX_INPUT_REQUESTS,
+                tasks::MAX_TASK_ID_BYTES
+            )));
+        }
+        let deadline = Instant::now() + self.inner.config.timeout;
+        let ropts = self.task_request_options(deadline, false);
+        self.rpc(
+            "tasks/update",
+            Some(json!({ "taskId": task_id, "inputResponses": responses })),
+            &ropts,
+        )
+        .await
+        .map_err(|e| e.context(format!("server '{}': tasks/update", self.name())))?;
+        Ok(())
+    }
+
+    /// `INVALID_INPUT` unless the connection speaks the revision of the
+    /// tasks extension (`what` names what needed it).
+    fn require_tasks_extension(&self, what: &str) -> Result<(), Error> {
+        if self.is_stateless() {
+            return Ok(());
+        }
+        Err(Error::InvalidInput(format!(
+            "server '{}': {what} is of the {} tasks extension; this connection speaks an older revision",
+            self.name(),
+            crate::stateless::VERSION
+        )))
+    }
+
     /// Every task the server keeps for this connection (`tasks/list`,
     /// following pagination, bounded as every listing).
     pub async fn list_tasks(&self) -> Result<Vec<Task>, Error> {

@@ -72,6 +72,54 @@ impl Hub {
             .await
     }
 
+    /// One look at 2026-07-28 task `task_id` of `server`: the server's
+    /// whole `tasks/get` answer ([`crate::client::Client::task_detailed`]).
+    pub async fn task_detailed(&self, server: &str, task_id: &str) -> Result<Value, Error> {
+        self.started_client(server)
+            .await?
+            .task_detailed(task_id)
+            .await
+    }
+
+    /// Passes answers to the inputs 2026-07-28 task `task_id` of `server`
+    /// asked for (`tasks/update`, [`crate::client::Client::update_task`]).
+    pub async fn update_task(
+        &self,
+        server: &str,
+        task_id: &str,
+        responses: &serde_json::Map<String, Value>,
+    ) -> Result<(), Error> {
+        self.started_client(server)
+            .await?
+            .update_task(task_id, responses)
+            .await
+    }
+
+    /// Whether the tasks of `server` can be reached from any connection
+    /// to it, so that another process with this config can serve them:
+    /// a server over HTTP on the 2026-07-28 revision (no session binds its
+    /// tasks). A stdio server's live only in its process.
+    pub fn tasks_outlive_connection(&self, server: &str) -> bool {
+        let over_network = self
+            .slot(server)
+            .is_ok_and(|s| s.config.transport.kind() != crate::config::TransportKind::Stdio);
+        over_network && self.client(server).is_ok_and(|c| c.is_stateless())
+    }
+
+    /// Checks `result`, a `tools/call` result of tool `name` (a hub name)
+    /// that came by another way than a call (a task's, read with
+    /// [`Hub::task_detailed`]), against the tool's `outputSchema` as a call
+    /// with [`crate::ValidateOutput::Error`] would: `OUTPUT_INVALID` when
+    /// it does not satisfy it; an error result, or a tool without a
+    /// schema, passes.
+    pub fn check_tool_output(&self, name: &str, result: &Value) -> Result<(), Error> {
+        let Some(tool) = self.tool(name) else {
+            return Err(Error::UnknownTool(format!("tool '{name}' is not known")));
+        };
+        self.client(&tool.server)?
+            .check_result_output(&tool.tool, result)
+    }
+
     /// The tasks `server` keeps for this hub's connection (`tasks/list`).
     pub async fn list_tasks(&self, server: &str) -> Result<Vec<Task>, Error> {
         self.started_client(server).await?.list_tasks().await

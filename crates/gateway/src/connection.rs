@@ -532,6 +532,11 @@ async fn answer(
             }
             let tasks = &gateway.inner.tasks;
             let holder = requestor.client.holder;
+            // A task of the fleet's that this replica does not follow (it
+            // began on another, or before a restart): served from its server.
+            if let Some(served) = super::fleet_tasks::serve(gateway, method, params, holder).await {
+                return served;
+            }
             let outcome = match method {
                 "tasks/get" => tasks.get_detailed(params, holder),
                 "tasks/update" => tasks.update(params, holder),
@@ -872,9 +877,9 @@ async fn call(
                         return call_hub_tool_with(&gw, &tool, arguments, progress, &out, opts)
                             .await;
                     }
-                    let (gw2, out2) = (gw.clone(), out.clone());
+                    let (gw2, out2, called) = (gw.clone(), out.clone(), tool.clone());
                     let arguments = arguments.cloned();
-                    super::tasks::call(&gw, holder, Some(asker), move |opts| {
+                    super::tasks::call(&gw, &called, holder, Some(asker), move |opts| {
                         Box::pin(async move {
                             call_hub_tool_with(&gw2, &tool, arguments.as_ref(), progress, &out2, opts)
                                 .await
@@ -886,15 +891,15 @@ async fn call(
             .await
         }
         GatewayMode::Full if super::tasks::declared(params) => {
-            let (gw, name, arguments, out) = (
+            let (gw, tool, arguments, out) = (
                 gateway.clone(),
                 name.to_owned(),
                 arguments.cloned(),
                 out.clone(),
             );
-            super::tasks::call(gateway, holder, None, move |opts| {
+            super::tasks::call(gateway, name, holder, None, move |opts| {
                 Box::pin(async move {
-                    call_hub_tool_with(&gw, &name, arguments.as_ref(), progress, &out, opts).await
+                    call_hub_tool_with(&gw, &tool, arguments.as_ref(), progress, &out, opts).await
                 })
             })
             .await
@@ -1017,15 +1022,26 @@ async fn call_hub_tool_with(
         .policy
         .call_for_host(&gateway.inner.hub, &hub_name, arguments, &options)
         .await?;
-    let mut value = result.value();
+    Ok(shown_result(gateway, &hub_name, name, result.value()))
+}
+
+/// A result of hub tool `hub_name` (`name` to the client) as its client
+/// gets it: UI URIs under the names the gateway serves them by, and text
+/// framed under `--frame-output`.
+pub(crate) fn shown_result(
+    gateway: &Gateway,
+    hub_name: &str,
+    name: &str,
+    mut value: Value,
+) -> Value {
     super::apps::rename_in_result(&mut value, || {
-        mcpmux_core::client::ToolRouter::tool_shared(&gateway.inner.hub, &hub_name)
+        mcpmux_core::client::ToolRouter::tool_shared(&gateway.inner.hub, hub_name)
             .map(|t| t.server.clone())
     });
     if gateway.inner.options.frame_output {
         frame_text_blocks(&mut value, name);
     }
-    Ok(value)
+    value
 }
 
 /// `--frame-output`: each text block of a result framed as untrusted data.
@@ -1081,7 +1097,7 @@ fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
 /// tools this client is offered only: a tool the policy hides is never
 /// named. In search mode, the offered hub tools; else every tool it lists
 /// (the review tools too).
-fn unknown_tool(gateway: &Gateway, name: &str) -> Error {
+pub(crate) fn unknown_tool(gateway: &Gateway, name: &str) -> Error {
     let offered = gateway.offered();
     #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
     let mut shown: Vec<(String, String)> = offered

@@ -332,6 +332,11 @@ pub async fn serve_http_until(
         Some(keys) => keys.clone(),
         None => Arc::new(SessionKeys::ephemeral(None)?),
     };
+    if keys.shared() {
+        // The fleet's key seals the task ids any replica can serve (a
+        // gateway serves HTTP once: set at most once).
+        let _ = gateway.inner.fleet_keys.set(keys.clone());
+    }
     let status = state_status(&options, enforce_host, &origins);
     let state = Arc::new(State {
         gateway,

@@ -17,6 +17,7 @@ mod apps;
 mod budget;
 mod connection;
 mod events;
+mod fleet_tasks;
 pub mod http;
 mod input_required;
 mod listen;
@@ -232,6 +233,10 @@ struct Shared {
     relay: Option<Relay>,
     /// The tasks handed out to 2026-07-28 clients (`tasks.rs`).
     tasks: tasks::Tasks,
+    /// The key the replicas of a fleet share, when this gateway serves
+    /// HTTP with one (`--session-key-file`): task ids any replica can
+    /// serve are sealed with it (`fleet_tasks`).
+    fleet_keys: std::sync::OnceLock<Arc<session_token::SessionKeys>>,
     /// Calls parked for their 2026-07-28 clients' answers.
     input_required: input_required::Pending,
     /// Where the review tools run, when offered.
@@ -296,6 +301,7 @@ impl Gateway {
                 options,
                 relay: None,
                 tasks: Default::default(),
+                fleet_keys: std::sync::OnceLock::new(),
                 input_required: Default::default(),
                 #[cfg(feature = "sessions")]
                 review: None,

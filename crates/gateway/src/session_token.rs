@@ -293,6 +293,53 @@ impl SessionKeys {
     }
 }
 
+impl SessionKeys {
+    /// `plain` sealed with the current key for `purpose` (bound as
+    /// associated data with the key's id, so that what was sealed for one
+    /// purpose opens for no other): base64url of nonce and ciphertext.
+    /// `None` when the system has no randomness for a nonce.
+    pub(crate) fn seal_for(&self, purpose: &str, mut plain: Vec<u8>) -> Option<String> {
+        let nonce: [u8; NONCE_LEN] = random_bytes().ok()?;
+        let aad = format!("{purpose} {}", self.current.id);
+        self.current
+            .key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad.as_bytes()),
+                &mut plain,
+            )
+            .ok()?;
+        let mut sealed = nonce.to_vec();
+        sealed.extend_from_slice(&plain);
+        Some(URL_SAFE_NO_PAD.encode(sealed))
+    }
+
+    /// What [`SessionKeys::seal_for`] sealed for `purpose` with either key
+    /// (the current one first); `None` for anything else. At most two
+    /// AES-GCM passes over at most `max` bytes of text.
+    pub(crate) fn open_for(&self, purpose: &str, text: &str, max: usize) -> Option<Vec<u8>> {
+        if text.len() > max {
+            return None;
+        }
+        let sealed = URL_SAFE_NO_PAD.decode(text).ok()?;
+        if sealed.len() < NONCE_LEN + AES_256_GCM.tag_len() {
+            return None;
+        }
+        std::iter::once(&self.current)
+            .chain(self.previous.as_ref())
+            .find_map(|key| {
+                let nonce = Nonce::try_assume_unique_for_key(&sealed[..NONCE_LEN]).ok()?;
+                let mut body = sealed[NONCE_LEN..].to_vec();
+                let aad = format!("{purpose} {}", key.id);
+                let plain = key
+                    .key
+                    .open_in_place(nonce, Aad::from(aad.as_bytes()), &mut body)
+                    .ok()?;
+                Some(plain.to_vec())
+            })
+    }
+}
+
 /// The replica name given, checked, or a random one (`g` and 8 hex digits).
 fn replica_name(given: Option<&str>) -> Result<String, Error> {
     match given {

@@ -135,6 +135,21 @@ pub(crate) fn shown_time(at: SystemTime) -> String {
     mcpmux_policy::audit::rfc3339(at)
 }
 
+/// How a task that failed with `e` says so: its `statusMessage`, and its
+/// `error` (`{code, message}`: a server's own code, else -32603).
+pub(crate) fn failure(e: &Error) -> (String, Value) {
+    let code = match e {
+        Error::ServerError { code, .. } => *code,
+        _ => -32603,
+    };
+    let message = match e {
+        Error::ServerError { message, .. } => message.clone(),
+        other => format!("{}: {other}", other.code()),
+    };
+    let error = json!({ "code": code, "message": message });
+    (message, error)
+}
+
 pub(crate) fn terminal(status: &str) -> bool {
     matches!(status, "completed" | "failed" | "cancelled")
 }
@@ -144,7 +159,7 @@ pub(crate) fn terminal(status: &str) -> bool {
 /// Drops a 2025-11-25 server's `_meta` related-task from a result that a
 /// 2026-07-28 `tasks/get` inlines: there the task id is at the root, and the
 /// v1 key naming the server's own task must not reach the client.
-fn without_related_task(result: &mut Value) {
+pub(crate) fn without_related_task(result: &mut Value) {
     let Some(result) = result.as_object_mut() else {
         return;
     };
@@ -198,13 +213,17 @@ pub(crate) fn unknown_task(id: &str) -> Error {
 }
 
 /// Who holds the tasks a client with `credential` (its bearer token)
-/// makes: a hash keyed per process, so the credential itself is never
-/// kept; `None` without one.
+/// makes: 64 bits of its SHA-256, so the credential itself is never kept,
+/// and the same on every replica of a fleet (a sealed task id carries it:
+/// `fleet_tasks`); `None` without one.
 pub(crate) fn holder_of(credential: Option<&str>) -> Option<u64> {
-    use std::hash::BuildHasher;
-    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
-        std::sync::OnceLock::new();
-    credential.map(|c| KEY.get_or_init(Default::default).hash_one(c))
+    use sha2::{Digest, Sha256};
+    credential.map(|c| {
+        let digest = Sha256::digest(c.as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        u64::from_le_bytes(first)
+    })
 }
 
 /// `prefix` and 128 random bits in hex: an id only who was given it can
@@ -272,7 +291,7 @@ pub(crate) fn task_id_for(gateway: &Gateway, server: &str) -> Option<String> {
 }
 
 /// What [`task_id_for`] puts before the random bits.
-fn task_id_prefix(replica: Option<&str>, server: &str) -> String {
+pub(crate) fn task_id_prefix(replica: Option<&str>, server: &str) -> String {
     let mut prefix = String::from(TASK_PREFIX);
     if let Some(name) = replica {
         prefix.push_str(name);
@@ -394,11 +413,16 @@ impl GatewayTask {
         self.id.get().map_or("", String::as_str)
     }
 
-    /// Makes its id, naming `server` (a no-op once made). False when the
-    /// system has no randomness for it.
-    fn name(&self, gateway: &Gateway, server: &str) -> bool {
+    /// Makes its id, naming `server` (a no-op once made): sealed, so
+    /// that any replica of the fleet can serve it, when the server's task
+    /// (`upstream`) outlives this replica ([`super::fleet_tasks::sealed_id`]),
+    /// else one only this replica knows. False when the system has no
+    /// randomness for it.
+    fn name(&self, gateway: &Gateway, server: &str, upstream: &str, tool: &str) -> bool {
         if self.id.get().is_none() {
-            match task_id_for(gateway, server) {
+            let id = super::fleet_tasks::sealed_id(gateway, server, upstream, tool, self.holder)
+                .or_else(|| task_id_for(gateway, server));
+            match id {
                 Some(id) => drop(self.id.set(id)),
                 None => return false,
             }
@@ -522,17 +546,10 @@ impl GatewayTask {
                 state.message = Some(m);
             }
             Err(e) => {
-                let code = match &e {
-                    Error::ServerError { code, .. } => *code,
-                    _ => -32603,
-                };
-                let message = match &e {
-                    Error::ServerError { message, .. } => message.clone(),
-                    other => format!("{}: {other}", other.code()),
-                };
+                let (message, error) = failure(&e);
                 state.status = "failed";
-                state.message = Some(message.clone());
-                state.error = Some(json!({ "code": code, "message": message }));
+                state.message = Some(message);
+                state.error = Some(error);
             }
         }
     }
@@ -855,6 +872,7 @@ pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
 /// a task (the client's input-required rounds).
 pub(crate) async fn call<C>(
     gateway: &Gateway,
+    tool: &str,
     holder: Option<u64>,
     before: Option<ClientHandlers>,
     call: C,
@@ -863,7 +881,7 @@ where
     C: FnOnce(CallOptions) -> futures::future::BoxFuture<'static, Result<Value, Error>>,
 {
     let task = GatewayTask::new(holder);
-    let (became_tx, became_rx) = oneshot::channel::<String>();
+    let (became_tx, became_rx) = oneshot::channel::<(String, String)>();
     let became_tx = Mutex::new(Some(became_tx));
     let mut opts = CallOptions::default()
         .with_task(true)
@@ -880,7 +898,7 @@ where
             relay.route_task(&upstream.server, &upstream.task_id, routed.clone());
         }
         if let Some(tx) = became_tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = tx.send(upstream.server.clone());
+            let _ = tx.send((upstream.server.clone(), upstream.task_id.clone()));
         }
     }));
     // Polled here until it becomes a task (most calls end first: no task
@@ -889,8 +907,8 @@ where
     let mut running = inline(call(opts));
     tokio::select! {
         outcome = &mut running => outcome,
-        Ok(server) = became_rx => {
-            if !task.name(gateway, &server) || !gateway.inner.tasks.insert(&task) {
+        Ok((server, upstream)) = became_rx => {
+            if !task.name(gateway, &server, &upstream, tool) || !gateway.inner.tasks.insert(&task) {
                 // Past the bound (or no randomness for an id): the client
                 // waits for the call instead.
                 return running.await;

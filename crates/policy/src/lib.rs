@@ -743,21 +743,45 @@ impl SessionPolicy {
         match outcome {
             Outcome::Refused(e, _) | Outcome::Failed(e) => Err(e),
             Outcome::Answered { mut result, .. } => {
-                if let Some(max) = self.settings.max_output_bytes {
-                    let total: usize = text_blocks(&mut result).iter().map(|t| t.len()).sum();
-                    if total > max {
-                        let kept = self.keep(&output::render(&result));
-                        cap_text_blocks_kept(
-                            &mut result,
-                            max,
-                            self.settings.tail_fraction(),
-                            kept.as_deref(),
-                        );
-                    }
-                    self.cut_structured(&mut result, max);
-                }
+                self.cap_for_host(&mut result);
                 ToolResult::from_value(&result)
             }
+        }
+    }
+
+    /// A result of tool `name` (a hub name) that reached the host by
+    /// another way than a call through this policy (a task's, read from
+    /// its server by a gateway replica that did not start the call),
+    /// screened as [`SessionPolicy::call_for_host`] screens one: refused
+    /// (`TOOL_NOT_ALLOWED`) when the tool is not offered now, else checked
+    /// against its `outputSchema` (`OUTPUT_INVALID`), redacted and capped.
+    /// Not counted or audited: the call it ends was, where it began.
+    pub fn screen_for_host(&self, hub: &Hub, name: &str, result: &Value) -> Result<Value, Error> {
+        self.check_hub(hub)?;
+        let not_allowed =
+            |why: &str| Error::ToolNotAllowed(format!("tool '{name}' is not allowed here: {why}"));
+        let tool = hub
+            .tool_shared(name)
+            .ok_or_else(|| not_allowed(Refusal::UnknownTool.reason()))?;
+        if let Decision::Refused(r) = self.decide(&tool) {
+            return Err(not_allowed(r.reason()));
+        }
+        hub.check_tool_output(name, result)?;
+        let mut result = result.clone();
+        output::redact_result(&self.redactor, &mut result);
+        self.cap_for_host(&mut result);
+        Ok(result)
+    }
+
+    /// A host's result capped at `max_output_bytes`, when it is set.
+    fn cap_for_host(&self, result: &mut Value) {
+        if let Some(max) = self.settings.max_output_bytes {
+            let total: usize = text_blocks(result).iter().map(|t| t.len()).sum();
+            if total > max {
+                let kept = self.keep(&output::render(result));
+                cap_text_blocks_kept(result, max, self.settings.tail_fraction(), kept.as_deref());
+            }
+            self.cut_structured(result, max);
         }
     }
 
