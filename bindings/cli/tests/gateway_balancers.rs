@@ -3,7 +3,9 @@
 //! HAProxy and nginx from Debian's packages (`tests/setup.sh` unpacks them
 //! into `.deps/debian`): 2026-07-28 calls land on every replica; a
 //! 2025-11-25 session goes on after `kill -9` of its replica; a rolling
-//! restart with `--drain-seconds` fails no request.
+//! restart with `--drain-seconds` fails no request; a task of a server over
+//! HTTP (the rmcp tasks server on 2026-07-28) is carried to its end after
+//! `kill -9` of the replica that made it.
 
 mod common;
 
@@ -54,6 +56,9 @@ impl Drop for Balancer {
 
 /// The fleet: three replicas sharing a key, each with its audit log.
 struct Fleet {
+    /// Its servers: the demo over stdio, and `tasks`, the rmcp tasks
+    /// server over HTTP, which every replica reaches.
+    _tasks: mcpmux_test_support::RmcpTasksHttp,
     sb: Sandbox,
     dir: tempfile::TempDir,
     ports: Vec<u16>,
@@ -62,7 +67,12 @@ struct Fleet {
 
 impl Fleet {
     fn start() -> Fleet {
-        let sb = Sandbox::with_config(&demo_entry("demo", "allow_all = true"));
+        let tasks = mcpmux_test_support::RmcpTasksHttp::start(&[]);
+        let sb = Sandbox::with_config(&format!(
+            "{}\n{}protocol_version = \"2026-07-28\"\nallow_all = true\nconfirm_read_only = [\"*\"]\n",
+            demo_entry("demo", "allow_all = true"),
+            tasks.entry("tasks")
+        ));
         let dir = tempfile::tempdir().unwrap();
         {
             use std::os::unix::fs::PermissionsExt;
@@ -72,6 +82,7 @@ impl Fleet {
         }
         let ports = free_ports(4);
         let mut fleet = Fleet {
+            _tasks: tasks,
             sb,
             dir,
             ports,
@@ -211,6 +222,7 @@ fn post(
     let method = msg["method"].as_str().unwrap_or_default().to_owned();
     let name = msg["params"]["name"]
         .as_str()
+        .or_else(|| msg["params"]["taskId"].as_str())
         .unwrap_or_default()
         .to_owned();
     if version == "2026-07-28" {
@@ -286,6 +298,60 @@ fn call_2025(front: &str, session: &str, a: i64) -> Result<(), String> {
     check_sum(status, &answers, a + 1)
 }
 
+/// A 2026-07-28 request `method` through `front` declaring the tasks
+/// extension: its one answer.
+fn post_task_2026(front: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "fleet", "version": "0"}});
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+    let (status, _, answers) = post(front, None, "2026-07-28", &msg);
+    assert_eq!(status, 200, "{method}: {answers:?}");
+    answers.into_iter().next().unwrap_or(Value::Null)
+}
+
+/// A task of the HTTP tasks server begun through `front` is carried to
+/// its end through `front` after `kill -9` of the replica that made it
+/// (which is started again); a task the replica's memory alone held
+/// would be lost.
+fn task_outlives_its_replica(fleet: &mut Fleet, front: &str) {
+    let created = post_task_2026(
+        front,
+        "tools/call",
+        json!({"name": "mcp_tasks_slow_sum", "arguments": {"a": 2, "b": 40, "ms": 1500}}),
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let owner = id
+        .strip_prefix("mcpmux-")
+        .and_then(|rest| rest.split_once('.'))
+        .and_then(|(name, _)| NAMES.iter().position(|n| *n == name))
+        .unwrap_or_else(|| panic!("{id} names no replica"));
+    let mut killed = fleet.replicas[owner].take().unwrap();
+    killed.child.kill().unwrap();
+    killed.child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let got = post_task_2026(front, "tasks/get", json!({"taskId": id}));
+        assert!(got.get("error").is_none(), "{got}");
+        if got["result"]["status"] == "completed" {
+            assert_eq!(
+                got["result"]["result"]["content"][0]["text"], "sum: 42",
+                "{got}"
+            );
+            break;
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        assert!(Instant::now() < deadline, "{got}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    fleet.replicas[owner] = Some(fleet.replica(owner));
+}
+
 /// Waits until a 2026-07-28 call goes through `front`.
 fn wait_serving(front: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -322,6 +388,10 @@ fn a_fleet_behind_haproxy_loses_no_request_to_kill_9_or_a_rolling_restart() {
             NAMES[i]
         );
     }
+
+    // A task of an HTTP server outlives its replica.
+    task_outlives_its_replica(&mut fleet, &front);
+    std::thread::sleep(Duration::from_millis(1500));
 
     // 2025-11-25: the session goes on after its replica is killed.
     let session = session_2025(&front);
@@ -397,6 +467,7 @@ fn a_fleet_behind_nginx_carries_a_session_past_kill_9() {
     for a in 0..9 {
         call_2026(&front, a).unwrap();
     }
+    task_outlives_its_replica(&mut fleet, &front);
     let session = session_2025(&front);
     call_2025(&front, &session, 1).unwrap();
     let owner = named(&session);
