@@ -432,6 +432,41 @@ mod tests {
     const K1: &str = "k1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n";
     const K2: &str = "k2 ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100\n";
 
+    #[test]
+    fn what_is_sealed_for_a_purpose_opens_for_it_alone_with_either_key() {
+        let a = keys(K1, "a");
+        let sealed = a.seal_for("mcpmux task", b"plain".to_vec()).unwrap();
+        assert_eq!(a.open_for("mcpmux task", &sealed, 512).unwrap(), b"plain");
+        // Another replica with the key, and one rotating it out.
+        assert_eq!(
+            keys(K1, "b").open_for("mcpmux task", &sealed, 512).unwrap(),
+            b"plain"
+        );
+        let rotated = keys(&format!("{K2}{K1}"), "c");
+        assert_eq!(
+            rotated.open_for("mcpmux task", &sealed, 512).unwrap(),
+            b"plain"
+        );
+        // Not for another purpose, another key, tampered, cut or too long.
+        assert_eq!(a.open_for("session", &sealed, 512), None);
+        assert_eq!(keys(K2, "a").open_for("mcpmux task", &sealed, 512), None);
+        let mut tampered = sealed.clone().into_bytes();
+        tampered[20] = if tampered[20] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(tampered).unwrap();
+        assert_eq!(a.open_for("mcpmux task", &tampered, 512), None);
+        assert_eq!(
+            a.open_for("mcpmux task", &sealed[..sealed.len() - 3], 512),
+            None
+        );
+        assert_eq!(a.open_for("mcpmux task", &sealed, 8), None);
+        assert_eq!(a.open_for("mcpmux task", "not base64 ~", 512), None);
+        assert_eq!(a.open_for("mcpmux task", "", 512), None);
+        // A session token's sealed part is no task.
+        let token = a.seal(&state()).unwrap();
+        let part = token.rsplit('.').next().unwrap();
+        assert_eq!(a.open_for("mcpmux task", part, 1024), None);
+    }
+
     fn state() -> SessionState {
         SessionState::new(
             "2025-11-25",
