@@ -404,9 +404,9 @@ impl Client {
     }
 
     /// Answers inputs of a 2026-07-28 task as given (`tasks/update` with
-    /// `responses`: `inputRequests` keys to their answers, at most
-    /// [`crate::stateless::MAX_INPUT_REQUESTS`] of them, each key at most
-    /// [`tasks::MAX_TASK_ID_BYTES`] long, else `INVALID_INPUT`). For a
+    /// `responses`: `inputRequests` keys to their answers, at most 16 of
+    /// them, each key at most [`tasks::MAX_TASK_ID_BYTES`] long, else
+    /// `INVALID_INPUT`). For a
     /// proxy passing its client's answers on; a host answers through its
     /// handlers instead. On a 2025-11-25 server, `INVALID_INPUT` naming
     /// the revision.

@@ -36,7 +36,6 @@ use mcpmux_core::events::HubEvent;
 use mcpmux_core::internal::telemetry::{self, ServedVia};
 use mcpmux_core::protocol;
 use mcpmux_core::{HubTool, ProgressUpdate};
-use mcpmux_policy::output;
 
 /// Most requests of one client running at once; past it a request is
 /// refused at once (JSON-RPC -32000) instead of queued.
@@ -879,7 +878,8 @@ async fn call(
                     }
                     let (gw2, out2, called) = (gw.clone(), out.clone(), tool.clone());
                     let arguments = arguments.cloned();
-                    super::tasks::call(&gw, &called, holder, Some(asker), move |opts| {
+                    let seal = super::fleet_tasks::sealed_id;
+                    super::tasks::call(&gw, &called, seal, holder, Some(asker), move |opts| {
                         Box::pin(async move {
                             call_hub_tool_with(&gw2, &tool, arguments.as_ref(), progress, &out2, opts)
                                 .await
@@ -897,7 +897,8 @@ async fn call(
                 arguments.cloned(),
                 out.clone(),
             );
-            super::tasks::call(gateway, name, holder, None, move |opts| {
+            let seal = super::fleet_tasks::sealed_id;
+            super::tasks::call(gateway, name, seal, holder, None, move |opts| {
                 Box::pin(async move {
                     call_hub_tool_with(&gw, &tool, arguments.as_ref(), progress, &out, opts).await
                 })
@@ -1022,39 +1023,12 @@ async fn call_hub_tool_with(
         .policy
         .call_for_host(&gateway.inner.hub, &hub_name, arguments, &options)
         .await?;
-    Ok(shown_result(gateway, &hub_name, name, result.value()))
-}
-
-/// A result of hub tool `hub_name` (`name` to the client) as its client
-/// gets it: UI URIs under the names the gateway serves them by, and text
-/// framed under `--frame-output`.
-pub(crate) fn shown_result(
-    gateway: &Gateway,
-    hub_name: &str,
-    name: &str,
-    mut value: Value,
-) -> Value {
-    super::apps::rename_in_result(&mut value, || {
-        mcpmux_core::client::ToolRouter::tool_shared(&gateway.inner.hub, hub_name)
-            .map(|t| t.server.clone())
-    });
-    if gateway.inner.options.frame_output {
-        frame_text_blocks(&mut value, name);
-    }
-    value
-}
-
-/// `--frame-output`: each text block of a result framed as untrusted data.
-fn frame_text_blocks(result: &mut Value, tool: &str) {
-    if let Some(Value::Array(blocks)) = result.get_mut("content") {
-        for block in blocks {
-            if block["type"] == "text" {
-                if let Some(text) = block.get("text").and_then(Value::as_str) {
-                    block["text"] = output::frame(tool, text).into();
-                }
-            }
-        }
-    }
+    Ok(super::shown::shown_result(
+        gateway,
+        &hub_name,
+        name,
+        result.value(),
+    ))
 }
 
 /// `search_tools {query, limit}`: the best matches among the offered tools.
@@ -1097,7 +1071,7 @@ fn search(gateway: &Gateway, arguments: Option<&Value>) -> Value {
 /// tools this client is offered only: a tool the policy hides is never
 /// named. In search mode, the offered hub tools; else every tool it lists
 /// (the review tools too).
-pub(crate) fn unknown_tool(gateway: &Gateway, name: &str) -> Error {
+fn unknown_tool(gateway: &Gateway, name: &str) -> Error {
     let offered = gateway.offered();
     #[cfg_attr(not(feature = "sessions"), allow(unused_mut))]
     let mut shown: Vec<(String, String)> = offered

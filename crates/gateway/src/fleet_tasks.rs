@@ -158,7 +158,12 @@ fn shown(gateway: &Gateway, id: &str, sealed: &SealedTask, mut detailed: Value) 
         return detailed;
     };
     let screened = gateway.resolve(&sealed.tool).map_or_else(
-        || Err(super::connection::unknown_tool(gateway, &sealed.tool)),
+        || {
+            Err(Error::UnknownTool(format!(
+                "tool '{}' is no longer offered here",
+                sealed.tool
+            )))
+        },
         |hub_name| {
             let mut result = result;
             super::tasks::without_related_task(&mut result);
@@ -166,7 +171,7 @@ fn shown(gateway: &Gateway, id: &str, sealed: &SealedTask, mut detailed: Value) 
                 .inner
                 .policy
                 .screen_for_host(&gateway.inner.hub, &hub_name, &result)
-                .map(|r| super::connection::shown_result(gateway, &hub_name, &sealed.tool, r))
+                .map(|r| super::shown::shown_result(gateway, &hub_name, &sealed.tool, r))
         },
     );
     match screened {

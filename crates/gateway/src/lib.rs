@@ -26,6 +26,7 @@ mod pin_watch;
 pub mod relay;
 mod results;
 pub mod session_token;
+mod shown;
 mod stateful_tasks;
 pub mod status;
 pub mod stdio;

@@ -413,14 +413,20 @@ impl GatewayTask {
         self.id.get().map_or("", String::as_str)
     }
 
-    /// Makes its id, naming `server` (a no-op once made): sealed, so
-    /// that any replica of the fleet can serve it, when the server's task
-    /// (`upstream`) outlives this replica ([`super::fleet_tasks::sealed_id`]),
-    /// else one only this replica knows. False when the system has no
+    /// Makes its id, naming `server` (a no-op once made): the one `seal`
+    /// makes of the server's task `upstream` and the `tool` called (an id
+    /// any replica of the fleet can serve), else one only this replica
+    /// knows. False when the system has no
     /// randomness for it.
-    fn name(&self, gateway: &Gateway, server: &str, upstream: &str, tool: &str) -> bool {
+    fn name(
+        &self,
+        gateway: &Gateway,
+        server: &str,
+        upstream: &str,
+        (tool, seal): (&str, Sealer),
+    ) -> bool {
         if self.id.get().is_none() {
-            let id = super::fleet_tasks::sealed_id(gateway, server, upstream, tool, self.holder)
+            let id = seal(gateway, server, upstream, tool, self.holder)
                 .or_else(|| task_id_for(gateway, server));
             match id {
                 Some(id) => drop(self.id.set(id)),
@@ -864,6 +870,13 @@ pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
         })
 }
 
+/// Makes the id of a task of the gateway's that follows the server's task
+/// `upstream` of `server`, begun by a call of `tool` by `holder`, when
+/// one can be made that any replica serves (`fleet_tasks::sealed_id`,
+/// passed in by the connection so that this module, which it builds on,
+/// never names it); `None`: an id of this replica's.
+pub(crate) type Sealer = fn(&Gateway, &str, &str, &str, Option<u64>) -> Option<String>;
+
 /// Runs a `tools/call` of a client that declared the extension: the call's
 /// result when it ends without becoming a task upstream, else a
 /// `CreateTaskResult` of the gateway's. `call` runs the hub's call with the
@@ -873,6 +886,7 @@ pub(crate) fn task_id(params: &Value) -> Result<&str, Error> {
 pub(crate) async fn call<C>(
     gateway: &Gateway,
     tool: &str,
+    seal: Sealer,
     holder: Option<u64>,
     before: Option<ClientHandlers>,
     call: C,
@@ -908,7 +922,7 @@ where
     tokio::select! {
         outcome = &mut running => outcome,
         Ok((server, upstream)) = became_rx => {
-            if !task.name(gateway, &server, &upstream, tool) || !gateway.inner.tasks.insert(&task) {
+            if !task.name(gateway, &server, &upstream, (tool, seal)) || !gateway.inner.tasks.insert(&task) {
                 // Past the bound (or no randomness for an id): the client
                 // waits for the call instead.
                 return running.await;
